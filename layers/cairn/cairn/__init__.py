@@ -1,0 +1,61 @@
+"""cairn: crash-safe, multi-phase pipelines with checkpoints.
+
+The public API. The core imports neither boto3 nor botocore.
+"""
+
+from __future__ import annotations
+
+from .context import PhaseContext
+from .engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline
+from .errors import (
+    CairnError,
+    ClaimLostError,
+    CorruptJobError,
+    InvalidInputError,
+    JobNotFoundError,
+    PhaseError,
+    PipelineError,
+    StateTooLargeError,
+    StorageError,
+    UnknownPhaseError,
+)
+from .models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord, RetryMode
+from .outcomes import Done, Fail, Next
+from .pipeline import Pipeline
+from .retry import RetryPolicy
+from .scheduling.inline import InlineScheduler
+from .storage.file import FileStorage
+from .storage.memory import MemoryStorage
+
+__all__ = [
+    "CairnError",
+    "Checkpoint",
+    "ClaimLostError",
+    "CorruptJobError",
+    "Done",
+    "Fail",
+    "FileStorage",
+    "InlineScheduler",
+    "InvalidInputError",
+    "Job",
+    "JobNotFoundError",
+    "JobStatus",
+    "LogEntry",
+    "MemoryStorage",
+    "Next",
+    "PhaseContext",
+    "PhaseError",
+    "PhaseRecord",
+    "Pipeline",
+    "PipelineError",
+    "RetryMode",
+    "RetryPolicy",
+    "StateTooLargeError",
+    "StorageError",
+    "UnknownPhaseError",
+    "advance_phase",
+    "cancel_job",
+    "pause_job",
+    "resolve_start_phase",
+    "run_pipeline",
+]

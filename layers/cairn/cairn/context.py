@@ -1,0 +1,123 @@
+"""What a phase sees while it runs: its job, its state, and ways to record progress."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from .clock import Clock
+from .errors import InvalidInputError
+from .models import Checkpoint, EntryKind, LogEntry, LogLevel
+from .transitions import Journal
+
+S = TypeVar("S")
+
+logger = logging.getLogger("cairn")
+
+_LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+
+
+class JournalBuffer:
+    """Log entries and usage recorded since the last write; handed over with it."""
+
+    def __init__(self) -> None:
+        self._log: list[LogEntry] = []
+        self._usage: dict[str, float] = {}
+
+    def add_entry(self, entry: LogEntry) -> None:
+        """Queue one log entry or annotation."""
+        self._log.append(entry)
+
+    def add_usage(self, counters: dict[str, float]) -> None:
+        """Add to the usage counters."""
+        for key, value in counters.items():
+            self._usage[key] = self._usage.get(key, 0) + value
+
+    def peek(self) -> Journal:
+        """What is queued, without clearing it."""
+        return Journal(log=tuple(self._log), usage=dict(self._usage))
+
+    def clear(self) -> None:
+        """Forget what was queued (after it was written)."""
+        self._log.clear()
+        self._usage.clear()
+
+
+class PhaseContext(Generic[S]):
+    """The running phase's view of its job.
+
+    ``state`` is the state from the checkpoint (a model instance when the
+    pipeline has a state model); ``checkpoint`` is the checkpoint itself;
+    ``attempt`` counts from 1 for each phase.
+    """
+
+    def __init__(
+        self,
+        *,
+        job_id: str,
+        phase: str,
+        state: S,
+        checkpoint: Checkpoint,
+        attempt: int,
+        clock: Clock,
+        saver: Callable[[Any], None],
+        journal: JournalBuffer,
+    ) -> None:
+        self.job_id = job_id
+        self.phase = phase
+        self.state = state
+        self.checkpoint = checkpoint
+        self.attempt = attempt
+        self._clock = clock
+        self._saver = saver
+        self._journal = journal
+
+    def save_state(self, state: S) -> None:
+        """Checkpoint ``state`` now, as ``{nextPhase: <this phase>, state}``.
+
+        A crash after this re-enters this same phase with this state.
+        """
+        self._saver(state)
+        self.state = state
+
+    def log(self, message: str, level: LogLevel = "info") -> None:
+        """Add a line to the job's log (stored with the next checkpoint write)."""
+        if level not in _LEVELS:
+            raise InvalidInputError(f"Unknown log level {level!r}; use one of {', '.join(_LEVELS)}")
+        self._record(message, level=level, kind="log")
+
+    def observe(self, text: str) -> None:
+        """Record something the phase noticed."""
+        self._record(text, kind="observation")
+
+    def decide(self, text: str, reason: str) -> None:
+        """Record a decision and the reason for it."""
+        self._record(text, kind="decision", reason=reason)
+
+    def insight(self, text: str) -> None:
+        """Record a reusable lesson."""
+        self._record(text, kind="insight")
+
+    def record_error(self, text: str) -> None:
+        """Record a failure signal without failing the phase."""
+        self._record(text, level="error", kind="error")
+
+    def add_usage(self, **counters: float) -> None:
+        """Add to the job's usage counters (summed across phases and retries)."""
+        for key, value in counters.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidInputError(f"Usage counter {key!r} must be a number, got {value!r}")
+        self._journal.add_usage(counters)
+
+    def _record(self, message: str, *, kind: EntryKind, level: LogLevel = "info", reason: str | None = None) -> None:
+        entry = LogEntry(
+            message=message, level=level, phase=self.phase, timestamp=self._clock(), kind=kind, reason=reason
+        )
+        self._journal.add_entry(entry)
+        logger.log(_LEVELS[level], message, extra={"job_id": self.job_id, "phase": self.phase, "kind": kind})

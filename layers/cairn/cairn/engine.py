@@ -1,0 +1,326 @@
+"""The checkpoint engine: start, resume and advance jobs, following the seed's rules.
+
+``run_pipeline`` writes the starting checkpoint and schedules an advance; it
+never runs a phase. ``advance_phase`` claims the job, runs the phase named by
+the checkpoint's ``nextPhase`` and commits what it returned, in one
+conditional write per step.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any
+
+from .context import JournalBuffer, PhaseContext
+from .errors import (
+    ClaimLostError,
+    InvalidInputError,
+    PipelineError,
+    StateTooLargeError,
+    StorageError,
+    UnknownPhaseError,
+)
+from .models import Checkpoint, EntryKind, Job, JobStatus, LogEntry, LogLevel, PhaseOutcome, PhaseRecord, RetryMode
+from .outcomes import Done, Fail, Next
+from .pipeline import Phase, Pipeline, to_json
+from .scheduling.base import Scheduler
+from .storage.base import Storage
+from .transitions import Claim, Commit, CommitKind, Fence, Journal, Save, StartJob, VersionConflict
+
+logger = logging.getLogger("cairn")
+
+JOB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_START_ATTEMPTS = 5
+
+
+def validate_job_id(job_id: str) -> str:
+    """The job id, if it is 1-128 letters, digits, '.', '_' or '-'; else a clear error."""
+    if not isinstance(job_id, str) or not JOB_ID_PATTERN.match(job_id):
+        raise InvalidInputError(
+            f"Invalid job id {job_id!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return job_id
+
+
+def resolve_start_phase(mode: RetryMode | str, checkpoint: Checkpoint | None, initial_phase: str) -> str:
+    """The phase a (re)started job begins with: the checkpoint's on resume, else ``initial_phase``."""
+    if RetryMode(mode) == RetryMode.RESUME and checkpoint is not None:
+        return checkpoint.next_phase
+    return initial_phase
+
+
+def _ttl_seconds(pipeline: Pipeline[Any]) -> int:
+    return int(pipeline.ttl.total_seconds())
+
+
+def _expires_at(pipeline: Pipeline[Any], now_ms: int) -> int:
+    return now_ms // 1000 + _ttl_seconds(pipeline)
+
+
+def _usable_checkpoint(job: Job | None, pipeline: Pipeline[Any], now_ms: int) -> Checkpoint | None:
+    """The job's checkpoint, unless it is older than the pipeline's TTL."""
+    if job is None or job.checkpoint is None:
+        return None
+    if job.checkpoint.created_at + _ttl_seconds(pipeline) * 1000 <= now_ms:
+        return None
+    return job.checkpoint
+
+
+def run_pipeline(
+    job_id: str,
+    pipeline: Pipeline[Any],
+    *,
+    storage: Storage,
+    scheduler: Scheduler,
+    initial_state: Any = None,
+    retry_mode: RetryMode | str = RetryMode.RESUME,
+    initial_phase: str | None = None,
+) -> Job:
+    """Start a job, or retry one, and schedule its first advance.
+
+    ``resume`` continues from the saved ``nextPhase`` with the saved state (and
+    starts fresh when there is no checkpoint); ``full`` discards the checkpoint
+    and the old log and starts from ``initial_phase`` (default: the first
+    phase) with ``initial_state``. Any worker still mid-phase is fenced off.
+    Bad input raises before anything is written.
+    """
+    validate_job_id(job_id)
+    try:
+        mode = RetryMode(retry_mode)
+    except ValueError as exc:
+        raise InvalidInputError(f"Unknown retry mode {retry_mode!r}; use 'resume' or 'full'") from exc
+    first_phase = pipeline.initial_phase  # refuses an empty pipeline
+    if initial_phase is not None and not pipeline.has_phase(initial_phase):
+        raise PipelineError(
+            f'Unknown initial phase "{initial_phase}" (known phases: {", ".join(pipeline.phase_names)})'
+        )
+    fresh_state = pipeline.dump_state(initial_state)
+
+    for _ in range(_START_ATTEMPTS):
+        now = storage.clock()
+        existing = storage.get_job(job_id)
+        saved = _usable_checkpoint(existing, pipeline, now) if mode == RetryMode.RESUME else None
+        start_phase = resolve_start_phase(mode, saved, initial_phase or first_phase)
+        state = saved.state if saved is not None else fresh_state
+        checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
+        note = LogEntry(
+            message=f'Job started ({mode.value}) at phase "{start_phase}"', timestamp=now, phase=start_phase
+        )
+        request = StartJob(
+            job_id=job_id,
+            pipeline=pipeline.name,
+            checkpoint=checkpoint,
+            now_ms=now,
+            expires_at=_expires_at(pipeline, now),
+            expected_version=existing.version if existing else None,
+            ttl_seconds=_ttl_seconds(pipeline),
+            reset_history=mode == RetryMode.FULL,
+            journal=Journal(log=(note,)),
+        )
+        try:
+            job = storage.start_job(request)
+        except VersionConflict:
+            continue
+        scheduler.schedule_advance(job_id, phase=start_phase)
+        return job
+    raise StorageError(f'Job "{job_id}" kept changing while it was being started; try again', retryable=True)
+
+
+def pause_job(job_id: str, *, storage: Storage) -> Job:
+    """Pause a running job: the phase in flight finishes; nothing after it starts."""
+    return storage.pause(validate_job_id(job_id))
+
+
+def cancel_job(job_id: str, *, storage: Storage) -> Job:
+    """Cancel a job. A worker mid-phase can no longer commit; the checkpoint stays until it expires."""
+    return storage.cancel(validate_job_id(job_id))
+
+
+class _PhaseRun:
+    """One claimed run of one phase: the writes it may make, all fenced by its claim."""
+
+    def __init__(self, job: Job, pipeline: Pipeline[Any], storage: Storage, worker: str, started_at: int) -> None:
+        assert job.checkpoint is not None
+        self.job = job
+        self.pipeline = pipeline
+        self.storage = storage
+        self.fence = Fence(job.version, worker)
+        self.started_at = started_at
+        self.checkpoint = job.checkpoint
+        self.phase_name = job.checkpoint.next_phase
+        self.journal = JournalBuffer()
+
+    def entry(self, message: str, *, level: LogLevel = "info", kind: EntryKind = "log") -> None:
+        self.journal.add_entry(
+            LogEntry(message=message, level=level, kind=kind, phase=self.phase_name, timestamp=self.storage.clock())
+        )
+
+    def save(self, state: Any, lease_seconds: float) -> None:
+        now = self.storage.clock()
+        request = Save(
+            checkpoint=Checkpoint(next_phase=self.phase_name, state=self.pipeline.dump_state(state), created_at=now),
+            now_ms=now,
+            lease_expires_at=now + int(lease_seconds * 1000),
+            expires_at=_expires_at(self.pipeline, now),
+            journal=self.journal.peek(),
+        )
+        self.job = self.storage.save(self.job.job_id, self.fence, request)
+        self.journal.clear()
+
+    def commit(
+        self,
+        kind: CommitKind,
+        outcome: PhaseOutcome,
+        *,
+        checkpoint: Checkpoint | None = None,
+        result: Any = None,
+        error: str | None = None,
+    ) -> Job:
+        now = self.storage.clock()
+        record = PhaseRecord(
+            phase=self.phase_name,
+            attempt=self.job.attempt,
+            started_at=self.started_at,
+            ended_at=now,
+            outcome=outcome,
+            next_phase=checkpoint.next_phase if checkpoint else None,
+            error=error,
+        )
+        request = Commit(
+            kind=kind,
+            now_ms=now,
+            expires_at=_expires_at(self.pipeline, now),
+            record=record,
+            journal=self.journal.peek(),
+            checkpoint=checkpoint,
+            result=result,
+            error=error,
+        )
+        self.job = self.storage.commit(self.job.job_id, self.fence, request)
+        self.journal.clear()
+        return self.job
+
+
+def _lease_for(pipeline: Pipeline[Any], phase: str | None) -> float:
+    if phase is not None and pipeline.has_phase(phase):
+        return pipeline.get_phase(phase).lease_seconds
+    return max(pipeline.get_phase(name).lease_seconds for name in pipeline.phase_names)
+
+
+def advance_phase(
+    job_id: str,
+    pipeline: Pipeline[Any],
+    *,
+    storage: Storage,
+    scheduler: Scheduler,
+    phase: str | None = None,
+    worker: str | None = None,
+) -> Job | None:
+    """Run the phase the checkpoint names, commit its outcome and schedule what follows.
+
+    Returns the job after the commit, or None when there was nothing to do: the
+    job is not running (paused, finished, unknown), ``phase`` is not the
+    checkpoint's ``nextPhase`` (a stale or duplicate delivery), another worker
+    holds the job, or this worker lost its claim before committing.
+    """
+    validate_job_id(job_id)
+    _ = pipeline.initial_phase  # an empty pipeline is refused here
+    worker = worker or uuid.uuid4().hex
+    lease = _lease_for(pipeline, phase)
+    now = storage.clock()
+    claimed = storage.claim(
+        Claim(
+            job_id=job_id,
+            phase=phase,
+            worker=worker,
+            now_ms=now,
+            lease_expires_at=now + int(lease * 1000),
+            expires_at=_expires_at(pipeline, now),
+        )
+    )
+    if claimed is None:
+        logger.debug("No advance for job %s (phase %s): not claimable", job_id, phase)
+        return None
+    run = _PhaseRun(claimed, pipeline, storage, worker, now)
+    try:
+        return _run_claimed(run, scheduler)
+    except ClaimLostError:
+        logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
+        return None
+
+
+def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
+    pipeline = run.pipeline
+    if not pipeline.has_phase(run.phase_name):
+        message = str(UnknownPhaseError(run.phase_name, pipeline.phase_names))
+        run.entry(message, level="error", kind="error")
+        return run.commit("error", "unknown-phase", error=message)
+
+    phase = pipeline.get_phase(run.phase_name)
+    ctx: PhaseContext[Any] = PhaseContext(
+        job_id=run.job.job_id,
+        phase=phase.name,
+        state=pipeline.load_state(run.checkpoint.state),
+        checkpoint=run.checkpoint,
+        attempt=run.job.attempt,
+        clock=run.storage.clock,
+        saver=lambda state: run.save(state, phase.lease_seconds),
+        journal=run.journal,
+    )
+    try:
+        outcome = phase.run(ctx)
+    except ClaimLostError:
+        raise
+    except Exception as exc:  # the phase failed; BaseException (process death) passes through
+        return _handle_exception(run, phase, exc, scheduler)
+    return _handle_outcome(run, phase, outcome, scheduler)
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _handle_exception(run: _PhaseRun, phase: Phase, exc: Exception, scheduler: Scheduler) -> Job:
+    attempt = run.job.attempt
+    message = _describe(exc)
+    run.entry(f'Phase "{phase.name}" threw: {message}', level="error", kind="error")
+    logger.error('Job %s: phase "%s" threw: %s', run.job.job_id, phase.name, message, exc_info=exc)
+    if phase.retry.should_retry(exc, attempt):
+        delay = phase.retry.delay_for(attempt)
+        run.entry(
+            f'Retrying phase "{phase.name}" (attempt {attempt + 1} of {phase.retry.max_attempts}) in {delay:.1f}s',
+            level="warning",
+        )
+        job = run.commit("retry", "retry", error=message)
+        if job.status == JobStatus.RUNNING:
+            scheduler.schedule_advance(job.job_id, phase=phase.name, delay=delay)
+        return job
+    return run.commit("error", "error", error=message)
+
+
+def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Scheduler) -> Job:
+    if isinstance(outcome, Fail):
+        run.entry(f'Phase "{phase.name}" failed: {outcome.error}', level="error", kind="error")
+        return run.commit("error", "error", error=outcome.error)
+    try:
+        if isinstance(outcome, Next):
+            checkpoint = Checkpoint(
+                next_phase=outcome.next_phase,
+                state=run.pipeline.dump_state(outcome.state),
+                created_at=run.storage.clock(),
+            )
+            job = run.commit("next", "next", checkpoint=checkpoint)
+            if job.status == JobStatus.RUNNING:
+                scheduler.schedule_advance(job.job_id, phase=outcome.next_phase)
+            return job
+        if isinstance(outcome, Done):
+            return run.commit("done", "done", result=to_json(outcome.result))
+    except (InvalidInputError, StateTooLargeError) as exc:
+        message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
+        run.entry(message, level="error", kind="error")
+        return run.commit("error", "error", error=message)
+    message = f'Phase "{phase.name}" returned {outcome!r}; expected Next, Done or Fail'
+    run.entry(message, level="error", kind="error")
+    return run.commit("error", "error", error=message)

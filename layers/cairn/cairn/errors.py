@@ -1,0 +1,86 @@
+"""The one exception hierarchy of cairn. Standard library only.
+
+Every error the library raises derives from :class:`CairnError`. Whether an
+error is worth retrying is data on the error (``retryable``), never a guess
+made from its message.
+"""
+
+from __future__ import annotations
+
+
+class CairnError(Exception):
+    """Root of every error cairn raises."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if retryable is not None:
+            self.retryable = retryable
+
+
+class PipelineError(CairnError):
+    """A pipeline is defined or used wrongly (empty, duplicate phase, unknown phase)."""
+
+
+class UnknownPhaseError(PipelineError):
+    """A checkpoint names a phase the pipeline does not have."""
+
+    def __init__(self, phase: str, known: list[str]) -> None:
+        super().__init__(
+            f'Unknown phase "{phase}": the pipeline has no such phase (known phases: {", ".join(known) or "none"})'
+        )
+        self.phase = phase
+        self.known = known
+
+
+class PhaseError(CairnError):
+    """A phase failed. Raised by phase code to fail with a message of its own."""
+
+
+class InvalidInputError(CairnError):
+    """A caller passed a value cairn cannot accept; nothing was changed."""
+
+
+class JobNotFoundError(CairnError):
+    """The job does not exist (or has expired)."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f'Job "{job_id}" was not found (it never existed or has expired)')
+        self.job_id = job_id
+
+
+class ClaimLostError(CairnError):
+    """A worker tried to write for a job whose claim it no longer holds.
+
+    Another worker or a retry took the job over; the write was refused and
+    nothing was changed.
+    """
+
+    def __init__(self, job_id: str, detail: str = "") -> None:
+        message = f'Job "{job_id}": this worker no longer holds the claim'
+        super().__init__(f"{message} ({detail})" if detail else message)
+        self.job_id = job_id
+
+
+class StorageError(CairnError):
+    """The checkpoint store failed. ``retryable`` says whether trying again may help."""
+
+
+class CorruptJobError(StorageError):
+    """A stored job record cannot be read; names where it lives."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"Stored job at {location} is unreadable: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+class StateTooLargeError(StorageError):
+    """A phase's state exceeds what the store can hold."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"State is {size} bytes, over the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit

@@ -1,0 +1,113 @@
+"""The data cairn stores: checkpoints, jobs, log entries and phase records.
+
+On the wire (API, DynamoDB, files) the seed's camelCase names are used:
+``nextPhase``, ``state``, ``createdAt``. In Python the names are snake_case.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    """Base for stored models: camelCase on the wire, snake_case in Python."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready dict stored or sent for this model."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class JobStatus(StrEnum):
+    """Where a job stands."""
+
+    IDLE = "idle"
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETE = "complete"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+
+
+class RetryMode(StrEnum):
+    """How ``run_pipeline`` treats an existing checkpoint."""
+
+    RESUME = "resume"
+    FULL = "full"
+
+
+class Checkpoint(WireModel):
+    """The seed's checkpoint: the phase to run next, the state it gets, and when it was written."""
+
+    next_phase: str
+    state: Any = None
+    created_at: int = Field(description="Unix time in milliseconds")
+
+
+EntryKind = Literal["log", "observation", "decision", "insight", "error"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+class LogEntry(WireModel):
+    """One line of a job's log, or one annotation (observation, decision, insight, error)."""
+
+    message: str
+    level: LogLevel = "info"
+    phase: str | None = None
+    timestamp: int
+    kind: EntryKind = "log"
+    reason: str | None = None
+
+
+PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase"]
+
+
+class PhaseRecord(WireModel):
+    """One finished run of a phase: when it started and ended, and how it ended."""
+
+    phase: str
+    attempt: int
+    started_at: int
+    ended_at: int
+    outcome: PhaseOutcome
+    next_phase: str | None = None
+    error: str | None = None
+
+
+class Job(WireModel):
+    """A job as stored: status, checkpoint, claim, and what it has produced so far."""
+
+    job_id: str
+    pipeline: str
+    status: JobStatus = JobStatus.IDLE
+    checkpoint: Checkpoint | None = None
+    error: str | None = None
+    attempt: int = 1
+    result: Any = None
+    usage: dict[str, int | float] = Field(default_factory=dict)
+    phases: list[PhaseRecord] = Field(default_factory=list)
+    log: list[LogEntry] = Field(default_factory=list)
+    created_at: int
+    updated_at: int
+    expires_at: int = Field(description="Unix time in seconds after which the job is treated as gone")
+    ttl_seconds: int = 86400
+    version: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: int | None = Field(default=None, description="Unix time in milliseconds")
+
+    def is_expired(self, now_ms: int) -> bool:
+        """True once the job's TTL has passed, whether or not the store has deleted it."""
+        return self.expires_at * 1000 <= now_ms
+
+    def expires_at_after(self, now_ms: int) -> int:
+        """The TTL attribute (epoch seconds) for a write at ``now_ms``."""
+        return now_ms // 1000 + self.ttl_seconds
+
+    def has_live_claim(self, now_ms: int) -> bool:
+        """True while a worker holds an unexpired claim on the job."""
+        return self.lease_owner is not None and (self.lease_expires_at or 0) > now_ms

@@ -1,0 +1,162 @@
+"""A pipeline: a named, ordered set of phases and the shape of the state they share."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import InvalidInputError, PipelineError, UnknownPhaseError
+from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from .context import PhaseContext
+    from .outcomes import PhaseResult
+
+S = TypeVar("S")
+PhaseFunction = Callable[["PhaseContext[Any]"], "PhaseResult"]
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One registered phase: its name, its code and its retry policy."""
+
+    name: str
+    run: PhaseFunction
+    retry: RetryPolicy
+    lease_seconds: float
+
+
+class Pipeline(Generic[S]):
+    """A named set of phases; the first phase registered is the initial phase.
+
+    ``state`` is an optional pydantic model for the state the phases share;
+    without it the state is plain JSON. ``ttl`` is how long a job and its
+    checkpoint live after their last write. ``aliases`` maps old phase names
+    to current ones, so checkpoints written before a rename still resume.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        state: type[S] | None = None,
+        ttl: timedelta = timedelta(hours=24),
+        aliases: Mapping[str, str] | None = None,
+    ) -> None:
+        if not _NAME.match(name):
+            raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
+        if ttl <= timedelta(0):
+            raise PipelineError(f"Pipeline {name!r}: ttl must be positive, got {ttl}")
+        self.name = name
+        self.state_model = state
+        self.ttl = ttl
+        self.aliases: dict[str, str] = dict(aliases or {})
+        self._phases: dict[str, Phase] = {}
+
+    @overload
+    def phase(self, fn: PhaseFunction, /) -> PhaseFunction: ...
+
+    @overload
+    def phase(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        retry: RetryPolicy | None = None,
+        lease_seconds: float = 900.0,
+    ) -> Callable[[PhaseFunction], PhaseFunction]: ...
+
+    def phase(
+        self,
+        fn: PhaseFunction | None = None,
+        /,
+        *,
+        name: str | None = None,
+        retry: RetryPolicy | None = None,
+        lease_seconds: float = 900.0,
+    ) -> PhaseFunction | Callable[[PhaseFunction], PhaseFunction]:
+        """Register a phase, as ``@pipeline.phase`` or ``@pipeline.phase(retry=...)``.
+
+        ``lease_seconds`` is how long a worker's claim on the job lasts; set it
+        to at least the phase function's timeout.
+        """
+
+        def register(func: PhaseFunction) -> PhaseFunction:
+            phase_name = name or func.__name__
+            if not _NAME.match(phase_name):
+                raise PipelineError(f"Invalid phase name {phase_name!r}")
+            if phase_name in self._phases:
+                raise PipelineError(f'Pipeline "{self.name}" already has a phase "{phase_name}"')
+            if lease_seconds <= 0:
+                raise PipelineError(f'Phase "{phase_name}": lease_seconds must be positive')
+            self._phases[phase_name] = Phase(phase_name, func, retry or RetryPolicy(), lease_seconds)
+            return func
+
+        if fn is not None:
+            return register(fn)
+        return register
+
+    @property
+    def phase_names(self) -> list[str]:
+        """The phases in the order they were registered."""
+        return list(self._phases)
+
+    @property
+    def initial_phase(self) -> str:
+        """The first registered phase; an empty pipeline has none."""
+        if not self._phases:
+            raise PipelineError(f'Pipeline "{self.name}" has no phases')
+        return next(iter(self._phases))
+
+    def resolve_name(self, name: str) -> str:
+        """The current name of a phase, following aliases."""
+        return self.aliases.get(name, name)
+
+    def get_phase(self, name: str) -> Phase:
+        """The phase called ``name`` (or an alias of it); an unknown name is an error."""
+        phase = self._phases.get(self.resolve_name(name))
+        if phase is None:
+            raise UnknownPhaseError(name, self.phase_names)
+        return phase
+
+    def has_phase(self, name: str) -> bool:
+        """Whether ``name`` (or what it is an alias of) is a phase of this pipeline."""
+        return self.resolve_name(name) in self._phases
+
+    def dump_state(self, state: Any) -> Any:
+        """The JSON form of ``state``; a state that is not valid is refused clearly."""
+        if self.state_model is not None and issubclass(self.state_model, BaseModel):
+            try:
+                model = state if isinstance(state, self.state_model) else self.state_model.model_validate(state)
+            except ValidationError as exc:
+                raise InvalidInputError(f'Invalid state for pipeline "{self.name}": {exc}') from exc
+            return model.model_dump(mode="json")
+        return to_json(state, what=f'State for pipeline "{self.name}"')
+
+    def load_state(self, raw: Any) -> Any:
+        """The state a phase sees: the model instance when the pipeline has one."""
+        if self.state_model is not None and issubclass(self.state_model, BaseModel):
+            try:
+                return self.state_model.model_validate(raw)
+            except ValidationError as exc:
+                raise InvalidInputError(f'Stored state does not fit pipeline "{self.name}": {exc}') from exc
+        return raw
+
+
+def to_json(value: Any, *, what: str = "Value") -> Any:
+    """``value`` as plain JSON data (pydantic models are dumped); anything else is refused clearly."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} is not JSON: {exc}") from exc

@@ -1,0 +1,66 @@
+"""An in-process scheduler: a FIFO of advances, run by ``drain()``."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import CairnError, InvalidInputError
+
+AdvanceFunction = Callable[..., Any]
+
+
+class InlineScheduler:
+    """Queues advances in memory and runs them in order when drained.
+
+    Advances run in the order they fall due (first in, first out among equal
+    due times); ``drain`` waits for delayed ones. ``now`` and ``sleep`` can be
+    replaced to run delays on a fake clock.
+    """
+
+    def __init__(
+        self,
+        *,
+        now: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._now = now
+        self._sleep = sleep
+        self._queue: list[tuple[float, int, str, str]] = []
+        self._sequence = itertools.count()
+        self._advance: AdvanceFunction | None = None
+
+    def bind(self, fn: AdvanceFunction) -> None:
+        """Set what runs an advance: called as ``fn(job_id, phase=phase)``."""
+        self._advance = fn
+
+    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
+        """Queue an advance of ``phase`` for ``job_id`` after ``delay`` seconds."""
+        if delay < 0:
+            raise InvalidInputError(f"delay must not be negative, got {delay}")
+        heapq.heappush(self._queue, (self._now() + delay, next(self._sequence), job_id, phase))
+
+    def pending(self) -> int:
+        """How many advances are queued."""
+        return len(self._queue)
+
+    def drain(self, *, max_steps: int | None = None) -> int:
+        """Run queued advances in order until the queue is empty; returns how many ran.
+
+        A process-death style ``BaseException`` from an advance passes straight
+        through (the advance it came from is gone, as it would be in a real crash).
+        """
+        if self._advance is None:
+            raise CairnError("InlineScheduler.drain() needs bind(fn) first")
+        ran = 0
+        while self._queue and (max_steps is None or ran < max_steps):
+            due, _, job_id, phase = heapq.heappop(self._queue)
+            wait = due - self._now()
+            if wait > 0:
+                self._sleep(wait)
+            ran += 1
+            self._advance(job_id, phase=phase)
+        return ran

@@ -1,0 +1,57 @@
+"""The storage port: one conditional transition per state change.
+
+An adapter implements reads and the transitions of :mod:`cairn.transitions`
+(start, claim, save, commit, pause, cancel), each as a single atomic,
+conditional write. The engine talks to storage only through this port.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from ..clock import Clock, system_clock_ms
+from ..models import Job, JobStatus
+from ..transitions import Claim, Commit, Fence, Save, StartJob
+
+
+class Storage(ABC):
+    """Where jobs and their checkpoints live. Every method is one atomic step."""
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or system_clock_ms
+
+    @abstractmethod
+    def get_job(self, job_id: str) -> Job | None:
+        """The job, or None when it is unknown or expired."""
+
+    @abstractmethod
+    def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
+        """Live jobs, newest first, optionally only those with ``status``."""
+
+    @abstractmethod
+    def start_job(self, request: StartJob) -> Job:
+        """Create or take over a job (fencing any claim).
+
+        Raises :class:`cairn.transitions.VersionConflict` when the job changed
+        since the caller read ``expected_version``.
+        """
+
+    @abstractmethod
+    def claim(self, request: Claim) -> Job | None:
+        """Claim the job for one phase run; None when it is not claimable."""
+
+    @abstractmethod
+    def save(self, job_id: str, fence: Fence, request: Save) -> Job:
+        """Write a mid-phase checkpoint; raises ClaimLostError without the claim."""
+
+    @abstractmethod
+    def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
+        """End a phase run and release the claim; raises ClaimLostError without it."""
+
+    @abstractmethod
+    def pause(self, job_id: str) -> Job:
+        """Pause a running job (idempotent)."""
+
+    @abstractmethod
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job, fencing any worker (idempotent)."""

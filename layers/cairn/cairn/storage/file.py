@@ -1,0 +1,226 @@
+"""Local JSON checkpoints: one file per job, atomic writes, a lock per job, retention and health."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from datetime import timedelta
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ValidationError
+
+from ..clock import Clock
+from ..errors import CorruptJobError, InvalidInputError, StorageError
+from ..models import Job, JobStatus
+from .document import DocumentStorage
+
+_SUFFIX = ".json"
+_TEMP_PREFIX = ".tmp-"
+_RECOVERABLE = {JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.ERROR, JobStatus.CANCELLED}
+
+
+class StorageHealth(BaseModel):
+    """What ``FileStorage.health()`` reports."""
+
+    healthy: bool
+    last_checkpoint_age: float | None
+    job_count: int
+    can_recover: bool
+    recommendation: str
+    unreadable_files: list[str] = []
+
+
+class FileStorage(DocumentStorage):
+    """Jobs as JSON files in ``directory``, safe for several threads and processes at once.
+
+    Each write goes to a temporary file that is flushed to disk and renamed
+    over the old one, so a crash leaves either the old or the new job, never
+    half of one. ``lock_timeout`` bounds the wait for another process's lock.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        clock: Clock | None = None,
+        lock_timeout: float = 30.0,
+    ) -> None:
+        super().__init__(clock=clock)
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise InvalidInputError(f"FileStorage directory {self.directory} exists and is not a directory")
+        self._locks = self.directory / ".locks"
+        self._locks.mkdir(parents=True, exist_ok=True)
+        self._lock_timeout = lock_timeout
+
+    def path_for(self, job_id: str) -> Path:
+        """The file that holds ``job_id``."""
+        if not job_id or "/" in job_id or job_id.startswith(".") or "\\" in job_id:
+            raise InvalidInputError(f"Invalid job id {job_id!r} for file storage")
+        return self.directory / f"{job_id}{_SUFFIX}"
+
+    @contextlib.contextmanager
+    def _held(self, job_id: str) -> Iterator[None]:
+        self.path_for(job_id)
+        lock = FileLock(str(self._locks / f"{job_id}.lock"), timeout=self._lock_timeout)
+        try:
+            with lock:
+                yield
+        except Timeout as exc:
+            raise StorageError(
+                f'Timed out after {self._lock_timeout}s waiting for the lock on job "{job_id}"', retryable=True
+            ) from exc
+
+    def _locked(self, job_id: str) -> AbstractContextManager[object]:
+        return self._held(job_id)
+
+    def _load(self, job_id: str) -> Job | None:
+        path = self.path_for(job_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
+        try:
+            return Job.model_validate(json.loads(raw))
+        except (ValueError, ValidationError) as exc:
+            raise CorruptJobError(str(path), _first_line(exc)) from exc
+
+    def _store(self, job: Job) -> None:
+        path = self.path_for(job.job_id)
+        data = json.dumps(job.to_wire(), separators=(",", ":")).encode()
+        fd, temp_name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{job.job_id}-", dir=self.directory)
+        try:
+            with os.fdopen(fd, "wb") as temp:
+                temp.write(data)
+                temp.flush()
+                os.fsync(temp.fileno())
+            os.replace(temp_name, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp_name)
+            raise
+        _fsync_directory(self.directory)
+
+    def _job_ids(self) -> Iterator[str]:
+        for path in sorted(self.directory.glob(f"*{_SUFFIX}")):
+            if not path.name.startswith("."):
+                yield path.name[: -len(_SUFFIX)]
+
+    def get_job_or_skip(self, job_id: str) -> Job | None:
+        """Like get_job, but an unreadable file is skipped (and reported by ``health()``)."""
+        try:
+            return self.get_job(job_id)
+        except CorruptJobError:
+            return None
+
+    def unreadable_files(self) -> list[str]:
+        """Job files that cannot be read."""
+        bad = []
+        for job_id in self._job_ids():
+            try:
+                self._load(job_id)
+            except CorruptJobError as exc:
+                bad.append(exc.location)
+        return bad
+
+    def delete(self, job_id: str) -> bool:
+        """Remove a job's file; True when there was one."""
+        with self._held(job_id):
+            try:
+                self.path_for(job_id).unlink()
+            except FileNotFoundError:
+                return False
+        (self._locks / f"{job_id}.lock").unlink(missing_ok=True)
+        return True
+
+    def cleanup(self, *, keep: int | None = None, max_age: timedelta | None = None) -> list[str]:
+        """Delete expired jobs, then finished ones beyond the newest ``keep`` or older than ``max_age``.
+
+        A running or paused job is never removed unless it has expired.
+        Returns the ids removed. Unreadable files are left for a person to look at.
+        """
+        if keep is not None and keep < 0:
+            raise InvalidInputError(f"keep must not be negative, got {keep}")
+        now = self.clock()
+        removed: list[str] = []
+        finished: list[Job] = []
+        for job_id in list(self._job_ids()):
+            try:
+                job = self._load(job_id)
+            except CorruptJobError:
+                continue
+            if job is None:
+                continue
+            if job.is_expired(now):
+                if self.delete(job_id):
+                    removed.append(job_id)
+            elif job.status not in (JobStatus.RUNNING, JobStatus.PAUSED):
+                finished.append(job)
+        finished.sort(key=lambda job: job.updated_at, reverse=True)
+        for index, job in enumerate(finished):
+            too_many = keep is not None and index >= keep
+            too_old = max_age is not None and now - job.updated_at > max_age.total_seconds() * 1000
+            if (too_many or too_old) and self.delete(job.job_id):
+                removed.append(job.job_id)
+        self._remove_stale_temp_files()
+        return removed
+
+    def _remove_stale_temp_files(self, older_than: float = 3600.0) -> None:
+        cutoff = time.time() - older_than
+        for temp in self.directory.glob(f"{_TEMP_PREFIX}*"):
+            with contextlib.suppress(FileNotFoundError):
+                if temp.stat().st_mtime < cutoff:
+                    temp.unlink()
+
+    def health(self) -> StorageHealth:
+        """Whether the store is usable, how fresh its newest checkpoint is, and what to do next."""
+        now = self.clock()
+        writable = os.access(self.directory, os.W_OK)
+        bad = self.unreadable_files()
+        jobs = self.list_jobs()
+        checkpoints = [job.checkpoint.created_at for job in jobs if job.checkpoint is not None]
+        age = (now - max(checkpoints)) / 1000 if checkpoints else None
+        recoverable = [job for job in jobs if job.checkpoint is not None and job.status in _RECOVERABLE]
+        stalled = [job for job in recoverable if job.status == JobStatus.RUNNING and not job.has_live_claim(now)]
+        if not writable:
+            advice = f"Directory {self.directory} is not writable: fix its permissions"
+        elif bad:
+            advice = f"Move aside or delete {len(bad)} unreadable job file(s): {', '.join(bad)}"
+        elif stalled:
+            advice = (
+                f"{len(stalled)} running job(s) have no live worker: resume them with "
+                "run_pipeline(..., retry_mode='resume')"
+            )
+        elif recoverable:
+            advice = f"{len(recoverable)} job(s) can be resumed from their checkpoint"
+        else:
+            advice = "Nothing to do"
+        return StorageHealth(
+            healthy=writable and not bad,
+            last_checkpoint_age=age,
+            job_count=len(jobs),
+            can_recover=bool(recoverable),
+            recommendation=advice,
+            unreadable_files=bad,
+        )
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _fsync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

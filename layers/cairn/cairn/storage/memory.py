@@ -1,0 +1,40 @@
+"""In-process storage for tests and the inline scheduler."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+
+from ..clock import Clock
+from ..models import Job
+from .document import DocumentStorage
+
+
+class MemoryStorage(DocumentStorage):
+    """Jobs in a dict, guarded by one lock. Nothing survives the process."""
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        super().__init__(clock=clock)
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.RLock()
+
+    def _locked(self, job_id: str) -> AbstractContextManager[object]:
+        return self._lock
+
+    def _load(self, job_id: str) -> Job | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def _store(self, job: Job) -> None:
+        with self._lock:
+            self._jobs[job.job_id] = job
+
+    def _job_ids(self) -> Iterator[str]:
+        with self._lock:
+            return iter(list(self._jobs))
+
+    def inspect(self) -> dict[str, Job]:
+        """Every stored job, expired or not, keyed by id. For tests only."""
+        with self._lock:
+            return dict(self._jobs)
