@@ -259,10 +259,15 @@ def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
         return run.commit("error", "unknown-phase", error=message)
 
     phase = pipeline.get_phase(run.phase_name)
+    try:
+        state = pipeline.load_state(run.checkpoint.state)
+    except InvalidInputError as exc:
+        run.entry(str(exc), level="error", kind="error")
+        return run.commit("error", "error", error=str(exc))
     ctx: PhaseContext[Any] = PhaseContext(
         job_id=run.job.job_id,
         phase=phase.name,
-        state=pipeline.load_state(run.checkpoint.state),
+        state=state,
         checkpoint=run.checkpoint,
         attempt=run.job.attempt,
         clock=run.storage.clock,
