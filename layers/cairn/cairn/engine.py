@@ -44,9 +44,17 @@ def validate_job_id(job_id: str) -> str:
     return job_id
 
 
+def parse_retry_mode(mode: RetryMode | str) -> RetryMode:
+    """``mode`` as a RetryMode; anything but 'resume' or 'full' is a clear error."""
+    try:
+        return RetryMode(mode)
+    except ValueError as exc:
+        raise InvalidInputError(f"Unknown retry mode {mode!r}; use 'resume' or 'full'") from exc
+
+
 def resolve_start_phase(mode: RetryMode | str, checkpoint: Checkpoint | None, initial_phase: str) -> str:
     """The phase a (re)started job begins with: the checkpoint's on resume, else ``initial_phase``."""
-    if RetryMode(mode) == RetryMode.RESUME and checkpoint is not None:
+    if parse_retry_mode(mode) == RetryMode.RESUME and checkpoint is not None:
         return checkpoint.next_phase
     return initial_phase
 
@@ -87,10 +95,7 @@ def run_pipeline(
     Bad input raises before anything is written.
     """
     validate_job_id(job_id)
-    try:
-        mode = RetryMode(retry_mode)
-    except ValueError as exc:
-        raise InvalidInputError(f"Unknown retry mode {retry_mode!r}; use 'resume' or 'full'") from exc
+    mode = parse_retry_mode(retry_mode)
     first_phase = pipeline.initial_phase  # refuses an empty pipeline
     if initial_phase is not None and not pipeline.has_phase(initial_phase):
         raise PipelineError(
@@ -233,6 +238,7 @@ def advance_phase(
     claimed = storage.claim(
         Claim(
             job_id=job_id,
+            pipeline=pipeline.name,
             phase=phase,
             worker=worker,
             now_ms=now,
@@ -300,7 +306,7 @@ def _handle_exception(run: _PhaseRun, phase: Phase, exc: Exception, scheduler: S
         )
         job = run.commit("retry", "retry", error=message)
         if job.status == JobStatus.RUNNING:
-            scheduler.schedule_advance(job.job_id, phase=phase.name, delay=delay)
+            scheduler.schedule_advance(job.job_id, phase=run.phase_name, delay=delay)
         return job
     return run.commit("error", "error", error=message)
 

@@ -54,9 +54,13 @@ class StartJob:
 
 @dataclass(frozen=True)
 class Claim:
-    """Take the job for one run of ``phase`` until ``lease_expires_at`` (ms)."""
+    """Take the job for one run of ``phase`` until ``lease_expires_at`` (ms).
+
+    Only a job of ``pipeline`` can be claimed: one pipeline's code never runs on another's job.
+    """
 
     job_id: str
+    pipeline: str
     phase: str | None
     worker: str
     now_ms: int
@@ -170,7 +174,9 @@ def start(existing: Job | None, request: StartJob) -> Job:
 def claim(existing: Job | None, request: Claim) -> Job | None:
     """The claimed job, or None when it is not claimable (absent, not running, other phase, held)."""
     job = live(existing, request.now_ms)
-    if job is None or job.status != JobStatus.RUNNING or job.checkpoint is None:
+    if job is None or job.pipeline != request.pipeline:
+        return None
+    if job.status != JobStatus.RUNNING or job.checkpoint is None:
         return None
     if request.phase is not None and job.checkpoint.next_phase != request.phase:
         return None

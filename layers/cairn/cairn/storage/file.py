@@ -96,16 +96,21 @@ class FileStorage(DocumentStorage):
     def _store(self, job: Job) -> None:
         path = self.path_for(job.job_id)
         data = json.dumps(job.to_wire(), separators=(",", ":")).encode()
-        fd, temp_name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{job.job_id}-", dir=self.directory)
+        try:
+            fd, temp_name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{job.job_id}-", dir=self.directory)
+        except OSError as exc:
+            raise StorageError(f"Cannot write job file in {self.directory}: {exc}", retryable=True) from exc
         try:
             with os.fdopen(fd, "wb") as temp:
                 temp.write(data)
                 temp.flush()
                 os.fsync(temp.fileno())
             os.replace(temp_name, path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp_name)
+            if isinstance(exc, OSError):
+                raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
             raise
         _fsync_directory(self.directory)
 

@@ -1,0 +1,341 @@
+"""What a job keeps about its own history: log and annotations, usage counters and phase runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cairn import (
+    Done,
+    InvalidInputError,
+    JobStatus,
+    LogEntry,
+    Next,
+    PhaseContext,
+    Pipeline,
+    RetryPolicy,
+    run_pipeline,
+)
+from cairn.local.faults import SimulatedCrash
+from cairn.storage.base import Storage
+from tests.contract.helpers import log_messages
+from tests.support import FakeClock, job_of, make_scheduler
+
+JOB = "job-1"
+
+
+def _phase_entries(entries: list[LogEntry]) -> list[tuple[str, str, str, str | None, str | None]]:
+    """(kind, level, message, phase, reason) of the entries a phase wrote (not the engine's own)."""
+    return [
+        (entry.kind, entry.level, entry.message, entry.phase, entry.reason)
+        for entry in entries
+        if not entry.message.startswith(("Job started", "Phase ", "Retrying"))
+    ]
+
+
+def test_log_and_annotations_are_stored_with_the_job(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    times: list[int] = []
+
+    @pipeline.phase
+    def review(ctx: PhaseContext[Any]) -> Done:
+        ctx.log("reading page 1")
+        times.append(clock())
+        clock.advance(1)
+        ctx.log("page 2 is blank", level="warning")
+        times.append(clock())
+        clock.advance(1)
+        ctx.observe("the invoice total is in euros")
+        times.append(clock())
+        clock.advance(1)
+        ctx.decide("convert to dollars", reason="the ledger is in dollars")
+        times.append(clock())
+        clock.advance(1)
+        ctx.insight("supplier X always sends euros")
+        times.append(clock())
+        clock.advance(1)
+        ctx.record_error("exchange-rate service timed out once")
+        times.append(clock())
+        ctx.log("debug detail", level="debug")
+        times.append(clock())
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    entries = [entry for entry in job_of(storage, JOB).log if entry.phase == "review"]
+    written = [entry for entry in entries if not entry.message.startswith("Job started")]
+    assert _phase_entries(written) == [
+        ("log", "info", "reading page 1", "review", None),
+        ("log", "warning", "page 2 is blank", "review", None),
+        ("observation", "info", "the invoice total is in euros", "review", None),
+        ("decision", "info", "convert to dollars", "review", "the ledger is in dollars"),
+        ("insight", "info", "supplier X always sends euros", "review", None),
+        ("error", "error", "exchange-rate service timed out once", "review", None),
+        ("log", "debug", "debug detail", "review", None),
+    ]
+    assert [entry.timestamp for entry in written] == times
+    assert job_of(storage, JOB).status == JobStatus.COMPLETE, "record_error does not fail the phase"
+
+
+def test_an_unknown_log_level_is_refused(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    raised: list[BaseException] = []
+
+    @pipeline.phase
+    def review(ctx: PhaseContext[Any]) -> Done:
+        with pytest.raises(InvalidInputError) as info:
+            ctx.log("loud", level="critical")  # type: ignore[arg-type]
+        raised.append(info.value)
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    assert len(raised) == 1
+    assert "loud" not in log_messages(job_of(storage, JOB).log)
+
+
+def test_entries_are_attributed_to_their_phase_across_phases(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+
+    @pipeline.phase
+    def fetch(ctx: PhaseContext[Any]) -> Next:
+        ctx.log("fetched")
+        return Next("extract", {})
+
+    @pipeline.phase
+    def extract(ctx: PhaseContext[Any]) -> Done:
+        ctx.observe("two tables")
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    log = job_of(storage, JOB).log
+    assert [(entry.message, entry.phase) for entry in log if entry.message in ("fetched", "two tables")] == [
+        ("fetched", "fetch"),
+        ("two tables", "extract"),
+    ]
+
+
+def test_entries_written_before_save_state_are_stored_with_it(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    during: list[list[str]] = []
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        ctx.log("item 1 processed")
+        ctx.add_usage(items=1)
+        ctx.save_state({"done": 1})
+        stored = job_of(storage, JOB)
+        during.append(log_messages(stored.log))
+        during.append([str(stored.usage.get("items"))])
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    assert "item 1 processed" in during[0]
+    assert during[1] == ["1"]
+    final = job_of(storage, JOB)
+    assert log_messages(final.log).count("item 1 processed") == 1
+    assert final.usage == {"items": 1}
+
+
+def test_entries_of_a_failed_phase_are_kept(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        ctx.observe("the file is encrypted")
+        raise PermissionError("cannot decrypt")
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    job = job_of(storage, JOB)
+    assert "the file is encrypted" in log_messages(job.log, kind="observation")
+    assert 'Phase "work" threw: cannot decrypt' in log_messages(job.log, kind="error")
+
+
+def test_a_full_retry_clears_the_old_log_and_a_resume_keeps_it(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    run_number = [0]
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        run_number[0] += 1
+        ctx.log(f"run {run_number[0]}")
+        raise RuntimeError(f"failure {run_number[0]}")
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, retry_mode="resume")
+    scheduler.drain()
+    resumed = log_messages(job_of(storage, JOB).log)
+    assert "run 1" in resumed
+    assert "run 2" in resumed
+
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={}, retry_mode="full")
+    restarted = job_of(storage, JOB)
+    assert not [m for m in log_messages(restarted.log) if m.startswith("run ") or "failure" in m]
+    assert restarted.phases == []
+    scheduler.drain()
+    assert [m for m in log_messages(job_of(storage, JOB).log) if m.startswith("run ")] == ["run 3"]
+
+
+def test_usage_is_summed_across_phases_and_retries(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+
+    @pipeline.phase
+    def fetch(ctx: PhaseContext[Any]) -> Next:
+        ctx.add_usage(requests=1, bytes=1024)
+        return Next("summarise", {})
+
+    @pipeline.phase(retry=RetryPolicy(max_attempts=3, backoff=0.0, jitter=False))
+    def summarise(ctx: PhaseContext[Any]) -> Done:
+        ctx.add_usage(input_tokens=100, cost=0.25)
+        ctx.add_usage(input_tokens=20)
+        if ctx.attempt < 3:
+            raise TimeoutError("model slow")
+        ctx.add_usage(output_tokens=7)
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    usage = job_of(storage, JOB).usage
+    assert usage == {
+        "requests": 1,
+        "bytes": 1024,
+        "input_tokens": 360,
+        "cost": pytest.approx(0.75),
+        "output_tokens": 7,
+    }
+
+
+def test_usage_survives_a_resume(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    fail = [True]
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        ctx.add_usage(tokens=10)
+        if fail[0]:
+            raise RuntimeError("down")
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+    fail[0] = False
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
+    scheduler.drain()
+
+    assert job_of(storage, JOB).usage == {"tokens": 20}
+
+
+def test_usage_since_the_last_checkpoint_is_lost_in_a_crash(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    runs = [0]
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        runs[0] += 1
+        ctx.add_usage(tokens=1)
+        ctx.save_state({"step": 1})
+        ctx.add_usage(tokens=100)
+        if runs[0] == 1:
+            raise SimulatedCrash("killed")
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    with pytest.raises(SimulatedCrash):
+        scheduler.drain()
+    assert job_of(storage, JOB).usage == {"tokens": 1}
+
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
+    scheduler.drain()
+
+    assert job_of(storage, JOB).usage == {"tokens": 102}
+
+
+@pytest.mark.parametrize("value", ["10", None, True, [1]])
+def test_usage_counters_must_be_numbers(storage: Storage, clock: FakeClock, value: Any) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    raised: list[BaseException] = []
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        with pytest.raises(InvalidInputError) as info:
+            ctx.add_usage(tokens=value)
+        raised.append(info.value)
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    assert len(raised) == 1
+    assert job_of(storage, JOB).usage == {}
+
+
+def test_each_finished_phase_run_is_recorded(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+
+    @pipeline.phase
+    def fetch(ctx: PhaseContext[Any]) -> Next:
+        clock.advance(2)
+        return Next("summarise", {})
+
+    @pipeline.phase(retry=RetryPolicy(max_attempts=2, backoff=10.0, jitter=False))
+    def summarise(ctx: PhaseContext[Any]) -> Done:
+        clock.advance(3)
+        if ctx.attempt == 1:
+            raise TimeoutError("model slow")
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    t0 = clock()
+    scheduler.drain()
+
+    records = job_of(storage, JOB).phases
+    assert [(r.phase, r.attempt, r.outcome, r.next_phase) for r in records] == [
+        ("fetch", 1, "next", "summarise"),
+        ("summarise", 1, "retry", None),
+        ("summarise", 2, "done", None),
+    ]
+    assert [(r.started_at - t0, r.ended_at - t0) for r in records] == [
+        (0, 2000),
+        (2000, 5000),
+        (15000, 18000),
+    ]
+    assert records[1].error == "model slow"
+
+
+def test_a_failed_phase_run_is_recorded_with_its_error(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+
+    @pipeline.phase
+    def fetch(ctx: PhaseContext[Any]) -> Done:
+        raise ConnectionError("host unreachable")
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    (record,) = job_of(storage, JOB).phases
+    assert (record.phase, record.outcome, record.error) == ("fetch", "error", "host unreachable")
+    assert record.ended_at >= record.started_at
