@@ -29,45 +29,14 @@ from cairn import (
     run_pipeline,
 )
 from cairn.storage.base import Storage
-from cairn.transitions import Claim, Commit, Fence, Save, StartJob
+from cairn.storage.delegating import DelegatingStorage
+from cairn.transitions import Claim
 from tests.contract import _worker
 from tests.contract.conftest import StorageFactory
 from tests.support import FakeClock, job_of
 
 TIMEOUT = 30.0
 LEASE_SECONDS = 30.0
-
-
-class DelegatingStorage(Storage):
-    """A storage that passes every call to ``inner``; subclasses intercept the calls they care about."""
-
-    def __init__(self, inner: Storage) -> None:
-        super().__init__(clock=inner.clock)
-        self.inner = inner
-
-    def get_job(self, job_id: str) -> Job | None:
-        return self.inner.get_job(job_id)
-
-    def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
-        return self.inner.list_jobs(status=status)
-
-    def start_job(self, request: StartJob) -> Job:
-        return self.inner.start_job(request)
-
-    def claim(self, request: Claim) -> Job | None:
-        return self.inner.claim(request)
-
-    def save(self, job_id: str, fence: Fence, request: Save) -> Job:
-        return self.inner.save(job_id, fence, request)
-
-    def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
-        return self.inner.commit(job_id, fence, request)
-
-    def pause(self, job_id: str) -> Job:
-        return self.inner.pause(job_id)
-
-    def cancel(self, job_id: str) -> Job:
-        return self.inner.cancel(job_id)
 
 
 class SimultaneousClaims(DelegatingStorage):

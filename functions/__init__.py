@@ -1,0 +1,1 @@
+"""Lambda handlers and the example pipeline shipped with the bundle."""

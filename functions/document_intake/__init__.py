@@ -1,0 +1,1 @@
+"""The example pipeline: read a document, split it into pages, extract fields, publish JSON."""

@@ -1,0 +1,67 @@
+"""Where a document's text comes from: a small registry of readers keyed by URL scheme.
+
+A source without a scheme (or with ``file://``) is a local file. Another
+source, such as ``s3://bucket/key``, is added with :func:`register_reader`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from cairn import PhaseError
+
+Reader = Callable[[str], str]
+"""Maps the part of a source after ``scheme://`` (or a whole local path) to the document's text."""
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
+MAX_DOCUMENT_BYTES = 1_000_000
+_SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
+
+
+class SourceError(PhaseError):
+    """A document could not be read; retrying will not help."""
+
+
+def resolve_local_path(location: str) -> Path:
+    """An absolute path as is; a relative one inside the samples folder."""
+    path = Path(location).expanduser()
+    return path if path.is_absolute() else SAMPLES_DIR / path
+
+
+def read_local_file(location: str) -> str:
+    """The UTF-8 text of a local file; a missing, unreadable or oversized file is a SourceError."""
+    path = resolve_local_path(location)
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise SourceError(f'Document "{location}" is a directory ({path}), not a file')
+        if size > MAX_DOCUMENT_BYTES:
+            raise SourceError(f'Document "{location}" is {size} bytes; the limit is {MAX_DOCUMENT_BYTES}')
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise SourceError(f'Document "{location}" not found (looked for {path})') from exc
+    except PermissionError as exc:
+        raise SourceError(f'Document "{location}" cannot be read: permission denied ({path})') from exc
+    except UnicodeDecodeError as exc:
+        raise SourceError(f'Document "{location}" is not UTF-8 text ({path})') from exc
+
+
+_READERS: dict[str, Reader] = {"file": read_local_file}
+
+
+def register_reader(scheme: str, reader: Reader) -> None:
+    """Read sources written ``<scheme>://...`` with ``reader``."""
+    _READERS[scheme.lower()] = reader
+
+
+def read_document(source: str) -> str:
+    """The text of ``source``: a local path, ``file://path``, or any registered ``scheme://...``."""
+    match = _SCHEME.match(source)
+    scheme, location = (match.group("scheme").lower(), match.group("rest")) if match else ("file", source)
+    reader = _READERS.get(scheme)
+    if reader is None:
+        known = ", ".join(f"{name}://" for name in sorted(_READERS))
+        raise SourceError(f'No reader for "{scheme}://" sources (known: {known}, or a plain file path)')
+    return reader(location)

@@ -1,0 +1,44 @@
+"""The state the document-intake phases share, as stored in each checkpoint."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .fields import PageFields
+
+
+class PageResult(BaseModel):
+    """What the extract phase found on one page."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    page: int
+    heading: str | None = None
+    characters: int
+    fields: PageFields
+
+
+class IntakeState(BaseModel):
+    """Input (``document`` or ``text``, optional ``output_path``) plus the progress made so far.
+
+    ``document`` is a source such as a file path (relative paths resolve
+    against the repository's ``samples/`` folder); ``text`` is the document
+    inline. ``fetch`` fills ``content``; ``split`` turns it into ``pages``;
+    ``extract`` appends one entry to ``results`` per page, in page order.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    document: str | None = None
+    text: str | None = None
+    output_path: str | None = None
+    source: str | None = None
+    content: str | None = None
+    characters: int = 0
+    pages: list[str] = Field(default_factory=list)
+    results: list[PageResult] = Field(default_factory=list)
+
+    @property
+    def pages_done(self) -> int:
+        """How many pages have been extracted (and saved)."""
+        return len(self.results)

@@ -1,0 +1,52 @@
+"""A storage that passes every call to another one: the base for wrappers that watch or fail calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..models import Job, JobStatus
+from ..transitions import Claim, Commit, Fence, Save, StartJob
+from .base import Storage
+
+_T = TypeVar("_T")
+
+
+class DelegatingStorage(Storage):
+    """Forwards every operation to ``inner`` through :meth:`around`.
+
+    Subclasses override :meth:`around` to act on every call, or a single
+    method to act on one kind of call.
+    """
+
+    def __init__(self, inner: Storage) -> None:
+        super().__init__(clock=inner.clock)
+        self.inner = inner
+
+    def around(self, name: str, operation: Callable[[], _T]) -> _T:
+        """Run one storage ``operation`` called ``name``; the default just runs it."""
+        return operation()
+
+    def get_job(self, job_id: str) -> Job | None:
+        return self.around("get_job", lambda: self.inner.get_job(job_id))
+
+    def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
+        return self.around("list_jobs", lambda: self.inner.list_jobs(status=status))
+
+    def start_job(self, request: StartJob) -> Job:
+        return self.around("start_job", lambda: self.inner.start_job(request))
+
+    def claim(self, request: Claim) -> Job | None:
+        return self.around("claim", lambda: self.inner.claim(request))
+
+    def save(self, job_id: str, fence: Fence, request: Save) -> Job:
+        return self.around("save", lambda: self.inner.save(job_id, fence, request))
+
+    def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
+        return self.around("commit", lambda: self.inner.commit(job_id, fence, request))
+
+    def pause(self, job_id: str) -> Job:
+        return self.around("pause", lambda: self.inner.pause(job_id))
+
+    def cancel(self, job_id: str) -> Job:
+        return self.around("cancel", lambda: self.inner.cancel(job_id))
