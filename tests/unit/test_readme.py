@@ -16,7 +16,9 @@ def python_blocks() -> list[str]:
     return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
 
 
-def test_the_readme_pipeline_example_runs_and_prints_its_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_the_readme_pipeline_example_runs_and_prints_its_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocks = python_blocks()
     assert len(blocks) >= 2, "the README should show a pipeline and how to run it"
     monkeypatch.chdir(tmp_path)
