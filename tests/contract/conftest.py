@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
 from cairn.storage.base import Storage
+from cairn.storage.dynamodb import DynamoDBStorage
+from tests.aws import dynamodb_client, new_table
 from tests.support import FakeClock
 
 StorageFactory = Callable[[FakeClock], Storage]
+
+STORAGES = ["memory", "file", "dynamodb", "dynamodb-http"]
 
 
 @pytest.fixture
@@ -19,17 +24,35 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["memory", "file"])
-def storage_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StorageFactory:
+@pytest.fixture(params=STORAGES)
+def storage_kind(request: pytest.FixtureRequest) -> str:
+    """Which adapter the test runs against."""
+    return str(request.param)
+
+
+@pytest.fixture
+def storage_factory(storage_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StorageFactory]:
     """Builds the adapter under test; every call on one test shares one backing store."""
-    if request.param == "memory":
+    if storage_kind == "memory":
         shared: dict[str, MemoryStorage] = {}
 
         def memory(clock: FakeClock) -> Storage:
             return shared.setdefault("store", MemoryStorage(clock=clock))
 
-        return memory
-    return lambda clock: FileStorage(tmp_path / "jobs", clock=clock)
+        yield memory
+    elif storage_kind == "file":
+        yield lambda clock: FileStorage(tmp_path / "jobs", clock=clock)
+    elif storage_kind == "dynamodb":
+        with mock_aws():
+            client = dynamodb_client()
+            table = new_table(client)
+            yield lambda clock: DynamoDBStorage(table, client=client, clock=clock)
+    else:
+        endpoint = request.getfixturevalue("moto_endpoint")
+        client = dynamodb_client(endpoint)
+        table = new_table(client)
+        yield lambda clock: DynamoDBStorage(table, client=client, clock=clock)
+        client.delete_table(TableName=table)
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ def run_pipeline(
             checkpoint=checkpoint,
             now_ms=now,
             expires_at=_expires_at(pipeline, now),
-            expected_version=existing.version if existing else None,
+            seen=existing,
             ttl_seconds=_ttl_seconds(pipeline),
             reset_history=mode == RetryMode.FULL,
             journal=Journal(log=(note,)),
@@ -165,6 +165,7 @@ class _PhaseRun:
     def save(self, state: Any, lease_seconds: float) -> None:
         now = self.storage.clock()
         request = Save(
+            seen=self.job,
             checkpoint=Checkpoint(next_phase=self.phase_name, state=self.pipeline.dump_state(state), created_at=now),
             now_ms=now,
             lease_expires_at=now + int(lease_seconds * 1000),
@@ -194,6 +195,7 @@ class _PhaseRun:
             error=error,
         )
         request = Commit(
+            seen=self.job,
             kind=kind,
             now_ms=now,
             expires_at=_expires_at(self.pipeline, now),

@@ -96,7 +96,8 @@ class Job(WireModel):
     updated_at: int
     expires_at: int = Field(description="Unix time in seconds after which the job is treated as gone")
     ttl_seconds: int = 86400
-    version: int = 0
+    version: int = Field(default=0, description="Fencing version: bumped by every claim and takeover")
+    run: int = Field(default=1, description="Which run of the job this is; a full retry starts a new one")
     lease_owner: str | None = None
     lease_expires_at: int | None = Field(default=None, description="Unix time in milliseconds")
 
@@ -111,3 +112,39 @@ class Job(WireModel):
     def has_live_claim(self, now_ms: int) -> bool:
         """True while a worker holds an unexpired claim on the job."""
         return self.lease_owner is not None and (self.lease_expires_at or 0) > now_ms
+
+
+class JobSummary(WireModel):
+    """A job as listings show it: no state, no result, no log."""
+
+    job_id: str
+    pipeline: str
+    status: JobStatus
+    attempt: int = 1
+    error: str | None = None
+    next_phase: str | None = None
+    created_at: int
+    updated_at: int
+    expires_at: int
+
+    @classmethod
+    def of(cls, job: Job) -> JobSummary:
+        """The summary of a full job."""
+        return cls(
+            job_id=job.job_id,
+            pipeline=job.pipeline,
+            status=job.status,
+            attempt=job.attempt,
+            error=job.error,
+            next_phase=job.checkpoint.next_phase if job.checkpoint else None,
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            expires_at=job.expires_at,
+        )
+
+
+class JobPage(WireModel):
+    """One page of a listing; ``cursor`` fetches the next page (None on the last)."""
+
+    jobs: list[JobSummary]
+    cursor: str | None = None

@@ -36,9 +36,9 @@ class Journal:
 class StartJob:
     """Create a job, or take over an existing one with a new checkpoint.
 
-    ``expected_version`` is the version the caller read (None: the job must
-    not exist, or must have expired); a mismatch means someone wrote in
-    between and the caller should read again.
+    ``seen`` is the job as the caller read it (None: there was none). If the
+    stored job's version differs from it, someone wrote in between and the
+    caller should read again.
     """
 
     job_id: str
@@ -46,10 +46,16 @@ class StartJob:
     checkpoint: Checkpoint
     now_ms: int
     expires_at: int
-    expected_version: int | None
+    seen: Job | None
     ttl_seconds: int
     reset_history: bool = False
     journal: Journal = Journal()
+
+    @property
+    def expected_version(self) -> int | None:
+        """The version the stored job must still have (None: no live job)."""
+        current = live(self.seen, self.now_ms)
+        return current.version if current else None
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,13 @@ class Claim:
 
 @dataclass(frozen=True)
 class Save:
-    """A mid-phase checkpoint by the claim holder; renews its lease."""
+    """A mid-phase checkpoint by the claim holder; renews its lease.
 
+    ``seen`` is the job as the worker last wrote it (stores that cannot return
+    the written job, such as DynamoDB in a transaction, build it from this).
+    """
+
+    seen: Job
     checkpoint: Checkpoint
     now_ms: int
     lease_expires_at: int
@@ -88,9 +99,10 @@ class Commit:
 
     ``next`` writes ``checkpoint``; ``done`` clears it and keeps ``result``;
     ``retry`` keeps it and bumps the attempt; ``error`` keeps it and records
-    ``error``.
+    ``error``. ``seen`` is the job as the worker last wrote it.
     """
 
+    seen: Job
     kind: CommitKind
     now_ms: int
     expires_at: int
@@ -150,10 +162,15 @@ def start(existing: Job | None, request: StartJob) -> Job:
             expires_at=request.expires_at,
             ttl_seconds=request.ttl_seconds,
             version=(existing.version + 1) if existing else 1,
+            run=(existing.run + 1) if existing else 1,
             log=list(request.journal.log),
             usage=dict(request.journal.usage),
         )
-    base = current.model_copy(update={"log": [], "phases": []}) if request.reset_history else current
+    base = (
+        current.model_copy(update={"log": [], "phases": [], "run": current.run + 1})
+        if request.reset_history
+        else current
+    )
     return _journaled(
         base,
         request.journal,

@@ -15,7 +15,12 @@ from ..transitions import Claim, Commit, Fence, Save, StartJob
 
 
 class Storage(ABC):
-    """Where jobs and their checkpoints live. Every method is one atomic step."""
+    """Where jobs and their checkpoints live. Every method is one atomic step.
+
+    The job a transition returns carries every field of the job; its ``log``
+    and ``phases`` may hold only what that write added (read ``get_job`` for
+    the whole history).
+    """
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock or system_clock_ms
@@ -33,7 +38,7 @@ class Storage(ABC):
         """Create or take over a job (fencing any claim).
 
         Raises :class:`cairn.transitions.VersionConflict` when the job changed
-        since the caller read ``expected_version``.
+        since the caller read it (``request.seen``).
         """
 
     @abstractmethod

@@ -1,0 +1,63 @@
+"""Every environment variable cairn reads, in one place, read once into a settings object."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import InvalidInputError
+
+TABLE_NAME = "CAIRN_TABLE_NAME"
+STATE_BUCKET = "CAIRN_STATE_BUCKET"
+INLINE_STATE_LIMIT = "CAIRN_INLINE_STATE_LIMIT"
+AWS_RETRY_MODE = "CAIRN_AWS_RETRY_MODE"
+AWS_MAX_ATTEMPTS = "CAIRN_AWS_MAX_ATTEMPTS"
+
+DEFAULT_INLINE_STATE_LIMIT = 350_000
+RetryModeName = Literal["standard", "adaptive"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Deployment settings: where jobs live and how AWS calls are retried."""
+
+    table_name: str | None = None
+    state_bucket: str | None = None
+    inline_state_limit: int = DEFAULT_INLINE_STATE_LIMIT
+    aws_retry_mode: RetryModeName = "adaptive"
+    aws_max_attempts: int = 8
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Settings from the environment (``os.environ`` by default); bad values are named clearly."""
+        env = os.environ if environ is None else environ
+        mode: RetryModeName
+        raw_mode = env.get(AWS_RETRY_MODE, "adaptive")
+        if raw_mode == "standard":
+            mode = "standard"
+        elif raw_mode == "adaptive":
+            mode = "adaptive"
+        else:
+            raise InvalidInputError(f"{AWS_RETRY_MODE} must be 'standard' or 'adaptive', got {raw_mode!r}")
+        return cls(
+            table_name=env.get(TABLE_NAME) or None,
+            state_bucket=env.get(STATE_BUCKET) or None,
+            inline_state_limit=_positive_int(env, INLINE_STATE_LIMIT, DEFAULT_INLINE_STATE_LIMIT),
+            aws_retry_mode=mode,
+            aws_max_attempts=_positive_int(env, AWS_MAX_ATTEMPTS, 8),
+        )
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"{name} must be a whole number, got {raw!r}") from exc
+    if value <= 0:
+        raise InvalidInputError(f"{name} must be positive, got {value}")
+    return value

@@ -1,0 +1,36 @@
+"""Default AWS clients: built lazily, once per process, with botocore's retry modes."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+from ..settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+
+def client_config(settings: Settings) -> Config:
+    """Retries for throttling and 5xx (botocore standard/adaptive mode) and bounded timeouts."""
+    return Config(
+        retries={"mode": settings.aws_retry_mode, "max_attempts": settings.aws_max_attempts},
+        connect_timeout=5,
+        read_timeout=10,
+    )
+
+
+@functools.cache
+def default_dynamodb_client() -> DynamoDBClient:
+    """The process-wide DynamoDB client, made on first use."""
+    return boto3.client("dynamodb", config=client_config(Settings.from_env()))
+
+
+@functools.cache
+def default_s3_client() -> S3Client:
+    """The process-wide S3 client, made on first use."""
+    return boto3.client("s3", config=client_config(Settings.from_env()))

@@ -1,0 +1,74 @@
+"""AWS for tests: moto in-process or a moto server on a loopback port, and a fresh table per test."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+from moto.server import ThreadedMotoServer
+
+from cairn.storage.dynamodb_schema import create_table
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+REGION = "us-east-1"
+
+
+def use_fake_credentials() -> None:
+    """Make sure no real account can be reached: fake keys, a fixed region."""
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+        }
+    )
+    os.environ.pop("AWS_PROFILE", None)
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """A moto server on a free loopback port, for tests that talk HTTP; yields its endpoint URL."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def _config() -> Config:
+    return Config(retries={"mode": "standard", "max_attempts": 5})
+
+
+def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
+    """A DynamoDB client for moto (in-process when ``endpoint_url`` is None)."""
+    return boto3.client("dynamodb", region_name=REGION, endpoint_url=endpoint_url, config=_config())
+
+
+def s3_client(endpoint_url: str | None = None) -> S3Client:
+    """An S3 client for moto (in-process when ``endpoint_url`` is None)."""
+    return boto3.client("s3", region_name=REGION, endpoint_url=endpoint_url, config=_config())
+
+
+def new_table(client: DynamoDBClient) -> str:
+    """Create a checkpoint table with a unique name; returns the name."""
+    name = f"cairn-test-{uuid.uuid4().hex[:12]}"
+    create_table(client, name)
+    return name
+
+
+def new_bucket(client: S3Client) -> str:
+    """Create a bucket with a unique name; returns the name."""
+    name = f"cairn-test-{uuid.uuid4().hex[:12]}"
+    client.create_bucket(Bucket=name)
+    return name

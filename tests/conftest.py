@@ -1,0 +1,26 @@
+"""Fixtures for every suite: fake AWS credentials, moto in-process, and a moto server over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from moto import mock_aws
+
+from tests.aws import moto_server, use_fake_credentials
+
+use_fake_credentials()
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """The URL of a moto server on a free loopback port, shared by the session."""
+    with moto_server() as endpoint:
+        yield endpoint
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """Moto in-process for the test: every boto3 call goes to moto, none leaves the machine."""
+    with mock_aws():
+        yield
