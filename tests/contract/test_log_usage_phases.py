@@ -339,3 +339,25 @@ def test_a_failed_phase_run_is_recorded_with_its_error(storage: Storage, clock: 
     (record,) = job_of(storage, JOB).phases
     assert (record.phase, record.outcome, record.error) == ("fetch", "error", "host unreachable")
     assert record.ended_at >= record.started_at
+
+
+def test_an_enormous_error_message_is_clipped_not_refused(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("loud")
+
+    @pipeline.phase
+    def shout(ctx: PhaseContext[Any]) -> Done:
+        ctx.log("x" * 100_000)
+        raise RuntimeError("boom " * 50_000)
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("loud-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    job = job_of(storage, "loud-1")
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None
+    assert job.error.startswith("boom boom")
+    assert job.error.endswith("[truncated]")
+    assert len(job.error) <= 4_000
+    assert [len(entry.message) <= 16_000 for entry in job.log] == [True] * len(job.log)
+    assert any(entry.message.startswith("xxx") for entry in job.log)

@@ -5,6 +5,8 @@ The public API. The core imports neither boto3 nor botocore.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .context import PhaseContext
 from .engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline
 from .errors import (
@@ -33,6 +35,7 @@ __all__ = [
     "ClaimLostError",
     "CorruptJobError",
     "Done",
+    "DynamoDBStorage",
     "Fail",
     "FileStorage",
     "InlineScheduler",
@@ -59,3 +62,15 @@ __all__ = [
     "resolve_start_phase",
     "run_pipeline",
 ]
+
+if TYPE_CHECKING:
+    from .storage.dynamodb import DynamoDBStorage
+
+
+def __getattr__(name: str) -> Any:
+    """``DynamoDBStorage`` is imported on first use, so the core never loads boto3 by itself."""
+    if name == "DynamoDBStorage":
+        from .storage.dynamodb import DynamoDBStorage
+
+        return DynamoDBStorage
+    raise AttributeError(f"module 'cairn' has no attribute {name!r}")

@@ -22,7 +22,19 @@ from .errors import (
     StorageError,
     UnknownPhaseError,
 )
-from .models import Checkpoint, EntryKind, Job, JobStatus, LogEntry, LogLevel, PhaseOutcome, PhaseRecord, RetryMode
+from .models import (
+    MAX_ERROR_CHARS,
+    Checkpoint,
+    EntryKind,
+    Job,
+    JobStatus,
+    LogEntry,
+    LogLevel,
+    PhaseOutcome,
+    PhaseRecord,
+    RetryMode,
+    clip_text,
+)
 from .outcomes import Done, Fail, Next
 from .pipeline import Phase, Pipeline, to_json
 from .scheduling.base import Scheduler
@@ -185,6 +197,7 @@ class _PhaseRun:
         error: str | None = None,
     ) -> Job:
         now = self.storage.clock()
+        error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
         record = PhaseRecord(
             phase=self.phase_name,
             attempt=self.job.attempt,

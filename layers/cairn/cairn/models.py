@@ -7,9 +7,9 @@ On the wire (API, DynamoDB, files) the seed's camelCase names are used:
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 
@@ -21,6 +21,23 @@ class WireModel(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict stored or sent for this model."""
         return self.model_dump(mode="json", by_alias=True)
+
+
+MAX_MESSAGE_CHARS = 16_000
+MAX_ERROR_CHARS = 4_000
+
+
+def clip_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters (a stored item has a size limit; a log line should not reach it)."""
+    return text if len(text) <= limit else text[: limit - 14] + " …[truncated]"
+
+
+def _clip(limit: int) -> AfterValidator:
+    return AfterValidator(lambda text: clip_text(text, limit))
+
+
+Message = Annotated[str, _clip(MAX_MESSAGE_CHARS)]
+ErrorText = Annotated[str, _clip(MAX_ERROR_CHARS)]
 
 
 class JobStatus(StrEnum):
@@ -56,12 +73,12 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 class LogEntry(WireModel):
     """One line of a job's log, or one annotation (observation, decision, insight, error)."""
 
-    message: str
+    message: Message
     level: LogLevel = "info"
     phase: str | None = None
     timestamp: int
     kind: EntryKind = "log"
-    reason: str | None = None
+    reason: Message | None = None
 
 
 PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase"]
@@ -76,7 +93,7 @@ class PhaseRecord(WireModel):
     ended_at: int
     outcome: PhaseOutcome
     next_phase: str | None = None
-    error: str | None = None
+    error: ErrorText | None = None
 
 
 class Job(WireModel):
@@ -86,7 +103,7 @@ class Job(WireModel):
     pipeline: str
     status: JobStatus = JobStatus.IDLE
     checkpoint: Checkpoint | None = None
-    error: str | None = None
+    error: ErrorText | None = None
     attempt: int = 1
     result: Any = None
     usage: dict[str, int | float] = Field(default_factory=dict)

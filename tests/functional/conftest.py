@@ -1,0 +1,49 @@
+"""Fixtures for the DynamoDB tests: a table (and bucket) on moto, in-process or over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+from moto import mock_aws
+
+from tests.aws import dynamodb_client, new_bucket, new_table, s3_client
+from tests.support import FakeClock
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+
+@dataclass
+class Moto:
+    """One test's AWS: clients, a fresh table and a fresh bucket."""
+
+    dynamodb: DynamoDBClient
+    s3: S3Client
+    table: str
+    bucket: str
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def moto() -> Iterator[Moto]:
+    """Moto in-process: a table and a bucket for this test."""
+    with mock_aws():
+        dynamodb, s3 = dynamodb_client(), s3_client()
+        yield Moto(dynamodb, s3, new_table(dynamodb), new_bucket(s3))
+
+
+@pytest.fixture
+def moto_http(moto_endpoint: str) -> Iterator[Moto]:
+    """The moto server over HTTP: a table and a bucket for this test."""
+    dynamodb, s3 = dynamodb_client(moto_endpoint), s3_client(moto_endpoint)
+    table = new_table(dynamodb)
+    yield Moto(dynamodb, s3, table, new_bucket(s3))
+    dynamodb.delete_table(TableName=table)

@@ -1,0 +1,28 @@
+"""Small pipelines for the DynamoDB tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cairn import Done, Next, PhaseContext, Pipeline
+
+PHASES = ["fetch", "split", "extract", "publish"]
+
+
+def four_phase_pipeline() -> Pipeline[Any]:
+    """Four phases that each log a line and an annotation; the last returns the collected trail."""
+    pipeline: Pipeline[Any] = Pipeline("four-phase")
+
+    def make(name: str, following: str | None) -> None:
+        def phase(ctx: PhaseContext[Any]) -> Next | Done:
+            ctx.log(f"{name} ran")
+            ctx.observe(f"{name} saw {len(ctx.state['trail'])} earlier phases")
+            ctx.add_usage(steps=1)
+            state = {"trail": [*ctx.state["trail"], name]}
+            return Next(following, state) if following else Done(state)
+
+        pipeline.phase(name=name)(phase)
+
+    for index, name in enumerate(PHASES):
+        make(name, PHASES[index + 1] if index + 1 < len(PHASES) else None)
+    return pipeline

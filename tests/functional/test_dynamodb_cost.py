@@ -1,0 +1,63 @@
+"""What a phase transition costs in DynamoDB calls, counted with botocore's event hooks."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from cairn import InlineScheduler, JobStatus, advance_phase, run_pipeline
+from cairn.storage.dynamodb import DynamoDBStorage
+from tests.functional.conftest import Moto
+from tests.functional.pipelines import PHASES, four_phase_pipeline
+from tests.support import FakeClock, job_of
+
+WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
+
+
+class CallCounter:
+    """Counts DynamoDB API calls by operation name."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def __call__(self, model: Any, **_: Any) -> None:
+        self.calls[model.name] += 1
+
+    def take(self) -> Counter[str]:
+        """The calls since the last take."""
+        taken, self.calls = self.calls, Counter()
+        return taken
+
+
+def test_each_phase_transition_costs_at_most_two_writes_and_no_reads(moto: Moto, clock: FakeClock) -> None:
+    counter = CallCounter()
+    moto.dynamodb.meta.events.register("before-call.dynamodb", counter)
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, clock=clock)
+    pipeline = four_phase_pipeline()
+    scheduler = InlineScheduler()
+    per_advance: list[Counter[str]] = []
+
+    def advance(job_id: str, phase: str) -> None:
+        advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, phase=phase)
+        per_advance.append(counter.take())
+
+    scheduler.bind(advance)
+    run_pipeline("cost-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"trail": []})
+    start = counter.take()
+    scheduler.drain()
+
+    assert len(per_advance) == len(PHASES)
+    for calls in per_advance:
+        assert sum(calls[name] for name in READS) == 0, calls
+        assert sum(calls[name] for name in WRITES) <= 2, calls
+        assert calls["UpdateItem"] == 1  # the claim, which returns the item
+        assert calls["TransactWriteItems"] == 1  # the commit with its phase record and log entries
+    assert start == Counter({"Query": 1, "TransactWriteItems": 1})
+
+    job = job_of(storage, "cost-1")
+    assert job.status == JobStatus.COMPLETE
+    assert job.result == {"trail": PHASES}
+    assert [entry.message for entry in job.log if entry.kind == "log"][1:] == [f"{name} ran" for name in PHASES]
+    assert [record.phase for record in job.phases] == PHASES
+    assert job.usage == {"steps": 4}

@@ -1,0 +1,149 @@
+"""Large state goes to S3 with a hash; without a bucket an oversize state fails the phase cleanly."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from typing import Any
+
+import pytest
+
+from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
+from cairn.storage.dynamodb import DynamoDBStorage
+from cairn.storage.dynamodb_schema import job_pk
+from tests.functional.conftest import Moto
+from tests.support import FakeClock, job_of, make_scheduler
+
+TEN_MB = 10 * 1024 * 1024
+
+
+def incompressible_text(size: int) -> str:
+    """Text that gzip cannot shrink much: base64 of random bytes."""
+    return base64.b64encode(os.urandom(size * 3 // 4)).decode()[:size]
+
+
+def bucket_keys(moto: Moto) -> list[str]:
+    listing = moto.s3.list_objects_v2(Bucket=moto.bucket)
+    return sorted(obj["Key"] for obj in listing.get("Contents", []))
+
+
+def big_state_pipeline(blob: str) -> Pipeline[Any]:
+    pipeline: Pipeline[Any] = Pipeline("big")
+
+    @pipeline.phase
+    def produce(ctx: PhaseContext[Any]) -> Next:
+        return Next("grow", {"blob": blob, "round": 1})
+
+    @pipeline.phase
+    def grow(ctx: PhaseContext[Any]) -> Next:
+        assert ctx.state["blob"] == blob
+        return Next("finish", {"blob": blob[::-1], "round": 2})
+
+    @pipeline.phase
+    def finish(ctx: PhaseContext[Any]) -> Done:
+        assert ctx.state["blob"] == blob[::-1]
+        return Done({"sha256": hashlib.sha256(ctx.state["blob"].encode()).hexdigest()})
+
+    return pipeline
+
+
+def test_a_ten_megabyte_state_round_trips_through_s3(moto: Moto, clock: FakeClock) -> None:
+    blob = incompressible_text(TEN_MB)
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    pipeline = big_state_pipeline(blob)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("big-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+
+    scheduler.drain(max_steps=1)
+    job = job_of(storage, "big-1")
+    assert job.checkpoint is not None
+    assert job.checkpoint.state == {"blob": blob, "round": 1}
+    first_keys = bucket_keys(moto)
+    assert len(first_keys) == 1
+    assert first_keys[0].startswith("states/default/big-1/")
+
+    scheduler.drain(max_steps=1)
+    second_keys = bucket_keys(moto)
+    assert len(second_keys) == 1
+    assert second_keys != first_keys
+
+    scheduler.drain()
+    done = job_of(storage, "big-1")
+    assert done.status == JobStatus.COMPLETE
+    assert done.result == {"sha256": hashlib.sha256(blob[::-1].encode()).hexdigest()}
+    assert bucket_keys(moto) == []  # the job completed: its state object is gone
+
+
+def test_a_state_object_that_does_not_match_its_hash_is_reported(moto: Moto, clock: FakeClock) -> None:
+    blob = incompressible_text(1024 * 1024)
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    pipeline = big_state_pipeline(blob)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("big-2", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain(max_steps=1)
+    [key] = bucket_keys(moto)
+    moto.s3.put_object(Bucket=moto.bucket, Key=key, Body=b"tampered")
+
+    with pytest.raises(CorruptJobError, match="SHA-256"):
+        storage.get_job("big-2")
+
+
+def test_without_a_bucket_an_oversize_state_fails_the_phase_and_changes_nothing_else(
+    moto: Moto, clock: FakeClock
+) -> None:
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, clock=clock)
+    pipeline: Pipeline[Any] = Pipeline("oversize")
+    blob = incompressible_text(600_000)
+
+    @pipeline.phase
+    def small(ctx: PhaseContext[Any]) -> Next:
+        return Next("huge", {"note": "small state"})
+
+    @pipeline.phase
+    def huge(ctx: PhaseContext[Any]) -> Next:
+        ctx.add_usage(calls=1)
+        return Next("never", {"blob": blob})
+
+    @pipeline.phase
+    def never(ctx: PhaseContext[Any]) -> Done:
+        raise AssertionError("must not run")
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("over-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    job = job_of(storage, "over-1")
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None
+    assert "bytes, over the limit of 350000 bytes" in job.error
+    assert job.checkpoint is not None
+    assert job.checkpoint.next_phase == "huge"
+    assert job.checkpoint.state == {"note": "small state"}
+    assert [record.outcome for record in job.phases] == ["next", "error"]
+
+
+def test_without_a_bucket_an_oversize_save_state_fails_the_phase(moto: Moto, clock: FakeClock) -> None:
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, clock=clock)
+    pipeline: Pipeline[Any] = Pipeline("oversize-save")
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        ctx.save_state({"step": 1})
+        ctx.save_state({"blob": incompressible_text(500_000)})
+        return Done()
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("over-2", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    job = job_of(storage, "over-2")
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None
+    assert "over the limit of 350000 bytes" in job.error
+    assert job.checkpoint is not None
+    assert job.checkpoint.state == {"step": 1}
+    raw = moto.dynamodb.get_item(
+        TableName=moto.table, Key={"pk": {"S": job_pk("default", "over-2")}, "sk": {"S": "JOB"}}
+    )
+    assert len(str(raw["Item"])) < 10_000
