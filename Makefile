@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export PYTHONPATH := layers/cairn:.
 
-.PHONY: demo test lint types unit venv clean
+.PHONY: demo test lint types unit venv clean bench
 
 venv: $(STAMP)
 
@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 types: $(STAMP)
-	$(BIN)/mypy layers/cairn/cairn functions tests
+	$(BIN)/mypy layers/cairn/cairn functions tests benchmarks
 
 unit: $(STAMP)
 	$(BIN)/pytest
@@ -31,3 +31,6 @@ test: lint types unit
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/transition_cost.py
