@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-export PYTHONPATH := layers/cairn:.
+export PYTHONPATH := layers/cairn:functions:.
 
 .PHONY: demo test lint types unit venv clean bench
 
@@ -15,7 +15,7 @@ $(STAMP): requirements.txt requirements-dev.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m functions.document_intake.demo
+	$(BIN)/python -m document_intake.demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -2,7 +2,7 @@
 
 Runs the example pipeline on every sample against moto (in-process) and prints,
 per advance, the DynamoDB calls made (writes and reads) and the time taken.
-Run: ``make bench`` (or ``PYTHONPATH=layers/cairn:. python benchmarks/transition_cost.py``).
+Run: ``make bench`` (or ``PYTHONPATH=layers/cairn:functions:. python benchmarks/transition_cost.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from cairn import InlineScheduler, JobStatus, advance_phase, run_pipeline
 from cairn.storage.delegating import DelegatingStorage
 from cairn.storage.dynamodb import DynamoDBStorage
 from cairn.storage.dynamodb_schema import create_table
-from functions.document_intake.pipeline import pipeline
+from document_intake.pipeline import pipeline
 
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
 SAMPLES = ["invoice.txt", "contract.txt", "report.txt"]

@@ -1,6 +1,6 @@
 """Run document-intake locally on FileStorage, kill its worker mid-phase, then resume the job.
 
-    python -m functions.document_intake.demo [--store DIR] [--document NAME] [--no-crash]
+    python -m document_intake.demo [--store DIR] [--document NAME] [--no-crash]
 
 Run 1 happens in a child process that dies with ``os._exit(137)`` (what a
 ``kill -9`` looks like to its parent) right after the checkpoint for page 2 is
@@ -64,7 +64,7 @@ def job_id_for(source: str) -> str:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m functions.document_intake.demo",
+        prog="python -m document_intake.demo",
         description="Run the document-intake pipeline locally, crash its worker mid-extract, and resume it.",
     )
     parser.add_argument(
@@ -113,7 +113,7 @@ def _worker_env() -> dict[str, str]:
 
 def _run_worker(store: Path, document: str) -> int:
     """Run 1 in a child process of this same module; returns its exit code."""
-    command = [sys.executable, "-m", __spec__.name if __spec__ else "functions.document_intake.demo"]
+    command = [sys.executable, "-m", __spec__.name if __spec__ else "document_intake.demo"]
     command += ["--worker", "--store", str(store.resolve()), "--document", document]
     return subprocess.run(command, env=_worker_env(), check=False).returncode
 

@@ -15,7 +15,7 @@ from cairn import PhaseError
 Reader = Callable[[str], str]
 """Maps the part of a source after ``scheme://`` (or a whole local path) to the document's text."""
 
-SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
+SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 MAX_DOCUMENT_BYTES = 1_000_000
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 

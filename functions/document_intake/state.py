@@ -22,7 +22,7 @@ class IntakeState(BaseModel):
     """Input (``document`` or ``text``, optional ``output_path``) plus the progress made so far.
 
     ``document`` is a source such as a file path (relative paths resolve
-    against the repository's ``samples/`` folder); ``text`` is the document
+    against the ``samples/`` folder shipped with this package); ``text`` is the document
     inline. ``fetch`` fills ``content``; ``split`` turns it into ``pages``;
     ``extract`` appends one entry to ``results`` per page, in page order.
     """

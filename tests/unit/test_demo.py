@@ -1,4 +1,4 @@
-"""``python -m functions.document_intake.demo`` as a user runs it: a real crash, a resume, a result."""
+"""``python -m document_intake.demo`` as a user runs it: a real crash, a resume, a result."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "cairn"), str(ROOT)])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "cairn"), str(ROOT / "functions"), str(ROOT)]),
+    }
     return subprocess.run(
-        [sys.executable, "-m", "functions.document_intake.demo", *args],
+        [sys.executable, "-m", "document_intake.demo", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from functions.document_intake.fields import (
+from document_intake.fields import (
     Amount,
     DateField,
     LineItem,
@@ -25,9 +25,9 @@ from functions.document_intake.fields import (
     parse_amount,
     parse_date,
 )
-from functions.document_intake.pages import page_breaks, split_pages
-from functions.document_intake.result import build_result, classify, title_of, total_key
-from functions.document_intake.state import PageResult
+from document_intake.pages import page_breaks, split_pages
+from document_intake.result import build_result, classify, title_of, total_key
+from document_intake.state import PageResult
 
 INVOICE_HEADER = """\
 INVOICE

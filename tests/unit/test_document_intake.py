@@ -11,13 +11,13 @@ import pytest
 from cairn import InvalidInputError, Job, JobStatus, MemoryStorage, run_pipeline
 from cairn.local.faults import SimulatedCrash
 from cairn.storage.base import Storage
-from functions.document_intake import pipeline as intake
-from functions.document_intake import sources
-from functions.document_intake.fields import PageFields, extract_fields
-from functions.document_intake.pipeline import pipeline
-from functions.document_intake.sources import SAMPLES_DIR, read_document, register_reader
-from functions.document_intake.state import IntakeState
-from functions.document_intake.watch import WatchedStorage
+from document_intake import pipeline as intake
+from document_intake import sources
+from document_intake.fields import PageFields, extract_fields
+from document_intake.pipeline import pipeline
+from document_intake.sources import SAMPLES_DIR, read_document, register_reader
+from document_intake.state import IntakeState
+from document_intake.watch import WatchedStorage
 from tests.support import job_of, make_scheduler
 
 

@@ -1,1 +1,0 @@
-"""Lambda handlers and the example pipeline shipped with the bundle."""
