@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -24,3 +25,6 @@ def aws() -> Iterator[None]:
     """Moto in-process for the test: every boto3 call goes to moto, none leaves the machine."""
     with mock_aws():
         yield
+
+
+logging.getLogger("werkzeug").setLevel(logging.WARNING)

@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .context import PhaseContext
-from .engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline
+from .engine import advance_phase, cancel_job, pause_job, record_crash, resolve_start_phase, run_pipeline
 from .errors import (
     CairnError,
     ClaimLostError,
     CorruptJobError,
     InvalidInputError,
+    JobExistsError,
     JobNotFoundError,
     PhaseError,
     PipelineError,
@@ -41,6 +42,7 @@ __all__ = [
     "InlineScheduler",
     "InvalidInputError",
     "Job",
+    "JobExistsError",
     "JobNotFoundError",
     "JobStatus",
     "LogEntry",
@@ -59,6 +61,7 @@ __all__ = [
     "advance_phase",
     "cancel_job",
     "pause_job",
+    "record_crash",
     "resolve_start_phase",
     "run_pipeline",
 ]

@@ -17,6 +17,7 @@ from .context import JournalBuffer, PhaseContext
 from .errors import (
     ClaimLostError,
     InvalidInputError,
+    JobExistsError,
     PipelineError,
     StateTooLargeError,
     StorageError,
@@ -97,6 +98,7 @@ def run_pipeline(
     initial_state: Any = None,
     retry_mode: RetryMode | str = RetryMode.RESUME,
     initial_phase: str | None = None,
+    create_only: bool = False,
 ) -> Job:
     """Start a job, or retry one, and schedule its first advance.
 
@@ -104,6 +106,7 @@ def run_pipeline(
     starts fresh when there is no checkpoint); ``full`` discards the checkpoint
     and the old log and starts from ``initial_phase`` (default: the first
     phase) with ``initial_state``. Any worker still mid-phase is fenced off.
+    With ``create_only`` an existing job is never touched: JobExistsError.
     Bad input raises before anything is written.
     """
     validate_job_id(job_id)
@@ -118,6 +121,8 @@ def run_pipeline(
     for _ in range(_START_ATTEMPTS):
         now = storage.clock()
         existing = storage.get_job(job_id)
+        if create_only and existing is not None:
+            raise JobExistsError(job_id, existing)
         saved = _usable_checkpoint(existing, pipeline, now) if mode == RetryMode.RESUME else None
         start_phase = resolve_start_phase(mode, saved, initial_phase or first_phase)
         state = saved.state if saved is not None else fresh_state
@@ -133,6 +138,7 @@ def run_pipeline(
             expires_at=_expires_at(pipeline, now),
             seen=existing,
             ttl_seconds=_ttl_seconds(pipeline),
+            input=existing.input if saved is not None and existing is not None else fresh_state,
             reset_history=mode == RetryMode.FULL,
             journal=Journal(log=(note,)),
         )
@@ -153,6 +159,13 @@ def pause_job(job_id: str, *, storage: Storage) -> Job:
 def cancel_job(job_id: str, *, storage: Storage) -> Job:
     """Cancel a job. A worker mid-phase can no longer commit; the checkpoint stays until it expires."""
     return storage.cancel(validate_job_id(job_id))
+
+
+class PhaseCrashedError(Exception):
+    """The worker running a phase died (a timeout, out of memory); retried like an exception."""
+
+    def __init__(self, phase: str, detail: str) -> None:
+        super().__init__(detail or f'the worker running "{phase}" died')
 
 
 class _PhaseRun:
@@ -245,6 +258,57 @@ def advance_phase(
     checkpoint's ``nextPhase`` (a stale or duplicate delivery), another worker
     holds the job, or this worker lost its claim before committing.
     """
+    run = _claim(job_id, pipeline, storage, phase=phase, worker=worker)
+    if run is None:
+        return None
+    try:
+        return _run_claimed(run, scheduler)
+    except ClaimLostError:
+        logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
+        return None
+
+
+def record_crash(
+    job_id: str,
+    pipeline: Pipeline[Any],
+    *,
+    storage: Storage,
+    scheduler: Scheduler,
+    phase: str,
+    error: str,
+    dead_worker: str | None = None,
+) -> Job | None:
+    """Record that the worker running ``phase`` died (a timeout, out of memory) and apply the retry policy.
+
+    The dead worker's claim is taken over: the one held by ``dead_worker`` (its
+    request id), or any claim when ``dead_worker`` is ``"*"``; with None only an
+    expired claim is. The checkpoint is kept; the phase is retried after its
+    backoff or the job is set to ``error``. Returns None when the report is stale
+    (the job moved on, or a live worker holds it).
+    """
+    run = _claim(job_id, pipeline, storage, phase=phase, worker=None, take_over=dead_worker)
+    if run is None:
+        return None
+    if not pipeline.has_phase(run.phase_name):
+        message = str(UnknownPhaseError(run.phase_name, pipeline.phase_names))
+        run.entry(message, level="error", kind="error")
+        return run.commit("error", "unknown-phase", error=message)
+    crashed = pipeline.get_phase(run.phase_name)
+    try:
+        return _handle_exception(run, crashed, PhaseCrashedError(crashed.name, error), scheduler, verb="crashed")
+    except ClaimLostError:
+        return None
+
+
+def _claim(
+    job_id: str,
+    pipeline: Pipeline[Any],
+    storage: Storage,
+    *,
+    phase: str | None,
+    worker: str | None,
+    take_over: str | None = None,
+) -> _PhaseRun | None:
     validate_job_id(job_id)
     _ = pipeline.initial_phase  # an empty pipeline is refused here
     worker = worker or uuid.uuid4().hex
@@ -259,17 +323,13 @@ def advance_phase(
             now_ms=now,
             lease_expires_at=now + int(lease * 1000),
             expires_at=_expires_at(pipeline, now),
+            take_over=take_over,
         )
     )
     if claimed is None:
         logger.debug("No advance for job %s (phase %s): not claimable", job_id, phase)
         return None
-    run = _PhaseRun(claimed, pipeline, storage, worker, now)
-    try:
-        return _run_claimed(run, scheduler)
-    except ClaimLostError:
-        logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
-        return None
+    return _PhaseRun(claimed, pipeline, storage, worker, now)
 
 
 def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
@@ -308,11 +368,13 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _handle_exception(run: _PhaseRun, phase: Phase, exc: Exception, scheduler: Scheduler) -> Job:
+def _handle_exception(
+    run: _PhaseRun, phase: Phase, exc: Exception, scheduler: Scheduler, *, verb: str = "threw"
+) -> Job:
     attempt = run.job.attempt
     message = _describe(exc)
-    run.entry(f'Phase "{phase.name}" threw: {message}', level="error", kind="error")
-    logger.error('Job %s: phase "%s" threw: %s', run.job.job_id, phase.name, message, exc_info=exc)
+    run.entry(f'Phase "{phase.name}" {verb}: {message}', level="error", kind="error")
+    logger.error('Job %s: phase "%s" %s: %s', run.job.job_id, phase.name, verb, message, exc_info=exc)
     if phase.retry.should_retry(exc, attempt):
         delay = phase.retry.delay_for(attempt)
         run.entry(

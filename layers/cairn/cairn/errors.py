@@ -51,6 +51,15 @@ class JobNotFoundError(CairnError):
         self.job_id = job_id
 
 
+class JobExistsError(CairnError):
+    """A job with this id already exists and was not to be touched; ``job`` is the existing job."""
+
+    def __init__(self, job_id: str, job: object) -> None:
+        super().__init__(f'Job "{job_id}" already exists; retry it instead of starting it again')
+        self.job_id = job_id
+        self.job = job
+
+
 class ClaimLostError(CairnError):
     """A worker tried to write for a job whose claim it no longer holds.
 

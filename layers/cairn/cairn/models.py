@@ -106,6 +106,7 @@ class Job(WireModel):
     error: ErrorText | None = None
     attempt: int = 1
     result: Any = None
+    input: Any = Field(default=None, description="The initial state the job was (re)started with")
     usage: dict[str, int | float] = Field(default_factory=dict)
     phases: list[PhaseRecord] = Field(default_factory=list)
     log: list[LogEntry] = Field(default_factory=list)

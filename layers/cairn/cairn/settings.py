@@ -14,9 +14,16 @@ STATE_BUCKET = "CAIRN_STATE_BUCKET"
 INLINE_STATE_LIMIT = "CAIRN_INLINE_STATE_LIMIT"
 AWS_RETRY_MODE = "CAIRN_AWS_RETRY_MODE"
 AWS_MAX_ATTEMPTS = "CAIRN_AWS_MAX_ATTEMPTS"
+DRIVER = "CAIRN_DRIVER"
+FUNCTION_PREFIX = "CAIRN_FUNCTION_PREFIX"
+SCHEDULER_FUNCTION = "CAIRN_SCHEDULER_FUNCTION"
+DELAY_QUEUE_URL = "CAIRN_DELAY_QUEUE_URL"
+STATE_MACHINE_ARN = "CAIRN_STATE_MACHINE_ARN"
+SWEEP_IDLE_SECONDS = "CAIRN_SWEEP_IDLE_SECONDS"
 
 DEFAULT_INLINE_STATE_LIMIT = 350_000
 RetryModeName = Literal["standard", "adaptive"]
+DriverName = Literal["direct", "stepfunctions"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,16 @@ class Settings:
     inline_state_limit: int = DEFAULT_INLINE_STATE_LIMIT
     aws_retry_mode: RetryModeName = "adaptive"
     aws_max_attempts: int = 8
+    driver: DriverName = "direct"
+    function_prefix: str = ""
+    scheduler_function: str | None = None
+    delay_queue_url: str | None = None
+    state_machine_arn: str | None = None
+    sweep_idle_seconds: int = 120
+
+    def phase_function(self, phase: str) -> str:
+        """The name of the Lambda function that runs ``phase`` (deployed as ``<prefix><phase>``)."""
+        return f"{self.function_prefix}{phase}"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -41,7 +58,21 @@ class Settings:
             mode = "adaptive"
         else:
             raise InvalidInputError(f"{AWS_RETRY_MODE} must be 'standard' or 'adaptive', got {raw_mode!r}")
+        driver: DriverName
+        raw_driver = env.get(DRIVER, "direct")
+        if raw_driver == "direct":
+            driver = "direct"
+        elif raw_driver == "stepfunctions":
+            driver = "stepfunctions"
+        else:
+            raise InvalidInputError(f"{DRIVER} must be 'direct' or 'stepfunctions', got {raw_driver!r}")
         return cls(
+            driver=driver,
+            function_prefix=env.get(FUNCTION_PREFIX, ""),
+            scheduler_function=env.get(SCHEDULER_FUNCTION) or None,
+            delay_queue_url=env.get(DELAY_QUEUE_URL) or None,
+            state_machine_arn=env.get(STATE_MACHINE_ARN) or None,
+            sweep_idle_seconds=_positive_int(env, SWEEP_IDLE_SECONDS, 120),
             table_name=env.get(TABLE_NAME) or None,
             state_bucket=env.get(STATE_BUCKET) or None,
             inline_state_limit=_positive_int(env, INLINE_STATE_LIMIT, DEFAULT_INLINE_STATE_LIMIT),

@@ -48,6 +48,7 @@ class StartJob:
     expires_at: int
     seen: Job | None
     ttl_seconds: int
+    input: Any = None
     reset_history: bool = False
     journal: Journal = Journal()
 
@@ -63,6 +64,8 @@ class Claim:
     """Take the job for one run of ``phase`` until ``lease_expires_at`` (ms).
 
     Only a job of ``pipeline`` can be claimed: one pipeline's code never runs on another's job.
+    A live claim blocks the claim, unless it is held by ``take_over`` (a worker known to be
+    dead) or ``take_over`` is ``"*"`` (any holder).
     """
 
     job_id: str
@@ -72,6 +75,16 @@ class Claim:
     now_ms: int
     lease_expires_at: int
     expires_at: int
+    take_over: str | None = None
+
+    def blocked_by(self, job: Job) -> bool:
+        """Whether ``job``'s live claim keeps this claim out."""
+        if not job.has_live_claim(self.now_ms):
+            return False
+        return self.take_over != "*" and job.lease_owner != self.take_over
+
+
+ANY_WORKER = "*"
 
 
 @dataclass(frozen=True)
@@ -161,6 +174,7 @@ def start(existing: Job | None, request: StartJob) -> Job:
             updated_at=request.now_ms,
             expires_at=request.expires_at,
             ttl_seconds=request.ttl_seconds,
+            input=request.input,
             version=(existing.version + 1) if existing else 1,
             run=(existing.run + 1) if existing else 1,
             log=list(request.journal.log),
@@ -178,6 +192,7 @@ def start(existing: Job | None, request: StartJob) -> Job:
         checkpoint=request.checkpoint,
         error=None,
         result=None,
+        input=request.input,
         attempt=1,
         version=current.version + 1,
         lease_owner=None,
@@ -197,7 +212,7 @@ def claim(existing: Job | None, request: Claim) -> Job | None:
         return None
     if request.phase is not None and job.checkpoint.next_phase != request.phase:
         return None
-    if job.has_live_claim(request.now_ms):
+    if request.blocked_by(job):
         return None
     return job.model_copy(
         update={

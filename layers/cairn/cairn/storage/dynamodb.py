@@ -24,7 +24,7 @@ from ..clock import Clock
 from ..errors import ClaimLostError, InvalidInputError, StorageError
 from ..models import Job, JobPage, JobStatus, JobSummary
 from ..settings import Settings
-from ..transitions import Claim, Commit, Fence, Save, StartJob, VersionConflict
+from ..transitions import ANY_WORKER, Claim, Commit, Fence, Save, StartJob, VersionConflict
 from . import dynamodb_schema as schema
 from .base import Storage
 from .dynamodb_items import Item, ItemCodec, from_item, to_item
@@ -278,7 +278,7 @@ class DynamoDBStorage(Storage):
         token = _token()
         condition = (
             "attribute_exists(pk) AND expiresAt > :nowSeconds AND pipeline = :pipeline AND #status = :running "
-            "AND attribute_exists(checkpoint) AND (attribute_not_exists(leaseOwner) OR leaseExpiresAt <= :now)"
+            "AND attribute_exists(checkpoint)"
         )
         values: dict[str, Any] = {
             ":nowSeconds": request.now_ms // 1000,
@@ -294,6 +294,11 @@ class DynamoDBStorage(Storage):
         if request.phase is not None:
             condition += " AND checkpoint.nextPhase = :phase"
             values[":phase"] = request.phase
+        if request.take_over is None:
+            condition += " AND (attribute_not_exists(leaseOwner) OR leaseExpiresAt <= :now)"
+        elif request.take_over != ANY_WORKER:
+            condition += " AND (attribute_not_exists(leaseOwner) OR leaseExpiresAt <= :now OR leaseOwner = :deadWorker)"
+            values[":deadWorker"] = request.take_over
         try:
             response = self._call(
                 self.client.update_item,

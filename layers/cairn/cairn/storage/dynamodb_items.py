@@ -91,6 +91,13 @@ class ItemCodec:
             encoded = self.payloads.encode(job.result, key=f"results/{self.owner}/{job.job_id}/{job.run}-{token}.json")
             s3_keys.update([encoded.s3_key] if encoded.s3_key else [])
             result = encoded.attribute
+        job_input = None
+        if job.input is not None:
+            encoded_input = self.payloads.encode(
+                job.input, key=f"inputs/{self.owner}/{job.job_id}/{job.run}-{token}.json"
+            )
+            s3_keys.update([encoded_input.s3_key] if encoded_input.s3_key else [])
+            job_input = encoded_input.attribute
         values: dict[str, Any] = {
             "pk": self.pk(job.job_id),
             "sk": schema.JOB_SK,
@@ -113,6 +120,7 @@ class ItemCodec:
             "checkpoint": checkpoint,
             "nextPhase": job.checkpoint.next_phase if job.checkpoint else None,
             "result": result,
+            "input": job_input,
             "usage": json.dumps(job.usage),
             "writeToken": token,
         }
@@ -168,6 +176,9 @@ class ItemCodec:
             result = None
             if "result" in values and with_payloads:
                 result = self.payloads.decode(values["result"], where=where)
+            job_input = None
+            if "input" in values and with_payloads:
+                job_input = self.payloads.decode(values["input"], where=where)
             return Job(
                 job_id=values["jobId"],
                 pipeline=values["pipeline"],
@@ -176,6 +187,7 @@ class ItemCodec:
                 error=values.get("error"),
                 attempt=values["attempt"],
                 result=result,
+                input=job_input,
                 usage=json.loads(values.get("usage", "{}")),
                 phases=[PhaseRecord.model_validate_json(from_item(record)["record"]) for record in records or []],
                 log=[LogEntry.model_validate_json(from_item(entry)["entry"]) for entry in entries or []],
@@ -195,7 +207,7 @@ class ItemCodec:
     def s3_keys_of(item: Item) -> set[str]:
         """The S3 objects a stored job item refers to."""
         values = from_item(item)
-        keys = {PayloadCodec.s3_key_of(values.get("result"))}
+        keys = {PayloadCodec.s3_key_of(values.get("result")), PayloadCodec.s3_key_of(values.get("input"))}
         if "checkpoint" in values:
             keys.add(PayloadCodec.s3_key_of(values["checkpoint"].get("state")))
         return {key for key in keys if key}

@@ -1,0 +1,176 @@
+"""Crash reports (a worker that timed out or ran out of memory), create-only starts, and the job's input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cairn import (
+    Done,
+    JobExistsError,
+    JobStatus,
+    Next,
+    PhaseContext,
+    Pipeline,
+    RetryPolicy,
+    advance_phase,
+    record_crash,
+    run_pipeline,
+)
+from cairn.local.faults import SimulatedCrash
+from cairn.storage.base import Storage
+from tests.contract.helpers import RecordingScheduler
+from tests.support import FakeClock, job_of, make_scheduler
+
+JOB = "job-1"
+
+
+def crashing_pipeline(*, attempts: int, crash: list[bool]) -> Pipeline[Any]:
+    pipeline: Pipeline[Any] = Pipeline("crashy")
+
+    @pipeline.phase
+    def load(ctx: PhaseContext[Any]) -> Next:
+        return Next("work", {"n": 1})
+
+    @pipeline.phase(retry=RetryPolicy(max_attempts=attempts, backoff=10, jitter=False), lease_seconds=900)
+    def work(ctx: PhaseContext[Any]) -> Done:
+        if crash[0]:
+            raise SimulatedCrash("the process died")
+        return Done({"n": ctx.state["n"], "attempt": ctx.attempt})
+
+    return pipeline
+
+
+def start_and_crash(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock) -> None:
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain(max_steps=1)
+    with pytest.raises(SimulatedCrash):
+        advance_phase(JOB, pipeline, storage=storage, scheduler=scheduler, phase="work", worker="request-1")
+
+
+def test_a_crash_report_for_the_dead_worker_retries_the_phase_per_its_policy(
+    storage: Storage, clock: FakeClock
+) -> None:
+    crash = [True]
+    pipeline = crashing_pipeline(attempts=2, crash=crash)
+    start_and_crash(pipeline, storage, clock)
+    scheduler = RecordingScheduler(clock)
+
+    job = record_crash(
+        JOB,
+        pipeline,
+        storage=storage,
+        scheduler=scheduler,
+        phase="work",
+        error="Task timed out",
+        dead_worker="request-1",
+    )
+
+    assert job is not None
+    stored = job_of(storage, JOB)
+    assert stored.status == JobStatus.RUNNING
+    assert stored.attempt == 2
+    assert stored.lease_owner is None
+    assert stored.checkpoint is not None
+    assert stored.checkpoint.next_phase == "work"
+    assert stored.checkpoint.state == {"n": 1}
+    assert 'Phase "work" crashed: Task timed out' in [entry.message for entry in stored.log]
+    assert [(item.phase, item.delay) for item in scheduler.scheduled] == [("work", 10.0)]
+
+    crash[0] = False
+    resumed = make_scheduler(pipeline, storage, clock)
+    resumed.schedule_advance(JOB, phase="work")
+    resumed.drain()
+    assert job_of(storage, JOB).result == {"n": 1, "attempt": 2}
+
+
+def test_a_crash_report_on_the_last_attempt_sets_error_and_keeps_the_checkpoint(
+    storage: Storage, clock: FakeClock
+) -> None:
+    pipeline = crashing_pipeline(attempts=1, crash=[True])
+    start_and_crash(pipeline, storage, clock)
+
+    record_crash(
+        JOB,
+        pipeline,
+        storage=storage,
+        scheduler=RecordingScheduler(clock),
+        phase="work",
+        error="Runtime exited: out of memory",
+        dead_worker="request-1",
+    )
+
+    job = job_of(storage, JOB)
+    assert job.status == JobStatus.ERROR
+    assert job.error == "Runtime exited: out of memory"
+    assert job.checkpoint is not None
+    assert job.checkpoint.next_phase == "work"
+    assert job.phases[-1].outcome == "error"
+
+
+def test_a_crash_report_naming_another_worker_leaves_a_live_claim_alone(storage: Storage, clock: FakeClock) -> None:
+    pipeline = crashing_pipeline(attempts=2, crash=[True])
+    start_and_crash(pipeline, storage, clock)
+    before = job_of(storage, JOB)
+
+    outcome = record_crash(
+        JOB,
+        pipeline,
+        storage=storage,
+        scheduler=RecordingScheduler(clock),
+        phase="work",
+        error="late",
+        dead_worker="other",
+    )
+
+    assert outcome is None
+    after = job_of(storage, JOB)
+    assert after.version == before.version
+    assert after.lease_owner == "request-1"
+    assert after.attempt == 1
+
+
+def test_a_stale_crash_report_for_a_phase_the_job_has_left_does_nothing(storage: Storage, clock: FakeClock) -> None:
+    pipeline = crashing_pipeline(attempts=2, crash=[False])
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    outcome = record_crash(
+        JOB, pipeline, storage=storage, scheduler=RecordingScheduler(clock), phase="work", error="late", dead_worker="*"
+    )
+
+    assert outcome is None
+    assert job_of(storage, JOB).status == JobStatus.COMPLETE
+
+
+def test_create_only_never_touches_an_existing_job(storage: Storage, clock: FakeClock) -> None:
+    pipeline = crashing_pipeline(attempts=1, crash=[False])
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"a": 1}, create_only=True)
+    before = job_of(storage, JOB)
+
+    with pytest.raises(JobExistsError) as raised:
+        run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"b": 2}, create_only=True)
+
+    assert raised.value.job == before
+    assert job_of(storage, JOB) == before
+    assert scheduler.pending() == 1
+
+
+def test_the_job_keeps_its_input_across_resumes_and_a_full_retry_replaces_it(
+    storage: Storage, clock: FakeClock
+) -> None:
+    pipeline = crashing_pipeline(attempts=1, crash=[False])
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"doc": "a"})
+    scheduler.drain(max_steps=1)
+    assert job_of(storage, JOB).input == {"doc": "a"}
+
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"doc": "ignored"})
+    assert job_of(storage, JOB).input == {"doc": "a"}
+
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"doc": "b"}, retry_mode="full")
+    assert job_of(storage, JOB).input == {"doc": "b"}
