@@ -93,3 +93,7 @@ class StateTooLargeError(StorageError):
         super().__init__(f"State is {size} bytes, over the limit of {limit} bytes")
         self.size = size
         self.limit = limit
+
+
+class SchedulingError(CairnError):
+    """An advance could not be scheduled (the invoke, queue or execution start failed)."""

@@ -107,7 +107,7 @@ class DynamoDBStorage(Storage):
     def client(self) -> DynamoDBClient:
         """The DynamoDB client (the process-wide default unless one was injected)."""
         if self._client is None:
-            from .aws_clients import default_dynamodb_client
+            from ..aws.clients import default_dynamodb_client
 
             self._client = default_dynamodb_client()
         return self._client

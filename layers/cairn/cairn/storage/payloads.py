@@ -48,7 +48,7 @@ class PayloadCodec:
 
     def _client(self) -> S3Client:
         if self._s3 is None:
-            from .aws_clients import default_s3_client
+            from ..aws.clients import default_s3_client
 
             self._s3 = default_s3_client()
         return self._s3

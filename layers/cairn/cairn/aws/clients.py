@@ -12,7 +12,10 @@ from ..settings import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_stepfunctions import SFNClient
 
 
 def client_config(settings: Settings) -> Config:
@@ -34,3 +37,21 @@ def default_dynamodb_client() -> DynamoDBClient:
 def default_s3_client() -> S3Client:
     """The process-wide S3 client, made on first use."""
     return boto3.client("s3", config=client_config(Settings.from_env()))
+
+
+@functools.cache
+def default_lambda_client() -> LambdaClient:
+    """The process-wide Lambda client, made on first use."""
+    return boto3.client("lambda", config=client_config(Settings.from_env()))
+
+
+@functools.cache
+def default_sqs_client() -> SQSClient:
+    """The process-wide SQS client, made on first use."""
+    return boto3.client("sqs", config=client_config(Settings.from_env()))
+
+
+@functools.cache
+def default_sfn_client() -> SFNClient:
+    """The process-wide Step Functions client, made on first use."""
+    return boto3.client("stepfunctions", config=client_config(Settings.from_env()))

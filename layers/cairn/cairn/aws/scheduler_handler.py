@@ -1,0 +1,195 @@
+"""The scheduler function: delayed advances, crash reports, the sweep, and the state machine's steps.
+
+It receives five kinds of event:
+
+- SQS records from the delay queue: an advance whose backoff has run out;
+- Lambda on-failure records from phase functions: the worker died (timeout,
+  out of memory); the phase's retry policy decides between a retry and ``error``;
+- the scheduled sweep: running jobs with no live claim that stalled between
+  a commit and the invoke that should have followed are advanced again;
+- ``{"action": "resolve"}`` from the state machine: the job's next phase and its function;
+- ``{"action": "record-failure"}`` from the state machine's Catch, and
+  ``{"action": "advance"}`` for a phase with no function (an unknown phase).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ValidationError
+
+from ..engine import advance_phase, record_crash
+from ..models import JobStatus
+from ..registry import PipelineRegistry
+from ..scheduling.messages import AdvanceMessage
+from ..scheduling.stepfunctions import StepRecorder
+from ..transitions import ANY_WORKER
+from .observability import logger, metrics, tracer
+from .runtime import Runtime
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+class ResolveRequest(BaseModel):
+    """The state machine asks which phase runs next."""
+
+    jobId: str
+    owner: str
+    pipeline: str
+
+
+class FailureReport(BaseModel):
+    """The state machine's Catch: the phase task failed (``error`` is Step Functions' Error/Cause)."""
+
+    jobId: str
+    owner: str
+    pipeline: str
+    phase: str
+    error: dict[str, Any] = {}
+
+
+def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) -> Handler:
+    """The scheduler function's handler for the pipelines of a deployment."""
+    state = {"runtime": runtime}
+
+    @logger.inject_lambda_context(clear_state=True)
+    @metrics.log_metrics
+    @tracer.capture_lambda_handler(capture_response=False)
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        active = state["runtime"] = state["runtime"] or Runtime()
+        dispatch = Dispatcher(pipelines, active)
+        if isinstance(event.get("Records"), list):
+            return dispatch.delayed(event["Records"])
+        if "requestContext" in event and "requestPayload" in event:
+            return dispatch.crash_report(event)
+        if event.get("detail-type") == "Scheduled Event":
+            return dispatch.sweep()
+        action = event.get("action")
+        if action == "resolve":
+            return dispatch.resolve(ResolveRequest.model_validate(event))
+        if action == "record-failure":
+            return dispatch.record_failure(FailureReport.model_validate(event))
+        if action == "advance":
+            return dispatch.advance(AdvanceMessage.model_validate(event))
+        logger.error("Rejected an event the scheduler does not handle", extra={"keys": sorted(event)})
+        return {"status": "rejected", "error": "unrecognised event"}
+
+    return handler
+
+
+class Dispatcher:
+    """Handles one scheduler event with the deployment's pipelines and runtime."""
+
+    def __init__(self, pipelines: PipelineRegistry, runtime: Runtime) -> None:
+        self.pipelines = pipelines
+        self.runtime = runtime
+
+    def delayed(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        """SQS delayed advances: invoke the phase, or queue again while time remains; failures are retried."""
+        failures = []
+        for record in records:
+            try:
+                message = AdvanceMessage.model_validate(json.loads(record["body"]))
+            except (KeyError, ValueError, ValidationError):
+                logger.error("Dropped a malformed delayed advance", extra={"messageId": record.get("messageId")})
+                continue
+            try:
+                pipeline = self.pipelines.get(message.pipeline)
+                scheduler = self.runtime.lambda_scheduler(message.owner, pipeline)
+                if (message.not_before or 0) > self.runtime.clock() + 1000:
+                    scheduler.queue(message)
+                else:
+                    scheduler.invoke_now(message)
+            except Exception:
+                logger.exception("Delayed advance failed; SQS will deliver it again")
+                failures.append({"itemIdentifier": record.get("messageId", "")})
+        return {"batchItemFailures": failures}
+
+    def crash_report(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A phase function's invocation failed for good: record the crash on the job."""
+        try:
+            message = AdvanceMessage.model_validate(event["requestPayload"])
+        except ValidationError:
+            logger.error("Ignored an on-failure record without an advance payload")
+            return {"status": "ignored"}
+        response = event.get("responsePayload") or {}
+        context = event.get("requestContext") or {}
+        detail = response.get("errorMessage") or response.get("errorType") or context.get("condition", "unknown")
+        logger.append_keys(job_id=message.job_id, phase=message.phase, owner=message.owner)
+        pipeline = self.pipelines.get(message.pipeline)
+        job = record_crash(
+            message.job_id,
+            pipeline,
+            storage=self.runtime.storage(message.owner),
+            scheduler=self.runtime.lambda_scheduler(message.owner, pipeline),
+            phase=message.phase,
+            error=str(detail),
+            dead_worker=context.get("requestId"),
+        )
+        return {"status": job.status.value if job else "stale", "jobId": message.job_id}
+
+    def sweep(self) -> dict[str, Any]:
+        """Advance again every running job whose worker is gone and that has not moved for a while."""
+        storage = self.runtime.storage("sweep")
+        revived = []
+        for stalled in storage.stalled_jobs(idle_seconds=self.runtime.settings.sweep_idle_seconds):
+            if stalled.next_phase is None:
+                continue
+            try:
+                pipeline = self.pipelines.get(stalled.pipeline)
+                scheduler = self.runtime.start_scheduler(stalled.owner, pipeline)
+                scheduler.schedule_advance(stalled.job_id, phase=stalled.next_phase)
+                revived.append(stalled.job_id)
+            except Exception:
+                logger.exception("Could not revive a stalled job", extra={"job_id": stalled.job_id})
+        logger.info("Sweep done", extra={"revived": len(revived)})
+        return {"revived": revived}
+
+    def resolve(self, request: ResolveRequest) -> dict[str, Any]:
+        """For the state machine: the phase the checkpoint names and the function that runs it."""
+        pipeline = self.pipelines.get(request.pipeline)
+        job = self.runtime.storage(request.owner).get_job(request.jobId)
+        base = {"jobId": request.jobId, "owner": request.owner, "pipeline": request.pipeline}
+        if job is None or job.status != JobStatus.RUNNING or job.checkpoint is None:
+            return {**base, "run": False, "status": job.status.value if job else "missing"}
+        phase = job.checkpoint.next_phase
+        if pipeline.has_phase(phase):
+            function = self.runtime.settings.phase_function(pipeline.resolve_name(phase))
+        else:
+            function = self.runtime.settings.scheduler_function or ""
+        return {**base, "run": True, "status": job.status.value, "phase": phase, "functionName": function}
+
+    def record_failure(self, report: FailureReport) -> dict[str, Any]:
+        """For the state machine's Catch: the phase task failed; record it like a crash."""
+        pipeline = self.pipelines.get(report.pipeline)
+        detail = report.error.get("Cause") or report.error.get("Error") or "the phase task failed"
+        recorder = StepRecorder()
+        job = record_crash(
+            report.jobId,
+            pipeline,
+            storage=self.runtime.storage(report.owner),
+            scheduler=recorder,
+            phase=report.phase,
+            error=str(detail),
+            dead_worker=ANY_WORKER,
+        )
+        return {
+            "status": job.status.value if job else "stale",
+            "jobId": report.jobId,
+            "scheduled": recorder.scheduled.to_wire() if recorder.scheduled else None,
+        }
+
+    def advance(self, message: AdvanceMessage) -> dict[str, Any]:
+        """Advance a phase that has no function of its own (the engine records it as unknown)."""
+        pipeline = self.pipelines.get(message.pipeline)
+        job = advance_phase(
+            message.job_id,
+            pipeline,
+            storage=self.runtime.storage(message.owner),
+            scheduler=self.runtime.lambda_scheduler(message.owner, pipeline),
+            phase=message.phase,
+        )
+        return {"status": job.status.value if job else "skipped", "jobId": message.job_id}

@@ -1,0 +1,36 @@
+"""The pipelines a deployment runs, by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .errors import InvalidInputError, PipelineError
+from .pipeline import Pipeline
+
+
+class PipelineRegistry:
+    """Looks pipelines up by name; an unknown name is a clear error."""
+
+    def __init__(self, pipelines: Iterable[Pipeline[Any]]) -> None:
+        self._pipelines: dict[str, Pipeline[Any]] = {}
+        for pipeline in pipelines:
+            if pipeline.name in self._pipelines:
+                raise PipelineError(f'Two pipelines are named "{pipeline.name}"')
+            self._pipelines[pipeline.name] = pipeline
+
+    def get(self, name: str) -> Pipeline[Any]:
+        """The pipeline called ``name``."""
+        pipeline = self._pipelines.get(name)
+        if pipeline is None:
+            known = ", ".join(sorted(self._pipelines)) or "none"
+            raise InvalidInputError(f'Unknown pipeline "{name}" (known pipelines: {known})')
+        return pipeline
+
+    def __iter__(self) -> Iterator[Pipeline[Any]]:
+        return iter(self._pipelines.values())
+
+    @property
+    def names(self) -> list[str]:
+        """The names of the registered pipelines."""
+        return sorted(self._pipelines)

@@ -1,0 +1,93 @@
+"""The direct driver: the next phase's function is invoked asynchronously; delays go through SQS."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..clock import Clock, system_clock_ms
+from ..errors import SchedulingError
+from ..pipeline import Pipeline
+from ..settings import Settings
+from .messages import AdvanceMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
+    from mypy_boto3_sqs import SQSClient
+
+MAX_QUEUE_DELAY_SECONDS = 900
+
+
+class LambdaScheduler:
+    """Schedules advances of one owner's jobs of one pipeline by invoking phase functions.
+
+    A phase runs in the function ``<prefix><phase>``; a phase the pipeline does
+    not know goes to the scheduler function, which records the error. A delay
+    is an SQS message delivered to the scheduler function (re-queued while the
+    delay exceeds SQS's 15 minutes).
+    """
+
+    def __init__(
+        self,
+        *,
+        owner: str,
+        pipeline: Pipeline[Any],
+        settings: Settings,
+        lambda_client: LambdaClient,
+        sqs_client: SQSClient | None = None,
+        clock: Clock = system_clock_ms,
+    ) -> None:
+        self.owner = owner
+        self.pipeline = pipeline
+        self.settings = settings
+        self._lambda = lambda_client
+        self._sqs = sqs_client
+        self._clock = clock
+
+    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
+        """Invoke the phase now, or queue it for ``delay`` seconds."""
+        message = AdvanceMessage(job_id=job_id, owner=self.owner, pipeline=self.pipeline.name, phase=phase)
+        if delay > 0:
+            self.queue(message.model_copy(update={"not_before": self._clock() + int(delay * 1000)}))
+        else:
+            self.invoke_now(message)
+
+    def invoke_now(self, message: AdvanceMessage) -> None:
+        """Invoke the phase's function for ``message`` asynchronously."""
+        invoke_phase(message, pipeline=self.pipeline, settings=self.settings, lambda_client=self._lambda)
+
+    def queue(self, message: AdvanceMessage) -> None:
+        """Send a delayed advance to the delay queue."""
+        if self._sqs is None or not self.settings.delay_queue_url:
+            raise SchedulingError("A delayed advance needs the delay queue (CAIRN_DELAY_QUEUE_URL)")
+        remaining = ((message.not_before or 0) - self._clock()) / 1000
+        seconds = max(0, min(MAX_QUEUE_DELAY_SECONDS, math.ceil(remaining)))
+        try:
+            self._sqs.send_message(
+                QueueUrl=self.settings.delay_queue_url,
+                MessageBody=json.dumps(message.to_wire()),
+                DelaySeconds=seconds,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise SchedulingError(f"Cannot queue the advance of {message.job_id}: {exc}", retryable=True) from exc
+
+
+def invoke_phase(
+    message: AdvanceMessage, *, pipeline: Pipeline[Any], settings: Settings, lambda_client: LambdaClient
+) -> None:
+    """Invoke the function of ``message.phase`` asynchronously (the scheduler's, for an unknown phase)."""
+    if pipeline.has_phase(message.phase):
+        target = settings.phase_function(pipeline.resolve_name(message.phase))
+        payload = message.to_wire()
+    else:
+        if not settings.scheduler_function:
+            raise SchedulingError("An unknown phase is reported through the scheduler (CAIRN_SCHEDULER_FUNCTION)")
+        target = settings.scheduler_function
+        payload = {"action": "advance", **message.to_wire()}
+    try:
+        lambda_client.invoke(FunctionName=target, InvocationType="Event", Payload=json.dumps(payload).encode())
+    except (ClientError, BotoCoreError) as exc:
+        raise SchedulingError(f"Cannot invoke {target} for job {message.job_id}: {exc}", retryable=True) from exc

@@ -1,0 +1,48 @@
+"""The Step Functions driver: a (re)start is a new execution; inside one, phases report what comes next."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import SchedulingError
+from .messages import ScheduledAdvance
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions import SFNClient
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+class StepFunctionsScheduler:
+    """Starts an execution of the pipeline state machine, which resolves ``nextPhase`` from the checkpoint."""
+
+    def __init__(self, *, owner: str, pipeline: str, state_machine_arn: str, client: SFNClient) -> None:
+        self.owner = owner
+        self.pipeline = pipeline
+        self.state_machine_arn = state_machine_arn
+        self._client = client
+
+    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
+        """Start an execution for the job (after ``delay`` seconds, waited inside the execution)."""
+        name = f"{_NAME_UNSAFE.sub('_', job_id)[:60]}-{uuid.uuid4().hex[:12]}"
+        payload = {"jobId": job_id, "owner": self.owner, "pipeline": self.pipeline, "delay": int(delay)}
+        try:
+            self._client.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(payload))
+        except (ClientError, BotoCoreError) as exc:
+            raise SchedulingError(f"Cannot start an execution for job {job_id}: {exc}", retryable=True) from exc
+
+
+class StepRecorder:
+    """The scheduler a phase uses inside an execution: it only records the advance for the state machine."""
+
+    def __init__(self) -> None:
+        self.scheduled: ScheduledAdvance | None = None
+
+    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
+        """Remember the advance; the state machine loops (and waits ``delay``) itself."""
+        self.scheduled = ScheduledAdvance(phase=phase, delay=delay)
