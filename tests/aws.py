@@ -29,6 +29,9 @@ def use_fake_credentials() -> None:
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_SESSION_TOKEN": "testing",
             "AWS_DEFAULT_REGION": REGION,
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            "POWERTOOLS_METRICS_NAMESPACE": "cairn",
+            "POWERTOOLS_SERVICE_NAME": "cairn-tests",
         }
     )
     os.environ.pop("AWS_PROFILE", None)

@@ -12,12 +12,12 @@ from .fields import extract_fields, page_heading
 from .output import write_json_atomic
 from .pages import page_breaks, split_pages
 from .result import build_result
-from .sources import SourceError, read_document
+from .sources import SourceError, TransientSourceError, read_document
 from .state import IntakeState, PageResult
 
 pipeline = Pipeline("document-intake", state=IntakeState)
 
-_IO_RETRY = RetryPolicy(max_attempts=3, backoff=0.5, retry_on=(OSError,))
+_IO_RETRY = RetryPolicy(max_attempts=3, backoff=0.5, retry_on=(OSError, TransientSourceError))
 
 
 @pipeline.phase(retry=_IO_RETRY)

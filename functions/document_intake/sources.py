@@ -6,9 +6,11 @@ source, such as ``s3://bucket/key``, is added with :func:`register_reader`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from cairn import PhaseError
 
@@ -24,10 +26,21 @@ class SourceError(PhaseError):
     """A document could not be read; retrying will not help."""
 
 
+class TransientSourceError(PhaseError):
+    """A document could not be read this time (throttling, a service fault); a retry may succeed."""
+
+
 def resolve_local_path(location: str) -> Path:
-    """An absolute path as is; a relative one inside the samples folder."""
+    """An absolute path as is; a relative one inside the samples folder.
+
+    In a deployed function (on Lambda) only the shipped samples can be read:
+    a job's input must not reach the function's own files.
+    """
     path = Path(location).expanduser()
-    return path if path.is_absolute() else SAMPLES_DIR / path
+    resolved = path if path.is_absolute() else SAMPLES_DIR / path
+    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") and not resolved.resolve().is_relative_to(SAMPLES_DIR):
+        raise SourceError(f'Document "{location}" is outside the shipped samples; use s3://bucket/key')
+    return resolved
 
 
 def read_local_file(location: str) -> str:
@@ -48,7 +61,34 @@ def read_local_file(location: str) -> str:
         raise SourceError(f'Document "{location}" is not UTF-8 text ({path})') from exc
 
 
-_READERS: dict[str, Reader] = {"file": read_local_file}
+def read_s3_object(location: str, *, client: Any = None) -> str:
+    """The UTF-8 text of ``bucket/key`` in S3; a missing, oversized or binary object is a SourceError."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, _, key = location.partition("/")
+    if not bucket or not key:
+        raise SourceError(f'S3 source "s3://{location}" needs a bucket and a key')
+    s3 = client or boto3.client("s3")
+    try:
+        head = s3.head_object(Bucket=bucket, Key=key)
+        if head["ContentLength"] > MAX_DOCUMENT_BYTES:
+            size = head["ContentLength"]
+            raise SourceError(f'Document "s3://{location}" is {size} bytes; the limit is {MAX_DOCUMENT_BYTES}')
+        body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        return body.decode("utf-8")
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in ("404", "NoSuchKey", "NoSuchBucket", "403", "AccessDenied"):
+            raise SourceError(f'Document "s3://{location}" cannot be read ({code})') from exc
+        raise TransientSourceError(f'Reading "s3://{location}" failed: {code}') from exc
+    except BotoCoreError as exc:
+        raise TransientSourceError(f'Reading "s3://{location}" failed: {exc}') from exc
+    except UnicodeDecodeError as exc:
+        raise SourceError(f'Document "s3://{location}" is not UTF-8 text') from exc
+
+
+_READERS: dict[str, Reader] = {"file": read_local_file, "s3": read_s3_object}
 
 
 def register_reader(scheme: str, reader: Reader) -> None:

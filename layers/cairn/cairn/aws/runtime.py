@@ -9,7 +9,7 @@ from ..clock import Clock, system_clock_ms
 from ..errors import InvalidInputError
 from ..pipeline import Pipeline
 from ..scheduling.base import Scheduler
-from ..scheduling.lambda_invoke import LambdaScheduler
+from ..scheduling.lambda_invoke import LambdaInvoker, LambdaScheduler
 from ..scheduling.stepfunctions import StepFunctionsScheduler
 from ..settings import Settings
 from ..storage.dynamodb import DynamoDBStorage
@@ -17,7 +17,6 @@ from . import clients
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
@@ -30,7 +29,7 @@ class Runtime:
     settings: Settings = field(default_factory=Settings.from_env)
     dynamodb: DynamoDBClient | None = None
     s3: S3Client | None = None
-    lambda_client: LambdaClient | None = None
+    lambda_client: LambdaInvoker | None = None
     sqs: SQSClient | None = None
     sfn: SFNClient | None = None
     clock: Clock = system_clock_ms

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -15,10 +15,23 @@ from ..settings import Settings
 from .messages import AdvanceMessage
 
 if TYPE_CHECKING:
-    from mypy_boto3_lambda import LambdaClient
     from mypy_boto3_sqs import SQSClient
 
 MAX_QUEUE_DELAY_SECONDS = 900
+
+
+class LambdaInvoker(Protocol):
+    """What the driver needs of a Lambda client: ``invoke`` (boto3's, or the local invoker's)."""
+
+    def invoke(
+        self,
+        *,
+        FunctionName: str,
+        InvocationType: Literal["Event", "RequestResponse", "DryRun"],
+        Payload: bytes,
+    ) -> Any:
+        """Invoke a function."""
+        ...
 
 
 class LambdaScheduler:
@@ -36,7 +49,7 @@ class LambdaScheduler:
         owner: str,
         pipeline: Pipeline[Any],
         settings: Settings,
-        lambda_client: LambdaClient,
+        lambda_client: LambdaInvoker,
         sqs_client: SQSClient | None = None,
         clock: Clock = system_clock_ms,
     ) -> None:
@@ -76,7 +89,7 @@ class LambdaScheduler:
 
 
 def invoke_phase(
-    message: AdvanceMessage, *, pipeline: Pipeline[Any], settings: Settings, lambda_client: LambdaClient
+    message: AdvanceMessage, *, pipeline: Pipeline[Any], settings: Settings, lambda_client: LambdaInvoker
 ) -> None:
     """Invoke the function of ``message.phase`` asynchronously (the scheduler's, for an unknown phase)."""
     if pipeline.has_phase(message.phase):
