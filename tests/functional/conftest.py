@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import boto3
 import pytest
 from moto import mock_aws
 
-from tests.aws import dynamodb_client, new_bucket, new_table, s3_client
+from cairn.local.stack import LocalStack
+from pipelines import PIPELINES
+from tests.aws import REGION, dynamodb_client, new_bucket, new_table, s3_client
 from tests.support import FakeClock
 
 if TYPE_CHECKING:
@@ -47,3 +51,22 @@ def moto_http(moto_endpoint: str) -> Iterator[Moto]:
     table = new_table(dynamodb)
     yield Moto(dynamodb, s3, table, new_bucket(s3))
     dynamodb.delete_table(TableName=table)
+
+
+@pytest.fixture
+def stack_clock() -> FakeClock:
+    """The clock of the local stack: starts at the real time, moves only when a test says so."""
+    return FakeClock(start_ms=int(time.time() * 1000))
+
+
+@pytest.fixture
+def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
+    """The bundle (phase functions and scheduler, direct driver) in-process on moto."""
+    with mock_aws():
+        yield LocalStack.create(
+            PIPELINES,
+            dynamodb=dynamodb_client(),
+            s3=s3_client(),
+            sqs=boto3.client("sqs", region_name=REGION),
+            clock=stack_clock,
+        )

@@ -102,6 +102,9 @@ def run_pipeline(
 ) -> Job:
     """Start a job, or retry one, and schedule its first advance.
 
+    Without ``initial_state`` a retry starts from the state the job was
+    started with (its ``input``).
+
     ``resume`` continues from the saved ``nextPhase`` with the saved state (and
     starts fresh when there is no checkpoint); ``full`` discards the checkpoint
     and the old log and starts from ``initial_phase`` (default: the first
@@ -116,7 +119,7 @@ def run_pipeline(
         raise PipelineError(
             f'Unknown initial phase "{initial_phase}" (known phases: {", ".join(pipeline.phase_names)})'
         )
-    fresh_state = pipeline.dump_state(initial_state)
+    given_state = pipeline.dump_state(initial_state) if initial_state is not None else None
 
     for _ in range(_START_ATTEMPTS):
         now = storage.clock()
@@ -125,6 +128,9 @@ def run_pipeline(
             raise JobExistsError(job_id, existing)
         saved = _usable_checkpoint(existing, pipeline, now) if mode == RetryMode.RESUME else None
         start_phase = resolve_start_phase(mode, saved, initial_phase or first_phase)
+        fresh_state = given_state
+        if fresh_state is None:  # not given: the job's own input, else the pipeline's empty state
+            fresh_state = pipeline.dump_state(existing.input if existing is not None else None)
         state = saved.state if saved is not None else fresh_state
         checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
         note = LogEntry(
@@ -283,7 +289,8 @@ def record_crash(
     The dead worker's claim is taken over: the one held by ``dead_worker`` (its
     request id), or any claim when ``dead_worker`` is ``"*"``; with None only an
     expired claim is. The checkpoint is kept; the phase is retried after its
-    backoff or the job is set to ``error``. Returns None when the report is stale
+    backoff while it has attempts left (``retry_on`` filters exceptions, not
+    crashes), else the job is set to ``error``. Returns None when the report is stale
     (the job moved on, or a live worker holds it).
     """
     run = _claim(job_id, pipeline, storage, phase=phase, worker=None, take_over=dead_worker)
@@ -375,7 +382,8 @@ def _handle_exception(
     message = _describe(exc)
     run.entry(f'Phase "{phase.name}" {verb}: {message}', level="error", kind="error")
     logger.error('Job %s: phase "%s" %s: %s', run.job.job_id, phase.name, verb, message, exc_info=exc)
-    if phase.retry.should_retry(exc, attempt):
+    crashed = isinstance(exc, PhaseCrashedError)  # a dead worker is retried whatever ``retry_on`` names
+    if phase.retry.should_retry(exc, attempt) or (crashed and attempt < phase.retry.max_attempts):
         delay = phase.retry.delay_for(attempt)
         run.entry(
             f'Retrying phase "{phase.name}" (attempt {attempt + 1} of {phase.retry.max_attempts}) in {delay:.1f}s',

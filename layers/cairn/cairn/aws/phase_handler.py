@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
@@ -36,6 +37,7 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
     @tracer.capture_lambda_handler(capture_response=False)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         active = state["runtime"] = state["runtime"] or Runtime()
+        metrics.add_metric(name="PhaseInvocations", unit=MetricUnit.Count, value=1)
         try:
             message = AdvanceMessage.model_validate(event)
         except ValidationError as exc:

@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
@@ -61,6 +62,7 @@ def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = 
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         active = state["runtime"] = state["runtime"] or Runtime()
         dispatch = Dispatcher(pipelines, active)
+        metrics.add_metric(name="SchedulerEvents", unit=MetricUnit.Count, value=1)
         if isinstance(event.get("Records"), list):
             return dispatch.delayed(event["Records"])
         if "requestContext" in event and "requestPayload" in event:

@@ -1,0 +1,295 @@
+"""Every sample event of the phase functions and the scheduler, through its handler, on moto."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cairn import Job, JobStatus, advance_phase, run_pipeline
+from cairn.local.faults import CrashingStorage, CrashPoint, SimulatedCrash
+from cairn.local.invoker import LocalContext
+from cairn.local.stack import LocalStack
+from document_intake import handlers
+from pipelines import PIPELINES
+from tests.events import event_names, load_event
+from tests.support import FakeClock
+
+PIPELINE = PIPELINES.get("document-intake")
+OWNER = "arn:aws:iam::123456789012:user/alice"
+JOB = "job-0001"
+
+
+def job(stack: LocalStack) -> Job:
+    found = stack.runtime.storage(OWNER).get_job(JOB)
+    assert found is not None
+    return found
+
+
+def start(stack: LocalStack, *, phases_done: int, document: str = "contract.txt") -> None:
+    """Start the sample job and run its first ``phases_done`` phases; nothing else is left queued."""
+    storage = stack.runtime.storage(OWNER)
+    run_pipeline(
+        JOB,
+        PIPELINE,
+        storage=storage,
+        scheduler=stack.runtime.start_scheduler(OWNER, PIPELINE),
+        initial_state={"document": document},
+    )
+    stack.invoker.drain(max_steps=phases_done)
+    stack.invoker.queue.clear()
+
+
+def crash_extract_after_first_page(stack: LocalStack, request_id: str) -> None:
+    """The extract worker (request ``request_id``) dies right after saving page 1: its claim stays behind."""
+    storage = CrashingStorage(stack.runtime.storage(OWNER), CrashPoint(operation=1, moment="after"))
+    with pytest.raises(SimulatedCrash):
+        advance_phase(
+            JOB,
+            PIPELINE,
+            storage=storage,
+            scheduler=stack.runtime.lambda_scheduler(OWNER, PIPELINE),
+            phase="extract",
+            worker=request_id,
+        )
+
+
+PHASE_HANDLERS = {
+    "fetch": handlers.fetch,
+    "split": handlers.split,
+    "extract": handlers.extract,
+    "publish": handlers.publish,
+}
+
+
+@pytest.mark.parametrize(
+    ("phase", "done_before", "next_phase"),
+    [
+        ("fetch", 0, "split"),
+        ("split", 1, "extract"),
+        ("extract", 2, "publish"),
+        ("publish", 3, None),
+    ],
+)
+def test_each_phase_event_advances_the_job_through_its_function(
+    stack: LocalStack, phase: str, done_before: int, next_phase: str | None
+) -> None:
+    start(stack, phases_done=done_before)
+    handler = stack.invoker.functions[f"cairn-{phase}"].handler
+
+    response = handler(load_event(f"phases/{phase}"), LocalContext(f"cairn-{phase}"))
+
+    assert response["jobId"] == JOB
+    assert response["phase"] == phase
+    stored = job(stack)
+    assert [record.phase for record in stored.phases][-1] == phase
+    if next_phase is None:
+        assert response["status"] == "complete"
+        assert stored.checkpoint is None
+        assert stored.result["document"]["kind"] == "contract"
+    else:
+        assert response["status"] == "running"
+        assert stored.checkpoint is not None
+        assert stored.checkpoint.next_phase == next_phase
+        assert [invocation.function for invocation in stack.invoker.queue] == [f"cairn-{next_phase}"]
+
+
+def test_a_phase_event_delivered_twice_runs_the_phase_once(stack: LocalStack) -> None:
+    start(stack, phases_done=0)
+    handler = stack.invoker.functions["cairn-fetch"].handler
+    first = handler(load_event("phases/fetch"), LocalContext("cairn-fetch"))
+    second = handler(load_event("phases/fetch"), LocalContext("cairn-fetch"))
+    assert first["status"] == "running"
+    assert second["status"] == "skipped"
+    assert [record.phase for record in job(stack).phases] == ["fetch"]
+
+
+def test_the_deployed_handler_modules_refuse_an_event_for_another_phase(stack: LocalStack) -> None:
+    start(stack, phases_done=0)
+    response = stack.invoker.functions["cairn-split"].handler(load_event("phases/fetch"), LocalContext("cairn-split"))
+    assert response["status"] == "rejected"
+    assert job(stack).phases == []
+    assert set(PHASE_HANDLERS) == set(PIPELINE.phase_names)
+
+
+def test_a_delayed_advance_from_the_queue_invokes_the_phase_function(stack: LocalStack) -> None:
+    start(stack, phases_done=0)
+
+    response = stack.scheduler(load_event("scheduler/delayed-advance"), LocalContext("cairn-scheduler"))
+
+    assert response == {"batchItemFailures": []}
+    assert [invocation.function for invocation in stack.invoker.queue] == ["cairn-fetch"]
+    stack.run_until_idle()
+    assert job(stack).status == JobStatus.COMPLETE
+
+
+def test_a_delayed_advance_not_yet_due_goes_back_on_the_queue(stack: LocalStack, stack_clock: FakeClock) -> None:
+    start(stack, phases_done=0)
+    event: dict[str, Any] = load_event("scheduler/delayed-advance")
+    body = event["Records"][0]["body"].replace('"notBefore": 1796000000000', f'"notBefore": {stack_clock() + 60_000}')
+    event["Records"][0]["body"] = body
+
+    response = stack.scheduler(event, LocalContext("cairn-scheduler"))
+
+    assert response == {"batchItemFailures": []}
+    assert stack.invoker.pending() == 0
+    assert stack.delayed_waiting() == 1
+
+
+def test_an_on_failure_record_for_a_timed_out_phase_sets_error_and_keeps_the_checkpoint(stack: LocalStack) -> None:
+    event = load_event("scheduler/on-failure-timeout")
+    start(stack, phases_done=2)
+    crash_extract_after_first_page(stack, event["requestContext"]["requestId"])
+
+    response = stack.scheduler(event, LocalContext("cairn-scheduler"))
+
+    assert response == {"status": "error", "jobId": JOB}
+    stored = job(stack)
+    assert stored.status == JobStatus.ERROR
+    assert stored.error is not None
+    assert "Task timed out after 900.00 seconds" in stored.error
+    assert stored.checkpoint is not None
+    assert stored.checkpoint.next_phase == "extract"
+    assert len(stored.checkpoint.state["results"]) == 1  # page 1 was saved before the timeout
+    assert stored.lease_owner is None
+
+    run_pipeline(
+        JOB,
+        PIPELINE,
+        storage=stack.runtime.storage(OWNER),
+        scheduler=stack.runtime.start_scheduler(OWNER, PIPELINE),
+        retry_mode="resume",
+    )
+    stack.run_until_idle()
+    finished = job(stack)
+    assert finished.status == JobStatus.COMPLETE
+    assert finished.usage["pages"] == 4  # pages 2-4 after the resume, page 1 before: none twice
+
+
+def test_an_on_failure_record_for_a_phase_with_retries_schedules_the_retry(stack: LocalStack) -> None:
+    event = load_event("scheduler/on-failure-out-of-memory")
+    start(stack, phases_done=0)
+    storage = CrashingStorage(stack.runtime.storage(OWNER), CrashPoint(operation=0, moment="after"))
+    with pytest.raises(SimulatedCrash):
+        advance_phase(
+            JOB,
+            PIPELINE,
+            storage=storage,
+            scheduler=stack.runtime.lambda_scheduler(OWNER, PIPELINE),
+            phase="fetch",
+            worker=event["requestContext"]["requestId"],
+        )
+
+    response = stack.scheduler(event, LocalContext("cairn-scheduler"))
+
+    assert response == {"status": "running", "jobId": JOB}
+    stored = job(stack)
+    assert stored.attempt == 2
+    assert "Runtime exited with error: signal: killed" in stored.log[-2].message
+    assert stack.delayed_waiting() == 1  # the retry waits out the fetch phase's backoff on the delay queue
+    stack.run_until_idle(timeout=10)
+    assert job(stack).status == JobStatus.COMPLETE
+
+
+def test_a_late_on_failure_record_does_not_disturb_a_job_that_moved_on(stack: LocalStack) -> None:
+    start(stack, phases_done=4)
+    before = job(stack)
+
+    response = stack.scheduler(load_event("scheduler/on-failure-timeout"), LocalContext("cairn-scheduler"))
+
+    assert response == {"status": "stale", "jobId": JOB}
+    assert job(stack) == before
+
+
+def test_the_scheduled_sweep_revives_a_job_stalled_between_commit_and_invoke(
+    stack: LocalStack, stack_clock: FakeClock
+) -> None:
+    start(stack, phases_done=1)  # fetch committed; the invoke of split was lost
+    assert job(stack).checkpoint is not None
+    stack_clock.advance(60)
+    assert stack.scheduler(load_event("scheduler/scheduled-sweep"), LocalContext("cairn-scheduler")) == {"revived": []}
+
+    stack_clock.advance(stack.runtime.settings.sweep_idle_seconds)
+    response = stack.scheduler(load_event("scheduler/scheduled-sweep"), LocalContext("cairn-scheduler"))
+
+    assert response == {"revived": [JOB]}
+    stack.run_until_idle()
+    assert job(stack).status == JobStatus.COMPLETE
+    assert [record.phase for record in job(stack).phases] == ["fetch", "split", "extract", "publish"]
+
+
+def test_resolve_names_the_next_phase_and_its_function(stack: LocalStack) -> None:
+    start(stack, phases_done=2)
+    response = stack.scheduler(load_event("scheduler/resolve"), LocalContext("cairn-scheduler"))
+    assert response == {
+        "jobId": JOB,
+        "owner": OWNER,
+        "pipeline": "document-intake",
+        "run": True,
+        "status": "running",
+        "phase": "extract",
+        "functionName": "cairn-extract",
+    }
+    stack.runtime.storage(OWNER).pause(JOB)
+    paused = stack.scheduler(load_event("scheduler/resolve"), LocalContext("cairn-scheduler"))
+    assert paused["run"] is False
+    assert paused["status"] == "paused"
+
+
+def test_record_failure_from_the_state_machine_records_the_crash(stack: LocalStack) -> None:
+    start(stack, phases_done=2)
+    crash_extract_after_first_page(stack, "some-request")
+
+    response = stack.scheduler(load_event("scheduler/record-failure"), LocalContext("cairn-scheduler"))
+
+    assert response["status"] == "error"
+    assert response["scheduled"] is None
+    stored = job(stack)
+    assert stored.status == JobStatus.ERROR
+    assert stored.checkpoint is not None
+    assert stored.checkpoint.next_phase == "extract"
+    assert stored.error is not None
+    assert "Task timed out" in stored.error
+
+
+def test_an_advance_of_an_unknown_phase_records_a_clear_error(stack: LocalStack) -> None:
+    start(stack, phases_done=0)
+    # a checkpoint written before a phase was renamed: nextPhase names a phase this pipeline lacks
+    _rename_next_phase(stack, "summarise")
+
+    response = stack.scheduler(load_event("scheduler/advance-unknown-phase"), LocalContext("cairn-scheduler"))
+
+    assert response == {"status": "error", "jobId": JOB}
+    stored = job(stack)
+    assert stored.error is not None
+    assert 'Unknown phase "summarise"' in stored.error
+    assert "fetch, split, extract, publish" in stored.error
+
+
+def test_every_scheduler_and_phase_event_is_exercised_here() -> None:
+    covered = {
+        "phases/fetch",
+        "phases/split",
+        "phases/extract",
+        "phases/publish",
+        "scheduler/delayed-advance",
+        "scheduler/on-failure-timeout",
+        "scheduler/on-failure-out-of-memory",
+        "scheduler/scheduled-sweep",
+        "scheduler/resolve",
+        "scheduler/record-failure",
+        "scheduler/advance-unknown-phase",
+    }
+    assert set(event_names("phases")) | set(event_names("scheduler")) == covered
+
+
+def _rename_next_phase(stack: LocalStack, phase: str) -> None:
+    """Rewrite the stored checkpoint's nextPhase, as a checkpoint from an older deployment would read."""
+    client = stack.runtime.dynamodb
+    assert client is not None
+    client.update_item(
+        TableName=stack.runtime.settings.table_name or "",
+        Key={"pk": {"S": f"JOB#{OWNER}#{JOB}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET checkpoint.nextPhase = :phase, nextPhase = :phase",
+        ExpressionAttributeValues={":phase": {"S": phase}},
+    )
