@@ -1,18 +1,44 @@
-# cairn: `make demo` runs the example pipeline locally; `make test` runs lint, types and tests.
+# cairn: `make demo` runs the example pipeline locally; `make test` runs lint, types, the template
+# checks and the tests. `make validate`, `make build` and `make deploy` work on template.yaml.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The SAM CLI pins its own boto3, so it lives in a virtualenv of its own.
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+SAM_STAMP := $(SAM_VENV)/.installed
+NODE_STAMP := node_modules/.installed
+STATELINT := node_modules/.bin/statelint
+TEMPLATE := template.yaml
+STATE_MACHINE := statemachine/pipeline.asl.json
+BUILD_DIR := .aws-sam/build
+# sam build needs the Lambda runtime's Python (3.12); with pyenv this puts it on PATH beside 3.11.
+export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
+export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo test lint types unit venv clean bench
+.PHONY: demo test lint types unit validate build deploy venv clean bench
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt
+$(STAMP): requirements.txt requirements-dev.txt layers/cairn/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
+
+$(SAM_STAMP): requirements-sam.txt
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-sam.txt
+	touch $(SAM_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+		echo "make validate needs Node.js and npm (for statelint, pinned in package.json)." >&2; \
+		echo "Install them first, e.g. 'apt-get install nodejs npm', then run make again." >&2; \
+		exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/python -m document_intake.demo
@@ -27,10 +53,30 @@ types: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest
 
-test: lint types unit
+# sam validate --lint and cfn-lint on the template; cfn-lint on the state machine as deployed (its
+# ${...} substitutions filled, wrapped in an AWS::StepFunctions::StateMachine); statelint on the ASL.
+validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+	$(SAM) validate --lint --template $(TEMPLATE)
+	$(BIN)/cfn-lint --include-checks I -- $(TEMPLATE)
+	@wrapper=$$(mktemp -d) && trap 'rm -rf "$$wrapper"' EXIT && \
+		$(BIN)/python -m tests.template.asl "$$wrapper/pipeline-state-machine.json" && \
+		echo "cfn-lint $(STATE_MACHINE) (as deployed)" && \
+		$(BIN)/cfn-lint --include-checks I -- "$$wrapper/pipeline-state-machine.json"
+	$(STATELINT) $(STATE_MACHINE)
+
+build: $(SAM_STAMP)
+	PYENV_VERSION=$(SAM_PYENV_VERSION) $(SAM) build --template $(TEMPLATE) --build-dir $(BUILD_DIR)
+
+deploy: build
+	$(SAM) deploy --guided --template-file $(BUILD_DIR)/template.yaml
+
+# The template tests need the tools `validate` installs: with TEMPLATE_TOOLS_REQUIRED they fail
+# instead of skipping when one is missing.
+test: lint types validate
+	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
+	rm -rf $(VENV) $(SAM_VENV) node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/transition_cost.py

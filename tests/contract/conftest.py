@@ -9,6 +9,7 @@ import pytest
 from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
+from cairn.local.serialised import one_call_at_a_time
 from cairn.storage.base import Storage
 from cairn.storage.dynamodb import DynamoDBStorage
 from tests.aws import dynamodb_client, new_table
@@ -32,7 +33,10 @@ def storage_kind(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def storage_factory(storage_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[StorageFactory]:
-    """Builds the adapter under test; every call on one test shares one backing store."""
+    """Builds the adapter under test; every call on one test shares one backing store.
+
+    DynamoDB clients are serialised: moto applies a conditional write in two steps, DynamoDB in one.
+    """
     if storage_kind == "memory":
         shared: dict[str, MemoryStorage] = {}
 
@@ -44,12 +48,12 @@ def storage_factory(storage_kind: str, tmp_path: Path, request: pytest.FixtureRe
         yield lambda clock: FileStorage(tmp_path / "jobs", clock=clock)
     elif storage_kind == "dynamodb":
         with mock_aws():
-            client = dynamodb_client()
+            client = one_call_at_a_time(dynamodb_client())
             table = new_table(client)
             yield lambda clock: DynamoDBStorage(table, client=client, clock=clock)
     else:
         endpoint = request.getfixturevalue("moto_endpoint")
-        client = dynamodb_client(endpoint)
+        client = one_call_at_a_time(dynamodb_client(endpoint))
         table = new_table(client)
         yield lambda clock: DynamoDBStorage(table, client=client, clock=clock)
         client.delete_table(TableName=table)

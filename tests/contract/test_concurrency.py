@@ -124,14 +124,7 @@ def counting_pipeline(executions: list[str], before_effect: Callable[[], None]) 
     return pipeline
 
 
-def test_two_workers_claiming_at_once_run_the_phase_once(
-    storage_factory: StorageFactory, clock: FakeClock, storage_kind: str
-) -> None:
-    if storage_kind.startswith("dynamodb"):
-        pytest.skip(
-            "moto does not serialise concurrent conditional writes to one item, as DynamoDB does; "
-            "the claim's condition is covered by the stale-worker and duplicate-delivery tests"
-        )
+def test_two_workers_claiming_at_once_run_the_phase_once(storage_factory: StorageFactory, clock: FakeClock) -> None:
     store = storage_factory(clock)
     racing = SimultaneousClaims(store, parties=2)
     for round_number in range(5):

@@ -14,6 +14,7 @@ from moto import mock_aws
 from cairn.local.stack import LocalStack
 from pipelines import PIPELINES
 from tests.aws import REGION, dynamodb_client, new_bucket, new_table, s3_client
+from tests.functional.api_client import Api
 from tests.support import FakeClock
 
 if TYPE_CHECKING:
@@ -70,3 +71,9 @@ def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
             sqs=boto3.client("sqs", region_name=REGION),
             clock=stack_clock,
         )
+
+
+@pytest.fixture
+def api(stack: LocalStack) -> Api:
+    """The API function deployed beside the phase functions and the scheduler."""
+    return Api(stack)

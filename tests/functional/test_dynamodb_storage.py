@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from cairn import (
+    ConfigurationError,
     Done,
     InvalidInputError,
     JobNotFoundError,
@@ -205,5 +206,5 @@ def test_a_missing_table_is_a_clear_storage_error(moto: Moto, clock: FakeClock) 
 
 def test_no_table_name_at_all_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CAIRN_TABLE_NAME", raising=False)
-    with pytest.raises(InvalidInputError, match="CAIRN_TABLE_NAME"):
+    with pytest.raises(ConfigurationError, match="CAIRN_TABLE_NAME"):
         DynamoDBStorage()

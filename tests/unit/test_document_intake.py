@@ -196,7 +196,7 @@ def test_publish_writes_the_result_to_output_path(tmp_path: Path) -> None:
         ({"document": "no-such-file.txt"}, 'Document "no-such-file.txt" not found'),
         ({}, "needs 'document'"),
         ({"document": "invoice.txt", "text": "x"}, "not both"),
-        ({"document": "s3://bucket/key.txt"}, 'No reader for "s3://" sources'),
+        ({"document": "ftp://example.com/doc.txt"}, 'No reader for "ftp://" sources'),
         ({"text": " \n\f\n"}, "has no text"),
     ],
 )

@@ -35,12 +35,20 @@ class UnknownPhaseError(PipelineError):
         self.known = known
 
 
+class ConfigurationError(CairnError):
+    """The deployment is misconfigured (a missing table name, an unknown driver): not the caller's fault."""
+
+
 class PhaseError(CairnError):
     """A phase failed. Raised by phase code to fail with a message of its own."""
 
 
 class InvalidInputError(CairnError):
     """A caller passed a value cairn cannot accept; nothing was changed."""
+
+
+class TransitionRefusedError(InvalidInputError):
+    """The job's status does not allow the change asked for (pausing a finished job, say); nothing changed."""
 
 
 class JobNotFoundError(CairnError):

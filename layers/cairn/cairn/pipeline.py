@@ -138,7 +138,7 @@ class Pipeline(Generic[S]):
             try:
                 model = state if isinstance(state, self.state_model) else self.state_model.model_validate(state)
             except ValidationError as exc:
-                raise InvalidInputError(f'Invalid state for pipeline "{self.name}": {exc}') from exc
+                raise InvalidInputError(f'Invalid state for pipeline "{self.name}": {_describe(exc)}') from exc
             return model.model_dump(mode="json")
         return to_json(state, what=f'State for pipeline "{self.name}"')
 
@@ -148,7 +148,7 @@ class Pipeline(Generic[S]):
             try:
                 return self.state_model.model_validate(raw)
             except ValidationError as exc:
-                raise InvalidInputError(f'Stored state does not fit pipeline "{self.name}": {exc}') from exc
+                raise InvalidInputError(f'Stored state does not fit pipeline "{self.name}": {_describe(exc)}') from exc
         return raw
 
 
@@ -160,3 +160,12 @@ def to_json(value: Any, *, what: str = "Value") -> Any:
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
+
+
+def _describe(error: ValidationError) -> str:
+    """A validation error in one line: each field and what is wrong with it."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "state"
+        problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)

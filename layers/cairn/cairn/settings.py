@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from .errors import InvalidInputError
+from .errors import ConfigurationError
 
 TABLE_NAME = "CAIRN_TABLE_NAME"
 STATE_BUCKET = "CAIRN_STATE_BUCKET"
@@ -57,7 +57,7 @@ class Settings:
         elif raw_mode == "adaptive":
             mode = "adaptive"
         else:
-            raise InvalidInputError(f"{AWS_RETRY_MODE} must be 'standard' or 'adaptive', got {raw_mode!r}")
+            raise ConfigurationError(f"{AWS_RETRY_MODE} must be 'standard' or 'adaptive', got {raw_mode!r}")
         driver: DriverName
         raw_driver = env.get(DRIVER, "direct")
         if raw_driver == "direct":
@@ -65,7 +65,7 @@ class Settings:
         elif raw_driver == "stepfunctions":
             driver = "stepfunctions"
         else:
-            raise InvalidInputError(f"{DRIVER} must be 'direct' or 'stepfunctions', got {raw_driver!r}")
+            raise ConfigurationError(f"{DRIVER} must be 'direct' or 'stepfunctions', got {raw_driver!r}")
         return cls(
             driver=driver,
             function_prefix=env.get(FUNCTION_PREFIX, ""),
@@ -88,7 +88,7 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     try:
         value = int(raw)
     except ValueError as exc:
-        raise InvalidInputError(f"{name} must be a whole number, got {raw!r}") from exc
+        raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from exc
     if value <= 0:
-        raise InvalidInputError(f"{name} must be positive, got {value}")
+        raise ConfigurationError(f"{name} must be positive, got {value}")
     return value

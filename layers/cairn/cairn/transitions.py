@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import ClaimLostError, InvalidInputError, JobNotFoundError
+from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError
 from .models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord
 
 
@@ -276,7 +276,7 @@ def pause(existing: Job | None, job_id: str, now_ms: int) -> Job:
     if job.status == JobStatus.PAUSED:
         return job
     if job.status != JobStatus.RUNNING:
-        raise InvalidInputError(f'Job "{job_id}" is {job.status.value}; only a running job can be paused')
+        raise TransitionRefusedError(f'Job "{job_id}" is {job.status.value}; only a running job can be paused')
     return job.model_copy(
         update={"status": JobStatus.PAUSED, "updated_at": now_ms, "expires_at": job.expires_at_after(now_ms)}
     )
@@ -290,7 +290,7 @@ def cancel(existing: Job | None, job_id: str, now_ms: int) -> Job:
     if job.status == JobStatus.CANCELLED:
         return job
     if job.status == JobStatus.COMPLETE:
-        raise InvalidInputError(f'Job "{job_id}" is already complete; it cannot be cancelled')
+        raise TransitionRefusedError(f'Job "{job_id}" is already complete; it cannot be cancelled')
     return job.model_copy(
         update={
             "status": JobStatus.CANCELLED,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..clock import Clock, system_clock_ms
-from ..errors import InvalidInputError
+from ..errors import ConfigurationError
 from ..pipeline import Pipeline
 from ..scheduling.base import Scheduler
 from ..scheduling.lambda_invoke import LambdaInvoker, LambdaScheduler
@@ -62,7 +62,7 @@ class Runtime:
         if self.settings.driver == "direct":
             return self.lambda_scheduler(owner, pipeline)
         if not self.settings.state_machine_arn:
-            raise InvalidInputError("The stepfunctions driver needs CAIRN_STATE_MACHINE_ARN")
+            raise ConfigurationError("The stepfunctions driver needs CAIRN_STATE_MACHINE_ARN")
         return StepFunctionsScheduler(
             owner=owner,
             pipeline=pipeline.name,

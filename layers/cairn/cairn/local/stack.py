@@ -23,6 +23,7 @@ from ..registry import PipelineRegistry
 from ..settings import DriverName, Settings
 from ..storage.dynamodb_schema import create_table
 from .invoker import LambdaHandler, LocalContext, LocalLambda
+from .serialised import one_call_at_a_time
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -62,7 +63,11 @@ class LocalStack:
         state_machine_arn: str | None = None,
         clock: Clock = system_clock_ms,
     ) -> LocalStack:
-        """Create a table, a bucket and a delay queue (unique names) and wire the functions to them."""
+        """Create a table, a bucket and a delay queue (unique names) and wire the functions to them.
+
+        DynamoDB calls are serialised, so moto's conditional writes are atomic as DynamoDB's are.
+        """
+        dynamodb = one_call_at_a_time(dynamodb)
         suffix = uuid.uuid4().hex[:10]
         table = f"cairn-jobs-{suffix}"
         create_table(dynamodb, table)

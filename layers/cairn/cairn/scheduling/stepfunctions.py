@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
 from typing import TYPE_CHECKING
@@ -44,5 +45,5 @@ class StepRecorder:
         self.scheduled: ScheduledAdvance | None = None
 
     def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
-        """Remember the advance; the state machine loops (and waits ``delay``) itself."""
-        self.scheduled = ScheduledAdvance(phase=phase, delay=delay)
+        """Remember the advance; the state machine loops (and waits ``delay``, in whole seconds) itself."""
+        self.scheduled = ScheduledAdvance(phase=phase, delay=math.ceil(delay))

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import transitions
 from ..clock import Clock
-from ..errors import ClaimLostError, InvalidInputError, StorageError
+from ..errors import ClaimLostError, ConfigurationError, InvalidInputError, StorageError
 from ..models import Job, JobPage, JobStatus, JobSummary
 from ..settings import Settings
 from ..transitions import ANY_WORKER, Claim, Commit, Fence, Save, StartJob, VersionConflict
@@ -82,7 +82,7 @@ class DynamoDBStorage(Storage):
         config = settings or Settings.from_env()
         name = table_name or config.table_name
         if not name:
-            raise InvalidInputError("DynamoDBStorage needs a table name (argument or CAIRN_TABLE_NAME)")
+            raise ConfigurationError("DynamoDBStorage needs a table name (argument or CAIRN_TABLE_NAME)")
         self.table_name = name
         self.owner = schema.validate_owner(owner)
         self._client = client

@@ -1,0 +1,129 @@
+"""What the API accepts and returns: pydantic models with the wire's camelCase names."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ..engine import JOB_ID_PATTERN, validate_job_id
+from ..errors import InvalidInputError
+from ..models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
+
+
+def _checked_job_id(job_id: str) -> str:
+    """The engine's job-id rule, reported as a validation error of the field."""
+    try:
+        return validate_job_id(job_id)
+    except InvalidInputError as exc:
+        raise ValueError(exc.message) from None
+
+
+JobId = Annotated[
+    str,
+    Field(
+        description="1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        json_schema_extra={"pattern": JOB_ID_PATTERN.pattern},
+    ),
+    AfterValidator(_checked_job_id),
+]
+
+
+class RequestModel(BaseModel):
+    """Base for request bodies: camelCase names only, and unknown fields are refused (a typo is not ignored)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True)
+
+
+class CreateJobRequest(RequestModel):
+    """Start a job of ``pipeline``; ``jobId`` defaults to a new UUID, ``state`` is the initial state."""
+
+    pipeline: str = Field(description="The name of a pipeline this deployment runs")
+    job_id: JobId | None = Field(default=None, description="The job's id; a new UUID when absent")
+    state: Any = Field(default=None, description="The initial state, checked against the pipeline's state model")
+
+
+class RetryRequest(RequestModel):
+    """Retry a job: ``resume`` continues from its checkpoint, ``full`` starts it again from the first phase."""
+
+    mode: RetryMode = Field(
+        default=RetryMode.RESUME,
+        description="resume: from the saved nextPhase (a fresh start when there is no checkpoint); "
+        "full: discard the checkpoint and the old log",
+    )
+    state: Any = Field(
+        default=None,
+        description="The state to start from when the job starts fresh; the job's stored input when absent",
+    )
+
+
+class JobView(WireModel):
+    """A job as the API shows it. ``state`` (the checkpoint's state) only when asked for."""
+
+    job_id: str
+    pipeline: str
+    status: JobStatus
+    next_phase: str | None = Field(default=None, description="The phase the checkpoint names; null without one")
+    attempt: int
+    error: str | None = None
+    result: Any = None
+    usage: dict[str, int | float] = Field(default_factory=dict)
+    phases: list[PhaseRecord] = Field(default_factory=list)
+    created_at: int = Field(description="Unix time in milliseconds")
+    updated_at: int = Field(description="Unix time in milliseconds")
+    expires_at: int = Field(description="Unix time in seconds after which the job is gone")
+    state: Any = Field(
+        default=None,
+        exclude_if=lambda state: state is None,
+        description="The checkpoint's state; present only with ?includeState=true and a checkpoint",
+    )
+
+    @classmethod
+    def of(cls, job: Job, *, include_state: bool = False) -> JobView:
+        """The view of a stored job."""
+        checkpoint = job.checkpoint
+        return cls(
+            job_id=job.job_id,
+            pipeline=job.pipeline,
+            status=job.status,
+            next_phase=checkpoint.next_phase if checkpoint else None,
+            attempt=job.attempt,
+            error=job.error,
+            result=job.result,
+            usage=dict(job.usage),
+            phases=list(job.phases),
+            created_at=job.created_at,
+            updated_at=job.updated_at,
+            expires_at=job.expires_at,
+            state=checkpoint.state if include_state and checkpoint else None,
+        )
+
+
+class JobLog(WireModel):
+    """A job's log entries and annotations, oldest first (only the current run's after a full retry)."""
+
+    job_id: str
+    entries: list[LogEntry]
+
+
+class Health(WireModel):
+    """Whether the job table answered a read."""
+
+    status: Literal["ok"]
+    table: str
+    driver: str
+
+
+class ErrorDetail(WireModel):
+    """What went wrong: a stable ``code`` and a message meant for people."""
+
+    code: str = Field(description="invalid_request, unauthenticated, not_found, job_exists, conflict, ...")
+    message: str
+
+
+class ErrorBody(WireModel):
+    """Every error response. A refused create (409) also carries the existing ``job``."""
+
+    error: ErrorDetail
+    job: JobView | None = Field(default=None, exclude_if=lambda job: job is None)

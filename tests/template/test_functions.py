@@ -1,0 +1,360 @@
+"""The functions as deployed: the code they run, the settings they read, how failures and delays reach the scheduler."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn import settings as settings_module
+from cairn.settings import Settings
+from document_intake.pipeline import pipeline as document_intake
+from tests.template.cfn import (
+    STACK,
+    STATE_MACHINE,
+    TEMPLATE,
+    Resolver,
+    apply_language_extensions,
+    parameter_values,
+    sam_template,
+    sam_transform,
+)
+from tests.template.stacks import DEPLOYMENTS, JWT, phase_functions, stack
+
+ROUTES = {
+    ("post", "/jobs"),
+    ("get", "/jobs"),
+    ("get", "/jobs/{jobId}"),
+    ("get", "/jobs/{jobId}/log"),
+    ("post", "/jobs/{jobId}/retry"),
+    ("post", "/jobs/{jobId}/pause"),
+    ("post", "/jobs/{jobId}/cancel"),
+    ("get", "/health"),
+    ("get", "/openapi.json"),
+}
+
+
+def setting_names() -> set[str]:
+    """Every environment variable cairn.settings reads (its CAIRN_* constants)."""
+    names = {
+        value
+        for name, value in vars(settings_module).items()
+        if name.isupper() and isinstance(value, str) and value.startswith("CAIRN_")
+    }
+    assert len(names) >= 11, "cairn.settings constants were not found"
+    return names
+
+
+def environment(resolver: Resolver, function_id: str) -> dict[str, str]:
+    variables: dict[str, str] = resolver.properties(function_id)["Environment"]["Variables"]
+    return variables
+
+
+def invoke_config(resolver: Resolver, function_id: str) -> dict[str, Any]:
+    (config,) = [
+        resolver.properties(config_id)
+        for config_id in resolver.of_type("AWS::Lambda::EventInvokeConfig")
+        if resolver.resources[config_id]["Properties"]["FunctionName"] == {"Ref": function_id}
+    ]
+    return config
+
+
+# -- (f) crashes go to the scheduler
+
+
+@pytest.mark.parametrize("overrides", DEPLOYMENTS)
+def test_every_phase_function_reports_a_failed_invocation_to_the_scheduler_without_retrying(
+    overrides: dict[str, str],
+) -> None:
+    resolver = stack(**overrides)
+    for function_id in phase_functions(resolver).values():
+        config = invoke_config(resolver, function_id)
+        assert config["MaximumRetryAttempts"] == 0, function_id
+        assert config["Qualifier"] == "$LATEST", function_id
+        assert config["DestinationConfig"]["OnFailure"] == {"Destination": resolver.arn("SchedulerFunction")}
+
+
+def test_every_phase_of_the_pipeline_has_a_function_running_its_handler() -> None:
+    resolver = stack()
+    functions = phase_functions(resolver)
+    assert set(functions) == set(document_intake.phase_names)
+    handlers = importlib.import_module("document_intake.handlers")
+    for phase, function_id in functions.items():
+        module, attribute = resolver.properties(function_id)["Handler"].rsplit(".", 1)
+        assert module == "document_intake.handlers"
+        assert attribute == phase
+        assert callable(getattr(handlers, attribute))
+
+
+def test_every_handler_in_the_template_imports_and_is_callable() -> None:
+    resolver = stack()
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        module, attribute = resolver.properties(function_id)["Handler"].rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), attribute)), function_id
+
+
+def test_no_phase_function_outlives_its_claim() -> None:
+    """A worker still running after its lease could be taken over; Lambda's timeout must end it first."""
+    resolver = stack()
+    for phase, function_id in phase_functions(resolver).items():
+        timeout = resolver.properties(function_id)["Timeout"]
+        assert timeout <= document_intake.get_phase(phase).lease_seconds, phase
+
+
+def test_the_state_machine_waits_longer_than_the_longest_phase() -> None:
+    resolver = stack()
+    longest = max(resolver.properties(function_id)["Timeout"] for function_id in phase_functions(resolver).values())
+    states = json.loads(STATE_MACHINE.read_text(encoding="utf-8"))["States"]
+    phase_tasks = [
+        state
+        for state in states.values()
+        if "FunctionName.$" in state.get("Parameters", {}) and state["Type"] == "Task"
+    ]
+    assert phase_tasks, "no task invokes the function resolve names"
+    for task in phase_tasks:
+        assert task["TimeoutSeconds"] > longest
+
+
+# -- (g) settings
+
+
+@pytest.mark.parametrize("overrides", DEPLOYMENTS)
+def test_every_function_gets_every_setting_cairn_reads(overrides: dict[str, str]) -> None:
+    resolver = stack(**overrides)
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        variables = environment(resolver, function_id)
+        missing = setting_names() - set(variables)
+        assert missing == set(), function_id
+        empty = {name for name in setting_names() if variables[name] == ""}
+        assert empty <= ({"CAIRN_STATE_MACHINE_ARN"} if overrides["Driver"] == "direct" else set()), function_id
+
+
+@pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
+def test_the_settings_name_the_resources_of_the_stack(driver: str) -> None:
+    resolver = stack(Driver=driver)
+    functions = phase_functions(resolver)
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        settings = Settings.from_env(environment(resolver, function_id))
+        assert settings.driver == driver
+        assert settings.table_name == resolver.ref("CheckpointTable")
+        assert settings.state_bucket == resolver.ref("StateBucket")
+        assert settings.delay_queue_url == resolver.ref("DelayQueue")
+        assert settings.scheduler_function == resolver.name("SchedulerFunction")
+        for phase, phase_id in functions.items():
+            assert settings.phase_function(phase) == resolver.name(phase_id)
+        if driver == "stepfunctions":
+            assert settings.state_machine_arn == resolver.ref("PipelineStateMachine")
+        else:
+            assert settings.state_machine_arn is None
+            assert not resolver.exists("PipelineStateMachine")
+
+
+def test_the_settings_follow_the_parameters() -> None:
+    resolver = stack(SweepIdleSeconds="900", LogLevel="DEBUG", CheckpointTtlHours="48")
+    variables = environment(resolver, "SchedulerFunction")
+    assert Settings.from_env(variables).sweep_idle_seconds == 900
+    assert variables["POWERTOOLS_LOG_LEVEL"] == variables["LOG_LEVEL"] == "DEBUG"
+    assert variables["CAIRN_CHECKPOINT_TTL_HOURS"] == "48"
+    assert variables["POWERTOOLS_SERVICE_NAME"] == variables["POWERTOOLS_METRICS_NAMESPACE"] == "cairn"
+
+
+def test_the_state_machine_arn_is_built_without_a_reference_to_it() -> None:
+    """The scheduler's environment cannot Ref the state machine, which refers to the scheduler."""
+    globals_env = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
+    assert "PipelineStateMachine" not in json.dumps(globals_env)
+    machine = sam_template()["Resources"]["PipelineStateMachine"]["Properties"]
+    assert machine["DefinitionSubstitutions"] == {"SchedulerFunctionArn": {"Fn::GetAtt": ["SchedulerFunction", "Arn"]}}
+
+
+# -- code, architecture, layer
+
+
+@pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
+def test_functions_and_layer_share_runtime_and_architecture(architecture: str) -> None:
+    resolver = stack(Architecture=architecture)
+    (layer_id,) = resolver.of_type("AWS::Lambda::LayerVersion")
+    layer = resolver.properties(layer_id)
+    assert layer["CompatibleArchitectures"] == [architecture]
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        function = resolver.properties(function_id)
+        assert function["Architectures"] == [architecture]
+        assert function["Runtime"] in layer["CompatibleRuntimes"]
+        assert function["Layers"] == [resolver.ref(layer_id)]
+        assert function["TracingConfig"] == {"Mode": "Active"}
+    source = sam_template()["Resources"]["CairnLayer"]
+    assert source["Properties"]["ContentUri"] == "layers/cairn/"
+    assert source["Metadata"]["BuildMethod"] == "python3.12"
+    assert source["Metadata"]["BuildArchitecture"] == {"Ref": "Architecture"}
+
+
+def test_every_function_logs_to_its_own_group_with_a_retention() -> None:
+    resolver = stack()
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        group = resolver.properties(function_id)["LoggingConfig"]["LogGroup"]
+        assert group == f"/aws/lambda/{resolver.name(function_id)}"
+    for group_id in resolver.of_type("AWS::Logs::LogGroup"):
+        assert resolver.properties(group_id)["RetentionInDays"] > 0
+
+
+# -- the scheduler's events and the delay queue
+
+
+def test_the_scheduler_takes_delayed_advances_in_batches_with_partial_failures() -> None:
+    resolver = stack()
+    (mapping_id,) = resolver.of_type("AWS::Lambda::EventSourceMapping")
+    mapping = resolver.properties(mapping_id)
+    assert mapping["FunctionName"] == resolver.name("SchedulerFunction")
+    assert mapping["EventSourceArn"] == resolver.arn("DelayQueue")
+    assert mapping["BatchSize"] == 10
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_the_delay_queue_outlasts_the_scheduler_and_dead_letters_after_five_receives() -> None:
+    resolver = stack()
+    queue = resolver.properties("DelayQueue")
+    assert queue["VisibilityTimeout"] >= 6 * resolver.properties("SchedulerFunction")["Timeout"]
+    assert queue["RedrivePolicy"] == {"deadLetterTargetArn": resolver.arn("DeadLetterQueue"), "maxReceiveCount": 5}
+    for queue_id in ("DelayQueue", "DeadLetterQueue"):
+        assert resolver.properties(queue_id)["SqsManagedSseEnabled"] is True
+
+
+def test_the_sweep_runs_every_five_minutes() -> None:
+    resolver = stack()
+    (rule_id,) = resolver.of_type("AWS::Events::Rule")
+    rule = resolver.properties(rule_id)
+    assert rule["ScheduleExpression"] == "rate(5 minutes)"
+    assert [target["Arn"] for target in rule["Targets"]] == [resolver.arn("SchedulerFunction")]
+
+
+# -- the API
+
+
+def operations(resolver: Resolver) -> dict[tuple[str, str], dict[str, Any]]:
+    paths = resolver.properties("HttpApi")["Body"]["paths"]
+    return {(method, path): operation for path, methods in paths.items() for method, operation in methods.items()}
+
+
+def test_the_api_serves_every_route_with_the_api_function() -> None:
+    resolver = stack()
+    found = operations(resolver)
+    assert set(found) == ROUTES
+    api = resolver.arn("ApiFunction")
+    for operation in found.values():
+        assert api in operation["x-amazon-apigateway-integration"]["uri"]
+        assert operation["x-amazon-apigateway-integration"]["payloadFormatVersion"] == "2.0"
+
+
+def test_every_route_needs_signed_requests_by_default() -> None:
+    resolver = stack()
+    body = resolver.properties("HttpApi")["Body"]
+    assert set(body["components"]["securitySchemes"]) == {"AWS_IAM"}
+    for route, operation in operations(resolver).items():
+        assert operation["security"] == [{"AWS_IAM": []}], route
+
+
+def test_every_route_needs_a_token_of_the_issuer_with_jwt() -> None:
+    resolver = Resolver(sam_transform(**JWT), **JWT)
+    schemes = resolver.properties("HttpApi")["Body"]["components"]["securitySchemes"]
+    authorizer = schemes["JwtAuthorizer"]["x-amazon-apigateway-authorizer"]
+    assert authorizer["type"] == "jwt"
+    assert authorizer["jwtConfiguration"] == {"issuer": JWT["JwtIssuer"], "audience": ["client-a", "client-b"]}
+    for route, operation in operations(resolver).items():
+        assert operation["security"] == [{"JwtAuthorizer": []}], route
+
+
+# The SAM CLI's own implementation of AWS::LanguageExtensions (what `--language-extensions` runs).
+LANGUAGE_EXTENSIONS = """
+import json, sys
+from samcli.lib.cfn_language_extensions.api import process_template
+from samcli.lib.cfn_language_extensions.models import PseudoParameterValues
+from samcli.yamlhelper import yaml_parse
+template = yaml_parse(open(sys.argv[1]).read())
+pseudo = PseudoParameterValues(region="us-east-1", account_id="123456789012", stack_name=sys.argv[2])
+for params in json.loads(sys.argv[3]):
+    processed = process_template(template, parameter_values=params, pseudo_parameters=pseudo)
+    print(json.dumps(processed["Resources"]["HttpApi"]["Properties"]["Auth"]))
+"""
+
+
+def test_language_extensions_turn_the_api_auth_into_what_sam_reads(sam_cli: Path) -> None:
+    """SAM reads Auth as plain strings: AWS::LanguageExtensions must resolve its Fn::If first, as the checks assume."""
+    deployments = [{"ApiAuth": "IAM"}, JWT]
+    result = subprocess.run(
+        [str(sam_cli.parent / "python"), "-c", LANGUAGE_EXTENSIONS, str(TEMPLATE), STACK, json.dumps(deployments)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    resolved = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert resolved[0] == {"EnableIamAuthorizer": True, "DefaultAuthorizer": "AWS_IAM"}
+    for overrides, auth in zip(deployments, resolved, strict=True):
+        template = sam_template()
+        ours = apply_language_extensions(template, parameter_values(template, overrides))
+        expected = Resolver(ours, **overrides).resolve(ours["Resources"]["HttpApi"]["Properties"]["Auth"])
+        assert auth == expected, overrides
+
+
+def test_jwt_cannot_be_deployed_without_issuer_and_audience() -> None:
+    rule = sam_template()["Rules"]["JwtNeedsIssuerAndAudience"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "ApiAuth"}, "JWT"]}
+    checked = {assertion["Assert"]["Fn::Not"][0]["Fn::Equals"][0]["Ref"] for assertion in rule["Assertions"]}
+    assert checked == {"JwtIssuer", "JwtAudience"}
+
+
+# -- alarms and outputs
+
+
+def test_alarms_watch_the_phases_the_scheduler_and_the_dead_letters() -> None:
+    resolver = stack(Driver="stepfunctions")
+    watched: set[str] = set()
+    for alarm_id in resolver.of_type("AWS::CloudWatch::Alarm"):
+        alarm = resolver.properties(alarm_id)
+        assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+        assert alarm["Threshold"] == 0
+        metrics = [metric["MetricStat"]["Metric"] for metric in alarm.get("Metrics", []) if "MetricStat" in metric]
+        metrics += [alarm] if "MetricName" in alarm else []
+        for metric in metrics:
+            for dimension in metric["Dimensions"]:
+                watched.add(f"{metric['MetricName']}:{dimension['Value']}")
+    expected = {f"Errors:{resolver.name(function_id)}" for function_id in phase_functions(resolver).values()}
+    expected |= {
+        f"Errors:{resolver.name('SchedulerFunction')}",
+        f"ApproximateNumberOfMessagesVisible:{resolver.name('DeadLetterQueue')}",
+        f"ExecutionsFailed:{resolver.ref('PipelineStateMachine')}",
+    }
+    assert expected <= watched
+
+
+def test_the_phase_errors_alarm_sums_every_phase() -> None:
+    alarm = stack().properties("PhaseErrorsAlarm")
+    (expression,) = [metric for metric in alarm["Metrics"] if metric.get("ReturnData")]
+    summed = {metric["Id"] for metric in alarm["Metrics"] if "MetricStat" in metric}
+    assert set(expression["Expression"].replace(" ", "").split("+")) == summed
+    assert len(summed) == len(document_intake.phase_names)
+
+
+@pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
+def test_the_outputs_name_what_a_user_needs(driver: str) -> None:
+    template = sam_transform(Driver=driver)
+    resolver = Resolver(template, Driver=driver)
+    outputs = {
+        name: resolver.resolve(output["Value"])
+        for name, output in template["Outputs"].items()
+        if "Condition" not in output or resolver.conditions[output["Condition"]]
+    }
+    assert outputs["ApiUrl"] == f"https://{resolver.ref('HttpApi')}.execute-api.us-east-1.amazonaws.com/"
+    assert outputs["TableName"] == resolver.ref("CheckpointTable")
+    assert outputs["StateBucketName"] == resolver.ref("StateBucket")
+    assert outputs["DelayQueueUrl"] == resolver.ref("DelayQueue")
+    assert outputs["DeadLetterQueueUrl"] == resolver.ref("DeadLetterQueue")
+    assert outputs["SchedulerFunctionName"] == f"{STACK}-scheduler"
+    for phase in document_intake.phase_names:
+        assert outputs[f"{phase.capitalize()}FunctionName"] == f"{STACK}-{phase}"
+    assert outputs["LayerArn"].startswith(f"arn:aws:lambda:us-east-1:123456789012:layer:{STACK}-cairn:")
+    assert ("StateMachineArn" in outputs) is (driver == "stepfunctions")

@@ -1,0 +1,153 @@
+"""The checkpoint table is the one create_table builds; the bucket is private, TLS-only and outlives the TTL."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+
+from cairn.storage import dynamodb_schema
+from tests.template.cfn import Resolver, sam_template, sam_transform
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class _Waiter:
+    def wait(self, **kwargs: Any) -> None:
+        return None
+
+
+class RecordingDynamoDB:
+    """Records what ``create_table`` sends; answers like DynamoDB would."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}
+
+    def create_table(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls["create_table"] = kwargs
+        return {}
+
+    def update_time_to_live(self, **kwargs: Any) -> dict[str, Any]:
+        self.calls["update_time_to_live"] = kwargs
+        return {}
+
+    def get_waiter(self, name: str) -> _Waiter:
+        assert name == "table_exists"
+        return _Waiter()
+
+
+def normalised(key: str, value: Any) -> Any:
+    """Lists whose order DynamoDB ignores, sorted by name."""
+    if key == "AttributeDefinitions":
+        return sorted(value, key=lambda item: item["AttributeName"])
+    if key == "GlobalSecondaryIndexes":
+        return sorted(value, key=lambda item: item["IndexName"])
+    return value
+
+
+@pytest.fixture(scope="module")
+def create_table_calls() -> dict[str, dict[str, Any]]:
+    client = RecordingDynamoDB()
+    dynamodb_schema.create_table(cast("DynamoDBClient", client), "jobs")
+    return client.calls
+
+
+@pytest.fixture(scope="module")
+def table() -> dict[str, Any]:
+    properties: dict[str, Any] = sam_template()["Resources"]["CheckpointTable"]["Properties"]
+    return properties
+
+
+def test_every_property_create_table_sends_is_in_the_template_unchanged(
+    create_table_calls: dict[str, dict[str, Any]], table: dict[str, Any]
+) -> None:
+    sent = {key: value for key, value in create_table_calls["create_table"].items() if key != "TableName"}
+    assert sent, "create_table sent nothing"
+    for key, value in sent.items():
+        assert normalised(key, table.get(key)) == normalised(key, value), key
+
+
+def test_the_indexes_are_the_ones_the_storage_queries(table: dict[str, Any]) -> None:
+    names = {index["IndexName"] for index in table["GlobalSecondaryIndexes"]}
+    assert names == {dynamodb_schema.BY_STATUS_INDEX, dynamodb_schema.BY_OWNER_INDEX, dynamodb_schema.STALLED_INDEX}
+    for index in table["GlobalSecondaryIndexes"]:
+        assert index["Projection"] == {
+            "ProjectionType": "INCLUDE",
+            "NonKeyAttributes": dynamodb_schema.SUMMARY_ATTRIBUTES,
+        }
+
+
+def test_the_table_has_the_ttl_create_table_turns_on(
+    create_table_calls: dict[str, dict[str, Any]], table: dict[str, Any]
+) -> None:
+    ttl = create_table_calls["update_time_to_live"]["TimeToLiveSpecification"]
+    assert ttl == {"Enabled": True, "AttributeName": dynamodb_schema.TTL_ATTRIBUTE}
+    assert table["TimeToLiveSpecification"] == ttl
+
+
+def test_the_table_has_the_only_extra_properties_a_deployment_adds(table: dict[str, Any]) -> None:
+    extra = set(table) - {
+        "BillingMode",
+        "AttributeDefinitions",
+        "KeySchema",
+        "GlobalSecondaryIndexes",
+        "TimeToLiveSpecification",
+    }
+    assert extra == {"PointInTimeRecoverySpecification", "SSESpecification"}
+    assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["SSESpecification"] == {"SSEEnabled": True}
+    assert "TableName" not in table, "a fixed name would stop two stacks sharing an account"
+
+
+def test_the_table_and_bucket_survive_a_replacement_or_a_deleted_stack() -> None:
+    resources = sam_template()["Resources"]
+    for logical_id in ("CheckpointTable", "StateBucket"):
+        assert resources[logical_id]["DeletionPolicy"] == "Retain"
+        assert resources[logical_id]["UpdateReplacePolicy"] == "Retain"
+
+
+def test_retention_covers_every_allowed_ttl_by_at_least_a_day() -> None:
+    template = sam_template()
+    allowed = template["Parameters"]["CheckpointTtlHours"]["AllowedValues"]
+    mapping = template["Mappings"]["StateRetention"]
+    assert set(mapping) == set(allowed)
+    for hours in allowed:
+        assert mapping[hours]["Days"] == math.ceil(int(hours) / 24) + 1, hours
+
+
+@pytest.mark.parametrize(("hours", "days"), [("24", 2), ("48", 3), ("168", 8)])
+def test_the_bucket_expires_state_after_the_retention_of_the_ttl(hours: str, days: int) -> None:
+    stack = Resolver(sam_transform(CheckpointTtlHours=hours), CheckpointTtlHours=hours)
+    (rule,) = stack.properties("StateBucket")["LifecycleConfiguration"]["Rules"]
+    assert rule["Status"] == "Enabled"
+    assert rule["ExpirationInDays"] == days
+    assert "Prefix" not in rule, "every object expires"
+    assert "Filter" not in rule, "every object expires"
+
+
+def test_the_bucket_is_private_and_encrypted() -> None:
+    bucket = Resolver(sam_transform()).properties("StateBucket")
+    assert bucket["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    assert bucket["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms", "aws:kms:dsse")
+
+
+def test_the_bucket_refuses_requests_without_tls() -> None:
+    stack = Resolver(sam_transform())
+    bucket = stack.arn("StateBucket")
+    policy = stack.properties("StateBucketPolicy")
+    assert policy["Bucket"] == stack.name("StateBucket")
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Effect"] == "Deny"
+    assert statement["Principal"] == "*"
+    assert statement["Action"] == "s3:*"
+    assert sorted(statement["Resource"]) == [bucket, f"{bucket}/*"]
+    assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
