@@ -30,7 +30,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..engine import cancel_job, pause_job, run_pipeline, validate_job_id
-from ..errors import JobNotFoundError, SchedulingError, StorageError, TransitionRefusedError
+from ..errors import JobNotFoundError, SchedulingError, StorageError
 from ..models import Job, JobPage, JobStatus
 from ..registry import PipelineRegistry
 from ..storage.dynamodb import DynamoDBStorage
@@ -240,10 +240,7 @@ def build_api(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) ->
     def pause(job_id: JobIdPath) -> JobView:
         storage = services.storage(caller())
         logger.append_keys(job_id=validate_job_id(job_id))
-        try:
-            job = pause_job(job_id, storage=storage)
-        except TransitionRefusedError as exc:
-            raise ApiError(HTTPStatus.CONFLICT, "conflict", exc.message) from exc
+        job = pause_job(job_id, storage=storage)  # a status that refuses it: 409 (TransitionRefusedError)
         metrics.add_metric(name="JobsPaused", unit=MetricUnit.Count, value=1)
         return JobView.of(_current(storage, job))
 
@@ -256,10 +253,7 @@ def build_api(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) ->
     def cancel(job_id: JobIdPath) -> JobView:
         storage = services.storage(caller())
         logger.append_keys(job_id=validate_job_id(job_id))
-        try:
-            job = cancel_job(job_id, storage=storage)
-        except TransitionRefusedError as exc:
-            raise ApiError(HTTPStatus.CONFLICT, "conflict", exc.message) from exc
+        job = cancel_job(job_id, storage=storage)  # a status that refuses it: 409 (TransitionRefusedError)
         metrics.add_metric(name="JobsCancelled", unit=MetricUnit.Count, value=1)
         return JobView.of(_current(storage, job))
 

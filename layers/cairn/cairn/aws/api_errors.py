@@ -30,6 +30,7 @@ from ..errors import (
     SchedulingError,
     StateTooLargeError,
     StorageError,
+    TransitionRefusedError,
 )
 from ..models import Job
 from .api_auth import Unauthenticated
@@ -60,6 +61,7 @@ CAIRN_ERRORS: tuple[tuple[type[CairnError], HTTPStatus, str], ...] = (
     (CorruptJobError, HTTPStatus.INTERNAL_SERVER_ERROR, "internal"),
     (StorageError, HTTPStatus.SERVICE_UNAVAILABLE, "unavailable"),
     (SchedulingError, HTTPStatus.SERVICE_UNAVAILABLE, "unavailable"),
+    (TransitionRefusedError, HTTPStatus.CONFLICT, "conflict"),
     (InvalidInputError, HTTPStatus.BAD_REQUEST, "invalid_request"),
     (PipelineError, HTTPStatus.BAD_REQUEST, "invalid_request"),
 )
