@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cairn import Job, JobStatus, advance_phase, run_pipeline
+from cairn import Job, JobNotFoundError, JobStatus, advance_phase, run_pipeline
 from cairn.local.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from cairn.local.invoker import LocalContext
 from cairn.local.stack import LocalStack
@@ -266,6 +266,42 @@ def test_an_advance_of_an_unknown_phase_records_a_clear_error(stack: LocalStack)
     assert "fetch, split, extract, publish" in stored.error
 
 
+def test_a_start_event_starts_a_new_job_and_never_resets_an_existing_one(stack: LocalStack) -> None:
+    response = stack.scheduler(load_event("scheduler/start"), LocalContext("cairn-scheduler"))
+    assert response == {"status": "running", "jobId": JOB}
+    stack.run_until_idle()
+    finished = job(stack)
+    assert finished.status == JobStatus.COMPLETE
+    assert finished.result["document"]["kind"] == "report"
+
+    again = stack.scheduler(load_event("scheduler/start"), LocalContext("cairn-scheduler"))
+
+    assert again == {"status": "exists", "jobId": JOB}
+    assert job(stack) == finished
+    assert stack.invoker.pending() == 0
+
+
+def test_a_retry_event_resumes_a_failed_job_from_its_checkpoint(stack: LocalStack) -> None:
+    timeout = load_event("scheduler/on-failure-timeout")
+    start(stack, phases_done=2)
+    crash_extract_after_first_page(stack, timeout["requestContext"]["requestId"])
+    stack.scheduler(timeout, LocalContext("cairn-scheduler"))
+    assert job(stack).status == JobStatus.ERROR
+
+    response = stack.scheduler(load_event("scheduler/retry"), LocalContext("cairn-scheduler"))
+
+    assert response == {"status": "running", "jobId": JOB, "nextPhase": "extract"}
+    stack.run_until_idle()
+    finished = job(stack)
+    assert finished.status == JobStatus.COMPLETE
+    assert finished.usage["pages"] == 4
+
+
+def test_a_retry_event_for_an_unknown_job_fails_the_invocation(stack: LocalStack) -> None:
+    with pytest.raises(JobNotFoundError):
+        stack.scheduler(load_event("scheduler/retry"), LocalContext("cairn-scheduler"))
+
+
 def test_every_scheduler_and_phase_event_is_exercised_here() -> None:
     covered = {
         "phases/fetch",
@@ -279,6 +315,8 @@ def test_every_scheduler_and_phase_event_is_exercised_here() -> None:
         "scheduler/resolve",
         "scheduler/record-failure",
         "scheduler/advance-unknown-phase",
+        "scheduler/start",
+        "scheduler/retry",
     }
     assert set(event_names("phases")) | set(event_names("scheduler")) == covered
 

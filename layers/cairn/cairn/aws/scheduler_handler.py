@@ -9,7 +9,10 @@ It receives five kinds of event:
   a commit and the invoke that should have followed are advanced again;
 - ``{"action": "resolve"}`` from the state machine: the job's next phase and its function;
 - ``{"action": "record-failure"}`` from the state machine's Catch, and
-  ``{"action": "advance"}`` for a phase with no function (an unknown phase).
+  ``{"action": "advance"}`` for a phase with no function (an unknown phase);
+- ``{"action": "start"}`` and ``{"action": "retry"}`` from trusted callers inside
+  the account (an EventBridge rule, another service): the API's start and retry
+  without HTTP.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
-from ..engine import advance_phase, record_crash
-from ..models import JobStatus
+from ..engine import advance_phase, record_crash, run_pipeline
+from ..errors import JobExistsError, JobNotFoundError
+from ..models import Job, JobStatus, RetryMode
 from ..registry import PipelineRegistry
 from ..scheduling.messages import AdvanceMessage
 from ..scheduling.stepfunctions import StepRecorder
@@ -40,6 +44,25 @@ class ResolveRequest(BaseModel):
     jobId: str
     owner: str
     pipeline: str
+
+
+class StartRequest(BaseModel):
+    """Start a new job (never touching an existing one) with ``state`` as its initial state."""
+
+    jobId: str
+    owner: str
+    pipeline: str
+    state: Any = None
+
+
+class RetryRequest(BaseModel):
+    """Retry a job: ``resume`` from its checkpoint or start it ``full``y over."""
+
+    jobId: str
+    owner: str
+    pipeline: str
+    mode: RetryMode = RetryMode.RESUME
+    state: Any = None
 
 
 class FailureReport(BaseModel):
@@ -76,6 +99,10 @@ def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = 
             return dispatch.record_failure(FailureReport.model_validate(event))
         if action == "advance":
             return dispatch.advance(AdvanceMessage.model_validate(event))
+        if action == "start":
+            return dispatch.start(StartRequest.model_validate(event))
+        if action == "retry":
+            return dispatch.retry(RetryRequest.model_validate(event))
         logger.error("Rejected an event the scheduler does not handle", extra={"keys": sorted(event)})
         return {"status": "rejected", "error": "unrecognised event"}
 
@@ -184,6 +211,38 @@ class Dispatcher:
             "scheduled": recorder.scheduled.to_wire() if recorder.scheduled else None,
         }
 
+    def start(self, request: StartRequest) -> dict[str, Any]:
+        """Start a new job; an existing one is reported, never reset."""
+        pipeline = self.pipelines.get(request.pipeline)
+        try:
+            job = run_pipeline(
+                request.jobId,
+                pipeline,
+                storage=self.runtime.storage(request.owner),
+                scheduler=self.runtime.start_scheduler(request.owner, pipeline),
+                initial_state=request.state,
+                create_only=True,
+            )
+        except JobExistsError:
+            return {"status": "exists", "jobId": request.jobId}
+        return {"status": job.status.value, "jobId": request.jobId}
+
+    def retry(self, request: RetryRequest) -> dict[str, Any]:
+        """Retry a job as the API's retry route does."""
+        pipeline = self.pipelines.get(request.pipeline)
+        storage = self.runtime.storage(request.owner)
+        if storage.get_job(request.jobId) is None:
+            raise JobNotFoundError(request.jobId)
+        job = run_pipeline(
+            request.jobId,
+            pipeline,
+            storage=storage,
+            scheduler=self.runtime.start_scheduler(request.owner, pipeline),
+            initial_state=request.state,
+            retry_mode=request.mode,
+        )
+        return {"status": job.status.value, "jobId": request.jobId, "nextPhase": _next_phase(job)}
+
     def advance(self, message: AdvanceMessage) -> dict[str, Any]:
         """Advance a phase that has no function of its own (the engine records it as unknown)."""
         pipeline = self.pipelines.get(message.pipeline)
@@ -195,3 +254,7 @@ class Dispatcher:
             phase=message.phase,
         )
         return {"status": job.status.value if job else "skipped", "jobId": message.job_id}
+
+
+def _next_phase(job: Job) -> str | None:
+    return job.checkpoint.next_phase if job.checkpoint else None
