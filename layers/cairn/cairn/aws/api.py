@@ -231,6 +231,14 @@ def build_api(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) ->
         metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
         return _job_response(HTTPStatus.ACCEPTED, _current(storage, job))
 
+    def change_status(job_id: str, change: Callable[..., Job], metric: str) -> JobView:
+        """Pause or cancel; a status that refuses the change is a 409 (TransitionRefusedError)."""
+        storage = services.storage(caller())
+        logger.append_keys(job_id=validate_job_id(job_id))
+        job = change(job_id, storage=storage)
+        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
+        return JobView.of(_current(storage, job))
+
     @app.post(
         "/jobs/<jobId>/pause",
         summary="Pause a running job at its next phase boundary",
@@ -238,11 +246,7 @@ def build_api(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) ->
         responses=_responses(HTTPStatus.OK, "The paused job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
     )
     def pause(job_id: JobIdPath) -> JobView:
-        storage = services.storage(caller())
-        logger.append_keys(job_id=validate_job_id(job_id))
-        job = pause_job(job_id, storage=storage)  # a status that refuses it: 409 (TransitionRefusedError)
-        metrics.add_metric(name="JobsPaused", unit=MetricUnit.Count, value=1)
-        return JobView.of(_current(storage, job))
+        return change_status(job_id, pause_job, "JobsPaused")
 
     @app.post(
         "/jobs/<jobId>/cancel",
@@ -251,11 +255,7 @@ def build_api(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) ->
         responses=_responses(HTTPStatus.OK, "The cancelled job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
     )
     def cancel(job_id: JobIdPath) -> JobView:
-        storage = services.storage(caller())
-        logger.append_keys(job_id=validate_job_id(job_id))
-        job = cancel_job(job_id, storage=storage)  # a status that refuses it: 409 (TransitionRefusedError)
-        metrics.add_metric(name="JobsCancelled", unit=MetricUnit.Count, value=1)
-        return JobView.of(_current(storage, job))
+        return change_status(job_id, cancel_job, "JobsCancelled")
 
     @app.get(
         "/health",
