@@ -34,7 +34,7 @@ def make_scheduler(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock |
     """An InlineScheduler bound to advance ``pipeline`` jobs in ``storage`` (on ``clock`` when given)."""
     scheduler = InlineScheduler(now=clock.monotonic, sleep=clock.sleep) if clock else InlineScheduler()
     scheduler.bind(
-        lambda job_id, phase: advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, phase=phase)
+        lambda job_id, **advance: advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, **advance)
     )
     return scheduler
 

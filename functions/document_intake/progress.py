@@ -87,11 +87,11 @@ class Progress:
     def advancer(self, pipeline: Pipeline[Any], storage: Storage, scheduler: Scheduler) -> Callable[..., Job | None]:
         """A function for ``InlineScheduler.bind``: advance the job, then print what the phase did."""
 
-        def advance(job_id: str, phase: str) -> Job | None:
+        def advance(job_id: str, phase: str, sequence: int | None = None) -> Job | None:
             self._announce(storage, job_id, phase)
             self._mark = time.perf_counter()
             started = self._mark
-            job = advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, phase=phase)
+            job = advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, phase=phase, sequence=sequence)
             elapsed = (time.perf_counter() - started) * 1000
             if job is None:
                 self.say(f"  {phase:<8} nothing to do (the job is not running or was already advanced)")

@@ -39,7 +39,7 @@ def finish(ctx: PhaseContext[Any]) -> Done:
 class DiscardingScheduler:
     """A scheduler port that drops every request (the test inspects the stored job instead)."""
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         return None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cairn import InlineScheduler, LogEntry, Pipeline, advance_phase
@@ -17,6 +17,7 @@ class Scheduled:
     job_id: str
     phase: str
     delay: float
+    sequence: int | None = field(default=None, compare=False)
 
 
 class RecordingScheduler(InlineScheduler):
@@ -26,16 +27,16 @@ class RecordingScheduler(InlineScheduler):
         super().__init__(now=clock.monotonic, sleep=clock.sleep)
         self.scheduled: list[Scheduled] = []
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
-        super().schedule_advance(job_id, phase=phase, delay=delay)
-        self.scheduled.append(Scheduled(job_id, phase, delay))
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
+        super().schedule_advance(job_id, phase=phase, sequence=sequence, delay=delay)
+        self.scheduled.append(Scheduled(job_id, phase, delay, sequence))
 
 
 def recording_scheduler(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock) -> RecordingScheduler:
     """A RecordingScheduler bound to advance ``pipeline`` jobs in ``storage``."""
     scheduler = RecordingScheduler(clock)
     scheduler.bind(
-        lambda job_id, phase: advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, phase=phase)
+        lambda job_id, **advance: advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, **advance)
     )
     return scheduler
 

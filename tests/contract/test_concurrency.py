@@ -79,7 +79,7 @@ class RecordingScheduler:
         self.requests: list[tuple[str, str]] = []
         self._lock = threading.Lock()
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         with self._lock:
             self.requests.append((job_id, phase))
 
@@ -142,7 +142,7 @@ def test_two_workers_claiming_at_once_run_the_phase_once(storage_factory: Storag
         winners = [result for result in results if result is not None]
         assert len(winners) == 1, f"exactly one advance should commit, got {results!r}"
         job = job_of(store, job_id)
-        assert winners[0].version == job.version
+        assert winners[0].sequence == job.sequence
         assert job.status == JobStatus.RUNNING
         assert job.checkpoint is not None
         assert job.checkpoint.next_phase == "finish"

@@ -127,7 +127,7 @@ def test_a_crash_report_naming_another_worker_leaves_a_live_claim_alone(storage:
 
     assert outcome is None
     after = job_of(storage, JOB)
-    assert after.version == before.version
+    assert after.sequence == before.sequence
     assert after.lease_owner == "request-1"
     assert after.attempt == 1
 
@@ -139,7 +139,14 @@ def test_a_stale_crash_report_for_a_phase_the_job_has_left_does_nothing(storage:
     scheduler.drain()
 
     outcome = record_crash(
-        JOB, pipeline, storage=storage, scheduler=RecordingScheduler(clock), phase="work", error="late", dead_worker="*"
+        JOB,
+        pipeline,
+        storage=storage,
+        scheduler=RecordingScheduler(clock),
+        phase="work",
+        error="late",
+        dead_worker="request-9",
+        sequence=1,
     )
 
     assert outcome is None

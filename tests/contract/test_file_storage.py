@@ -74,13 +74,22 @@ def _run(files: FileStorage, clock: FakeClock, job_id: str, outcome: str = "done
 
 
 def _visible(directory: Path) -> list[str]:
-    """Names in the directory that are not hidden (the job files)."""
+    """Names in the directory that are not hidden (the job files and their histories)."""
     return sorted(path.name for path in directory.iterdir() if not path.name.startswith("."))
 
 
+def _job_files(directory: Path) -> list[str]:
+    """The job files (not their histories)."""
+    return [name for name in _visible(directory) if name.endswith(".json")]
+
+
 def _stray_files(directory: Path) -> list[str]:
-    """Regular files that are not job files (left-over temporary files, for instance)."""
-    return sorted(path.name for path in directory.iterdir() if path.is_file() and not path.name.endswith(".json"))
+    """Regular files that are neither job files nor their histories (left-over temporary files, for instance)."""
+    return sorted(
+        path.name
+        for path in directory.iterdir()
+        if path.is_file() and not path.name.endswith((".json", ".history.jsonl"))
+    )
 
 
 def _health(files: FileStorage) -> dict[str, Any]:
@@ -91,15 +100,23 @@ def _health(files: FileStorage) -> dict[str, Any]:
 # --- files on disk ------------------------------------------------------------------------------
 
 
-def test_each_job_is_one_json_file_with_its_wire_form(files: FileStorage, directory: Path, clock: FakeClock) -> None:
+def test_each_job_is_one_json_file_with_its_wire_form_and_an_append_only_history(
+    files: FileStorage, directory: Path, clock: FakeClock
+) -> None:
     _run(files, clock, "job-a")
     _run(files, clock, "job-b", drain=False)
 
-    assert _visible(directory) == ["job-a.json", "job-b.json"]
+    assert _visible(directory) == ["job-a.history.jsonl", "job-a.json", "job-b.history.jsonl", "job-b.json"]
+    assert _job_files(directory) == ["job-a.json", "job-b.json"]
     for job_id in ("job-a", "job-b"):
         content = json.loads((directory / f"{job_id}.json").read_text(encoding="utf-8"))
-        assert content == job_of(files, job_id).to_wire()
+        job = job_of(files, job_id)
+        assert content == job.model_copy(update={"log": [], "phases": []}).to_wire()
         assert content["jobId"] == job_id
+        history = (directory / f"{job_id}.history.jsonl").read_text(encoding="utf-8").splitlines()
+        assert [entry for line in history for entry in json.loads(line)["log"]] == [
+            entry.to_wire() for entry in job.log
+        ]
     running = json.loads((directory / "job-b.json").read_text(encoding="utf-8"))
     assert running["checkpoint"] == {"nextPhase": "fetch", "state": {"id": "job-b"}, "createdAt": clock()}
 
@@ -152,7 +169,7 @@ def test_writes_leave_no_temporary_files_behind(files: FileStorage, directory: P
     assert _stray_files(directory) == []
     for index in range(4):
         raw = json.loads((directory / f"job-{index}.json").read_bytes())
-        assert Job.model_validate(raw) == job_of(files, f"job-{index}")
+        assert Job.model_validate(raw) == job_of(files, f"job-{index}").model_copy(update={"log": [], "phases": []})
 
 
 def test_a_failed_write_leaves_the_previous_file_intact(
@@ -270,7 +287,7 @@ def test_cleanup_keeps_the_newest_finished_jobs(files: FileStorage, directory: P
     removed = files.cleanup(keep=2)
 
     assert sorted(removed) == ["done-old", "failed"]
-    assert _visible(directory) == ["cancelled.json", "done-new.json", "paused.json", "running.json"]
+    assert _job_files(directory) == ["cancelled.json", "done-new.json", "paused.json", "running.json"]
     assert files.get_job("done-old") is None
 
 
@@ -282,7 +299,7 @@ def test_cleanup_removes_finished_jobs_older_than_max_age(
     removed = files.cleanup(max_age=timedelta(minutes=150))
 
     assert removed == ["done-old"]
-    assert _visible(directory) == ["cancelled.json", "done-new.json", "failed.json", "paused.json", "running.json"]
+    assert _job_files(directory) == ["cancelled.json", "done-new.json", "failed.json", "paused.json", "running.json"]
 
 
 def test_cleanup_never_removes_running_or_paused_jobs(files: FileStorage, directory: Path, clock: FakeClock) -> None:
@@ -291,7 +308,7 @@ def test_cleanup_never_removes_running_or_paused_jobs(files: FileStorage, direct
     removed = files.cleanup(keep=0, max_age=timedelta(0))
 
     assert sorted(removed) == ["cancelled", "done-new", "done-old", "failed"]
-    assert _visible(directory) == ["paused.json", "running.json"]
+    assert _job_files(directory) == ["paused.json", "running.json"]
     assert job_of(files, "running").status == JobStatus.RUNNING
     assert job_of(files, "paused").status == JobStatus.PAUSED
 
@@ -306,7 +323,7 @@ def test_cleanup_without_limits_removes_only_expired_jobs(
     removed = files.cleanup()
 
     assert sorted(removed) == ["done-old", "paused", "running"]
-    assert _visible(directory) == ["cancelled.json", "done-new.json", "failed.json"]
+    assert _job_files(directory) == ["cancelled.json", "done-new.json", "failed.json"]
 
 
 def test_cleanup_leaves_unreadable_files_alone(files: FileStorage, directory: Path, clock: FakeClock) -> None:
@@ -435,7 +452,7 @@ def test_two_processes_sharing_a_directory_neither_corrupt_files_nor_double_comm
 
     storage = FileStorage(directory)
     assert _stray_files(directory) == []
-    assert _visible(directory) == sorted(f"{job_id}.json" for job_id in [*every, "shared-job"])
+    assert _job_files(directory) == sorted(f"{job_id}.json" for job_id in [*every, "shared-job"])
     for job_id in every:
         job = job_of(storage, job_id)
         assert job.status == JobStatus.COMPLETE, job_id

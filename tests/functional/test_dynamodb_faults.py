@@ -84,7 +84,7 @@ class RepeatOnce:
 
 def test_a_write_repeated_after_it_landed_is_recognised_not_refused(moto_http: Moto, clock: FakeClock) -> None:
     repeat = RepeatOnce()
-    for operation in ("UpdateItem", "PutItem", "TransactWriteItems"):
+    for operation in ("UpdateItem", "PutItem", "BatchWriteItem"):
         moto_http.dynamodb.meta.events.register(f"needs-retry.dynamodb.{operation}", repeat)  # type: ignore[arg-type]
     storage = DynamoDBStorage(moto_http.table, client=moto_http.dynamodb, clock=clock)
     pipeline = four_phase_pipeline()
@@ -94,7 +94,7 @@ def test_a_write_repeated_after_it_landed_is_recognised_not_refused(moto_http: M
     scheduler.drain()
 
     assert "UpdateItem" in repeat.repeated
-    assert "TransactWriteItems" in repeat.repeated
+    assert "PutItem" in repeat.repeated
     job = job_of(storage, "repeated")
     assert job.status == JobStatus.COMPLETE, job.error
     assert job.result == {"trail": PHASES}

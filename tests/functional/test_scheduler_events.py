@@ -228,6 +228,7 @@ def test_resolve_names_the_next_phase_and_its_function(stack: LocalStack) -> Non
         "run": True,
         "status": "running",
         "phase": "extract",
+        "sequence": job(stack).sequence,
         "functionName": "cairn-extract",
     }
     stack.runtime.storage(OWNER).pause(JOB)

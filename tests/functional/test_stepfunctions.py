@@ -175,7 +175,7 @@ def test_a_document_runs_through_its_four_phase_functions_in_one_execution(deplo
     [execution] = machine.finished(1)
     assert execution["status"] == "SUCCEEDED"
     assert machine.advances(execution) == ["fetch", "split", "extract", "publish"]
-    assert machine.states(execution)[-3:] == ["ResolveNextPhase", "ShouldRunPhase", "NothingToRun"]
+    assert machine.states(execution)[-3:] == ["RunPhase", "AfterPhase", "NothingToRun"]
     job = machine.job("job-0001")
     assert job.status == JobStatus.COMPLETE
     assert job.checkpoint is None
@@ -269,9 +269,12 @@ def test_a_failing_phase_with_attempts_left_is_retried_after_its_backoff(deploy:
     assert execution["status"] == "SUCCEEDED"
     assert machine.advances(execution) == ["wobble", "wobble"]
     [wait] = machine.entered(execution, "WaitBeforeResolve")
-    assert wait["input"]["invoked"]["Payload"]["scheduled"] == {"phase": "wobble", "delay": 1.0}
+    [first_run, second_run] = machine.entered(execution, "RunPhase")
+    assert wait["input"]["delay"] == 1.0
     assert wait["input"]["wait"] == {"seconds": 1}
-    [_, second_run] = machine.entered(execution, "RunPhase")
+    # the retry is resolved for the sequence the retry commit reached, one past the first run's claim and commit
+    assert wait["input"]["sequence"] == first_run["input"]["next"]["sequence"] + 2
+    assert second_run["input"]["next"]["sequence"] == wait["input"]["sequence"]
     assert (second_run["timestamp"] - wait["timestamp"]).total_seconds() >= 0.9
     job = machine.job("job-flaky")
     assert job.status == JobStatus.COMPLETE
@@ -293,9 +296,10 @@ def test_a_crash_with_attempts_left_is_retried_after_record_failure(deploy: Depl
     assert states[states.index("RecordFailure") :][:4] == [
         "RecordFailure",
         "AfterFailure",
-        "PlanRetryDelay",
-        "WaitBeforeResolve",
+        "FollowRetry",
+        "CheckStartDelay",
     ]
+    assert "WaitBeforeResolve" in states[states.index("RecordFailure") :]
     assert machine.job("job-crash").result == {"loaded": True, "boom_runs": 2}
 
 
@@ -335,7 +339,7 @@ def test_two_executions_for_one_job_run_each_phase_once(deploy: Deploy) -> None:
 
     executions = machine.finished(2)
     assert [execution["status"] for execution in executions] == ["SUCCEEDED", "SUCCEEDED"]
-    assert invocations == ["job-twice", "job-twice"]
+    assert invocations == ["job-twice", "job-twice"], [machine.states(e) for e in executions]
     assert runs == Counter({"first": 1, "second": 1})
     endings = sorted(machine.states(execution)[-1] for execution in executions)
     assert endings == ["NothingToRun", "OwnedElsewhere"]

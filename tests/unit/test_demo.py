@@ -44,12 +44,14 @@ def test_demo_crashes_the_worker_then_resumes_to_complete(tmp_path: Path) -> Non
     assert "Job demo-contract: complete" in out
 
     job = json.loads((store / "demo-contract.json").read_text())
+    history = [json.loads(line) for line in (store / "demo-contract.history.jsonl").read_text().splitlines()]
     assert job["status"] == "complete"
     assert job["checkpoint"] is None
     assert job["result"]["document"]["kind"] == "contract"
     assert job["result"]["fields"]["references"] == {"contract": "NW-MSA-2025-017"}
     assert job["usage"]["pages"] == 4
-    extracted = [entry["message"] for entry in job["log"] if entry["message"].startswith("Extracted page")]
+    log = [entry["message"] for item in history for entry in item["log"]]
+    extracted = [message for message in log if message.startswith("Extracted page")]
     assert [message.split(":")[0] for message in extracted] == [f"Extracted page {n}/4" for n in range(1, 5)]
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
 
 from .context import JournalBuffer, PhaseContext
 from .errors import (
@@ -40,12 +42,33 @@ from .outcomes import Done, Fail, Next
 from .pipeline import Phase, Pipeline, to_json
 from .scheduling.base import Scheduler
 from .storage.base import Storage
-from .transitions import Claim, Commit, CommitKind, Fence, Journal, Save, StartJob, VersionConflict
+from .transitions import Claim, Commit, CommitKind, CrashReport, Fence, Journal, Save, StartJob, VersionConflict
 
 logger = logging.getLogger("cairn")
 
 JOB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _START_ATTEMPTS = 5
+#: How often a write whose outcome is unknown (a lost response) is sent again before the error stands.
+WRITE_RESOLVE_ATTEMPTS = 5
+_T = TypeVar("_T")
+
+
+def resolve_write(write: Callable[[], _T]) -> _T:
+    """Make one storage write, sending it again while its outcome is unknown.
+
+    A retryable StorageError (a timeout, a reset connection, throttling) may
+    hide a write that landed. The request carries its write token, so sending
+    the same request again either applies it once or finds it landed; it is
+    never assumed to have failed.
+    """
+    for attempt in range(1, WRITE_RESOLVE_ATTEMPTS + 1):
+        try:
+            return write()
+        except StorageError as exc:
+            if not exc.retryable or attempt == WRITE_RESOLVE_ATTEMPTS:
+                raise
+            logger.warning("Write outcome unknown (%s); sending it again (attempt %d)", exc, attempt + 1)
+    raise AssertionError("unreachable")
 
 
 def validate_job_id(job_id: str) -> str:
@@ -149,10 +172,10 @@ def run_pipeline(
             journal=Journal(log=(note,)),
         )
         try:
-            job = storage.start_job(request)
+            job = resolve_write(partial(storage.start_job, request))
         except VersionConflict:
             continue
-        scheduler.schedule_advance(job_id, phase=start_phase)
+        scheduler.schedule_advance(job_id, phase=start_phase, sequence=job.sequence)
         return job
     raise StorageError(f'Job "{job_id}" kept changing while it was being started; try again', retryable=True)
 
@@ -182,7 +205,8 @@ class _PhaseRun:
         self.job = job
         self.pipeline = pipeline
         self.storage = storage
-        self.fence = Fence(job.version, worker)
+        assert job.claim_sequence is not None
+        self.fence = Fence(worker, job.claim_sequence)
         self.started_at = started_at
         self.checkpoint = job.checkpoint
         self.phase_name = job.checkpoint.next_phase
@@ -203,7 +227,7 @@ class _PhaseRun:
             expires_at=_expires_at(self.pipeline, now),
             journal=self.journal.peek(),
         )
-        self.job = self.storage.save(self.job.job_id, self.fence, request)
+        self.job = resolve_write(lambda: self.storage.save(self.job.job_id, self.fence, request))
         self.journal.clear()
 
     def commit(
@@ -237,7 +261,7 @@ class _PhaseRun:
             result=result,
             error=error,
         )
-        self.job = self.storage.commit(self.job.job_id, self.fence, request)
+        self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
         self.journal.clear()
         return self.job
 
@@ -255,16 +279,20 @@ def advance_phase(
     storage: Storage,
     scheduler: Scheduler,
     phase: str | None = None,
+    sequence: int | None = None,
     worker: str | None = None,
 ) -> Job | None:
     """Run the phase the checkpoint names, commit its outcome and schedule what follows.
 
-    Returns the job after the commit, or None when there was nothing to do: the
-    job is not running (paused, finished, unknown), ``phase`` is not the
-    checkpoint's ``nextPhase`` (a stale or duplicate delivery), another worker
-    holds the job, or this worker lost its claim before committing.
+    ``phase`` and ``sequence`` come from the message that asked for the
+    advance: it runs only if the job is still at that ``sequence`` (and its
+    checkpoint names ``phase``). Returns the job after the commit, or None when
+    there was nothing to do: the job is not running (paused, finished,
+    unknown), the message is stale or a duplicate (the job has moved past its
+    sequence), another worker holds the job, or this worker lost its claim
+    before committing.
     """
-    run = _claim(job_id, pipeline, storage, phase=phase, worker=worker)
+    run = _claim(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker)
     if run is None:
         return None
     try:
@@ -283,17 +311,25 @@ def record_crash(
     phase: str,
     error: str,
     dead_worker: str | None = None,
+    sequence: int | None = None,
 ) -> Job | None:
-    """Record that the worker running ``phase`` died (a timeout, out of memory) and apply the retry policy.
+    """Record that the invocation running ``phase`` died (a timeout, out of memory) and apply the retry policy.
 
-    The dead worker's claim is taken over: the one held by ``dead_worker`` (its
-    request id), or any claim when ``dead_worker`` is ``"*"``; with None only an
-    expired claim is. The checkpoint is kept; the phase is retried after its
+    The report names one claim: the one held by ``dead_worker`` (the dead
+    invocation's request id), or, when that is unknown, the one made for the
+    message at ``sequence``; an invocation that died before claiming is
+    recognised by the job still being unclaimed at ``sequence``. Only that
+    claim is taken over, and only while it is current: any other report
+    (a duplicate, a late one, one about a worker that committed) is stale and
+    returns None. The checkpoint is kept; the phase is retried after its
     backoff while it has attempts left (``retry_on`` filters exceptions, not
-    crashes), else the job is set to ``error``. Returns None when the report is stale
-    (the job moved on, or a live worker holds it).
+    crashes), else the job is set to ``error``.
     """
-    run = _claim(job_id, pipeline, storage, phase=phase, worker=None, take_over=dead_worker)
+    if dead_worker is None and sequence is None:
+        logger.warning("Job %s: a crash report naming no claim was ignored", job_id)
+        return None
+    report = CrashReport(worker=dead_worker, sequence=sequence)
+    run = _claim(job_id, pipeline, storage, phase=phase, worker=report.takeover_worker, crash=report)
     if run is None:
         return None
     if not pipeline.has_phase(run.phase_name):
@@ -314,25 +350,26 @@ def _claim(
     *,
     phase: str | None,
     worker: str | None,
-    take_over: str | None = None,
+    sequence: int | None = None,
+    crash: CrashReport | None = None,
 ) -> _PhaseRun | None:
     validate_job_id(job_id)
     _ = pipeline.initial_phase  # an empty pipeline is refused here
     worker = worker or uuid.uuid4().hex
     lease = _lease_for(pipeline, phase)
     now = storage.clock()
-    claimed = storage.claim(
-        Claim(
-            job_id=job_id,
-            pipeline=pipeline.name,
-            phase=phase,
-            worker=worker,
-            now_ms=now,
-            lease_expires_at=now + int(lease * 1000),
-            expires_at=_expires_at(pipeline, now),
-            take_over=take_over,
-        )
+    request = Claim(
+        job_id=job_id,
+        pipeline=pipeline.name,
+        phase=phase,
+        worker=worker,
+        now_ms=now,
+        lease_expires_at=now + int(lease * 1000),
+        expires_at=_expires_at(pipeline, now),
+        sequence=sequence,
+        crash=crash,
     )
+    claimed = resolve_write(partial(storage.claim, request))
     if claimed is None:
         logger.debug("No advance for job %s (phase %s): not claimable", job_id, phase)
         return None
@@ -391,7 +428,7 @@ def _handle_exception(
         )
         job = run.commit("retry", "retry", error=message)
         if job.status == JobStatus.RUNNING:
-            scheduler.schedule_advance(job.job_id, phase=run.phase_name, delay=delay)
+            scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)
         return job
     return run.commit("error", "error", error=message)
 
@@ -409,7 +446,7 @@ def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Sc
             )
             job = run.commit("next", "next", checkpoint=checkpoint)
             if job.status == JobStatus.RUNNING:
-                scheduler.schedule_advance(job.job_id, phase=outcome.next_phase)
+                scheduler.schedule_advance(job.job_id, phase=outcome.next_phase, sequence=job.sequence)
             return job
         if isinstance(outcome, Done):
             return run.commit("done", "done", result=to_json(outcome.result))

@@ -114,10 +114,14 @@ class Job(WireModel):
     updated_at: int
     expires_at: int = Field(description="Unix time in seconds after which the job is treated as gone")
     ttl_seconds: int = 86400
-    version: int = Field(default=0, description="Fencing version: bumped by every claim and takeover")
+    sequence: int = Field(default=0, description="Advanced by every state-changing write; messages carry it")
     run: int = Field(default=1, description="Which run of the job this is; a full retry starts a new one")
-    lease_owner: str | None = None
+    lease_owner: str | None = Field(default=None, description="The worker holding the claim (a request id)")
     lease_expires_at: int | None = Field(default=None, description="Unix time in milliseconds")
+    claim_sequence: int | None = Field(default=None, description="The sequence the current claim was made at")
+    write_token: str | None = Field(default=None, description="The token of the last write, to recognise a retry")
+    history_head: str | None = Field(default=None, description="The token of the last write that added history")
+    input_token: str | None = Field(default=None, description="The token of the write that set the input")
 
     def is_expired(self, now_ms: int) -> bool:
         """True once the job's TTL has passed, whether or not the store has deleted it."""
@@ -130,6 +134,21 @@ class Job(WireModel):
     def has_live_claim(self, now_ms: int) -> bool:
         """True while a worker holds an unexpired claim on the job."""
         return self.lease_owner is not None and (self.lease_expires_at or 0) > now_ms
+
+
+class HistoryItem(WireModel):
+    """What one write added to a job's history, linked to the history before it.
+
+    A store writes the item before the job itself; the job's ``history_head``
+    names the newest item that belongs to it and each item its predecessor, so
+    an item whose write never landed (a refused commit, a crash in between) is
+    never part of the job's history.
+    """
+
+    token: str
+    prev: str | None = None
+    log: list[LogEntry] = Field(default_factory=list)
+    record: PhaseRecord | None = None
 
 
 class JobSummary(WireModel):

@@ -12,6 +12,7 @@ from .errors import ConfigurationError
 TABLE_NAME = "CAIRN_TABLE_NAME"
 STATE_BUCKET = "CAIRN_STATE_BUCKET"
 INLINE_STATE_LIMIT = "CAIRN_INLINE_STATE_LIMIT"
+OFFLOAD_STATE_FROM = "CAIRN_OFFLOAD_STATE_FROM"
 AWS_RETRY_MODE = "CAIRN_AWS_RETRY_MODE"
 AWS_MAX_ATTEMPTS = "CAIRN_AWS_MAX_ATTEMPTS"
 DRIVER = "CAIRN_DRIVER"
@@ -22,6 +23,9 @@ STATE_MACHINE_ARN = "CAIRN_STATE_MACHINE_ARN"
 SWEEP_IDLE_SECONDS = "CAIRN_SWEEP_IDLE_SECONDS"
 
 DEFAULT_INLINE_STATE_LIMIT = 350_000
+#: With a state bucket, values above this many (compressed) bytes go to S3: one S3 PUT and GET cost
+#: about 8 on-demand write units, and an inline value is paid for by the claim and by the commit.
+DEFAULT_OFFLOAD_STATE_FROM = 4096
 RetryModeName = Literal["standard", "adaptive"]
 DriverName = Literal["direct", "stepfunctions"]
 
@@ -33,6 +37,7 @@ class Settings:
     table_name: str | None = None
     state_bucket: str | None = None
     inline_state_limit: int = DEFAULT_INLINE_STATE_LIMIT
+    offload_state_from: int = DEFAULT_OFFLOAD_STATE_FROM
     aws_retry_mode: RetryModeName = "adaptive"
     aws_max_attempts: int = 8
     driver: DriverName = "direct"
@@ -76,6 +81,7 @@ class Settings:
             table_name=env.get(TABLE_NAME) or None,
             state_bucket=env.get(STATE_BUCKET) or None,
             inline_state_limit=_positive_int(env, INLINE_STATE_LIMIT, DEFAULT_INLINE_STATE_LIMIT),
+            offload_state_from=_positive_int(env, OFFLOAD_STATE_FROM, DEFAULT_OFFLOAD_STATE_FROM),
             aws_retry_mode=mode,
             aws_max_attempts=_positive_int(env, AWS_MAX_ATTEMPTS, 8),
         )

@@ -1,27 +1,37 @@
-"""The rules of every state change, as pure functions from the old job to the new one.
+"""The rules of every state change, as pure functions from the stored job to the job to write.
 
 Each function is one conditional write: it checks its condition against the
-stored job and either returns the job to write, or says why not. Memory and
-file stores apply these under a lock; the DynamoDB store expresses the same
+stored job and either returns what to write, or says why not. Memory and file
+stores apply these under a lock; the DynamoDB store expresses the same
 conditions as condition expressions. Nothing here does I/O.
+
+Every write advances the job's ``sequence`` and carries a unique ``token``. A
+request repeated after its response was lost finds its own token on the job
+and is recognised as landed instead of being refused (see docs/PROTOCOL.md).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError
-from .models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord
+from .models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseRecord
+
+
+def new_token() -> str:
+    """A fresh write token."""
+    return uuid.uuid4().hex[:16]
 
 
 @dataclass(frozen=True)
 class Fence:
-    """What a worker holds after a claim: the job's version and its own name."""
+    """The claim a worker holds: its name and the sequence the claim was made at."""
 
-    version: int
     worker: str
+    claim_sequence: int
 
 
 @dataclass(frozen=True)
@@ -33,12 +43,32 @@ class Journal:
 
 
 @dataclass(frozen=True)
+class Written:
+    """What a transition writes: the job (without history) and the history item it adds, if any.
+
+    ``landed`` is True when the stored job already is this request's write (a
+    repeat after a lost response): nothing is to be written again.
+    """
+
+    job: Job
+    history: HistoryItem | None = None
+    landed: bool = False
+
+    def returned(self) -> Job:
+        """The job as a transition returns it: its ``log`` and ``phases`` hold what this write added."""
+        if self.history is None:
+            return self.job
+        records = [self.history.record] if self.history.record is not None else []
+        return self.job.model_copy(update={"log": list(self.history.log), "phases": records})
+
+
+@dataclass(frozen=True)
 class StartJob:
     """Create a job, or take over an existing one with a new checkpoint.
 
     ``seen`` is the job as the caller read it (None: there was none). If the
-    stored job's version differs from it, someone wrote in between and the
-    caller should read again.
+    stored job's sequence differs from it, someone wrote in between and the
+    caller reads again.
     """
 
     job_id: str
@@ -51,21 +81,50 @@ class StartJob:
     input: Any = None
     reset_history: bool = False
     journal: Journal = Journal()
+    token: str = field(default_factory=new_token)
 
     @property
-    def expected_version(self) -> int | None:
-        """The version the stored job must still have (None: no live job)."""
+    def expected_sequence(self) -> int | None:
+        """The sequence the stored job must still have (None: no live job)."""
         current = live(self.seen, self.now_ms)
-        return current.version if current else None
+        return current.sequence if current else None
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """A report that the invocation given the advance at ``sequence`` died; ``worker`` is its request id.
+
+    It names one claim: the one that invocation made (held by ``worker``, or,
+    when the request id is unknown, made at ``sequence``), or, when the
+    invocation died before claiming, the unclaimed job still at ``sequence``.
+    A report for any other claim is stale.
+    """
+
+    worker: str | None = None
+    sequence: int | None = None
+
+    @property
+    def takeover_worker(self) -> str:
+        """The worker name the report's own claim uses: the same for every delivery of the report."""
+        return f"crash:{self.worker}" if self.worker else f"crash:seq-{self.sequence}"
+
+    def names(self, job: Job) -> bool:
+        """Whether ``job``'s current claim (or lack of one) is the one this report is about."""
+        if job.lease_owner is not None:
+            if self.worker is not None:
+                return job.lease_owner in (self.worker, self.takeover_worker)
+            return self.sequence is not None and job.claim_sequence == self.sequence
+        return self.sequence is not None and job.sequence == self.sequence
 
 
 @dataclass(frozen=True)
 class Claim:
     """Take the job for one run of ``phase`` until ``lease_expires_at`` (ms).
 
-    Only a job of ``pipeline`` can be claimed: one pipeline's code never runs on another's job.
-    A live claim blocks the claim, unless it is held by ``take_over`` (a worker known to be
-    dead) or ``take_over`` is ``"*"`` (any holder).
+    Only a running job of ``pipeline`` can be claimed. With ``sequence`` the
+    job must still be at that sequence (the message was issued for it); a live
+    claim blocks the claim. With ``crash`` the claim named by the report is
+    taken over instead, live or not.
     """
 
     job_id: str
@@ -75,24 +134,28 @@ class Claim:
     now_ms: int
     lease_expires_at: int
     expires_at: int
-    take_over: str | None = None
+    sequence: int | None = None
+    crash: CrashReport | None = None
+    token: str = field(default_factory=new_token)
 
-    def blocked_by(self, job: Job) -> bool:
-        """Whether ``job``'s live claim keeps this claim out."""
-        if not job.has_live_claim(self.now_ms):
+    def admits(self, job: Job) -> bool:
+        """Whether the stored, running ``job`` may be claimed by this request."""
+        assert job.checkpoint is not None
+        if self.phase is not None and job.checkpoint.next_phase != self.phase:
             return False
-        return self.take_over != "*" and job.lease_owner != self.take_over
-
-
-ANY_WORKER = "*"
+        if self.crash is not None:
+            return self.crash.names(job)
+        if self.sequence is not None and job.sequence != self.sequence:
+            return False
+        return not job.has_live_claim(self.now_ms)
 
 
 @dataclass(frozen=True)
 class Save:
     """A mid-phase checkpoint by the claim holder; renews its lease.
 
-    ``seen`` is the job as the worker last wrote it (stores that cannot return
-    the written job, such as DynamoDB in a transaction, build it from this).
+    ``seen`` is the job as the worker last wrote it (a store that writes only
+    the changed fields merges usage and links history from it).
     """
 
     seen: Job
@@ -101,6 +164,7 @@ class Save:
     lease_expires_at: int
     expires_at: int
     journal: Journal = Journal()
+    token: str = field(default_factory=new_token)
 
 
 CommitKind = Literal["next", "done", "retry", "error"]
@@ -111,8 +175,8 @@ class Commit:
     """The end of a phase run by the claim holder; releases the claim.
 
     ``next`` writes ``checkpoint``; ``done`` clears it and keeps ``result``;
-    ``retry`` keeps it and bumps the attempt; ``error`` keeps it and records
-    ``error``. ``seen`` is the job as the worker last wrote it.
+    ``retry`` bumps the attempt; ``error`` records ``error``. A retry or an
+    error never writes the checkpoint: the stored one stays as it is.
     """
 
     seen: Job
@@ -124,27 +188,29 @@ class Commit:
     checkpoint: Checkpoint | None = None
     result: Any = None
     error: str | None = None
+    token: str = field(default_factory=new_token)
+
+    @property
+    def status(self) -> JobStatus | None:
+        """The status the commit sets (None: the status stays as it is)."""
+        return {"done": JobStatus.COMPLETE, "error": JobStatus.ERROR}.get(self.kind)
 
 
 class VersionConflict(Exception):
     """The job changed between the caller's read and its write (internal; callers re-read)."""
 
 
-def _merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:
+def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:
+    """Usage counters with ``delta`` added."""
     merged = dict(usage)
     for key, value in delta.items():
         merged[key] = merged.get(key, 0) + value
     return merged
 
 
-def _journaled(job: Job, journal: Journal, **changes: Any) -> Job:
-    return job.model_copy(
-        update={
-            "log": [*job.log, *journal.log],
-            "usage": _merge_usage(job.usage, journal.usage),
-            **changes,
-        }
-    )
+def history_item(token: str, prev: str | None, journal: Journal, record: PhaseRecord | None = None) -> HistoryItem:
+    """The history a write adds after ``prev``."""
+    return HistoryItem(token=token, prev=prev, log=list(journal.log), record=record)
 
 
 def live(job: Job | None, now_ms: int) -> Job | None:
@@ -154,150 +220,221 @@ def live(job: Job | None, now_ms: int) -> Job | None:
     return job
 
 
-def start(existing: Job | None, request: StartJob) -> Job:
-    """Create the job or take it over: a new version fences any worker mid-phase."""
+def _landed(job: Job | None, token: str) -> Written | None:
+    """The stored job when it is this request's own write (repeated after a lost response)."""
+    if job is not None and job.write_token == token:
+        return Written(job, landed=True)
+    return None
+
+
+def start(existing: Job | None, request: StartJob) -> Written:
+    """Create the job or take it over: a new sequence and no claim fence any worker mid-phase."""
+    repeated = _landed(existing, request.token)
+    if repeated is not None:
+        return repeated
     current = live(existing, request.now_ms)
-    current_version = current.version if current else None
-    if current_version != request.expected_version:
+    if (current.sequence if current else None) != request.expected_sequence:
         raise VersionConflict(request.job_id)
     if current is not None and current.pipeline != request.pipeline:
         raise InvalidInputError(
             f'Job "{request.job_id}" belongs to pipeline "{current.pipeline}", not "{request.pipeline}"'
         )
+    fresh = current is None or request.reset_history
+    prev = None if fresh or current is None else current.history_head
+    history = history_item(request.token, prev, request.journal)
+    input_changed = current is None or request.input != current.input
+    common: dict[str, Any] = {
+        "status": JobStatus.RUNNING,
+        "checkpoint": request.checkpoint,
+        "input": request.input,
+        "input_token": request.token if input_changed else current.input_token if current else None,
+        "updated_at": request.now_ms,
+        "expires_at": request.expires_at,
+        "ttl_seconds": request.ttl_seconds,
+        "write_token": request.token,
+        "history_head": request.token,
+    }
     if current is None:
-        return Job(
+        job = Job(
             job_id=request.job_id,
             pipeline=request.pipeline,
-            status=JobStatus.RUNNING,
-            checkpoint=request.checkpoint,
             created_at=request.now_ms,
-            updated_at=request.now_ms,
-            expires_at=request.expires_at,
-            ttl_seconds=request.ttl_seconds,
-            input=request.input,
-            version=(existing.version + 1) if existing else 1,
+            sequence=(existing.sequence + 1) if existing else 1,
             run=(existing.run + 1) if existing else 1,
-            log=list(request.journal.log),
             usage=dict(request.journal.usage),
+            **common,
         )
-    base = (
-        current.model_copy(update={"log": [], "phases": [], "run": current.run + 1})
-        if request.reset_history
-        else current
+        return Written(job, history)
+    job = current.model_copy(
+        update={
+            **common,
+            "error": None,
+            "result": None,
+            "attempt": 1,
+            "run": current.run + 1 if request.reset_history else current.run,
+            "sequence": current.sequence + 1,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "claim_sequence": None,
+            "usage": merge_usage(current.usage, request.journal.usage),
+            "log": [],
+            "phases": [],
+        }
     )
-    return _journaled(
-        base,
-        request.journal,
-        status=JobStatus.RUNNING,
-        checkpoint=request.checkpoint,
-        error=None,
-        result=None,
-        input=request.input,
-        attempt=1,
-        version=current.version + 1,
-        lease_owner=None,
-        lease_expires_at=None,
-        updated_at=request.now_ms,
-        expires_at=request.expires_at,
-        ttl_seconds=request.ttl_seconds,
-    )
+    return Written(job, history)
 
 
-def claim(existing: Job | None, request: Claim) -> Job | None:
-    """The claimed job, or None when it is not claimable (absent, not running, other phase, held)."""
+def claim(existing: Job | None, request: Claim) -> Written | None:
+    """The claimed job, or None when it is not claimable (absent, not running, stale, held)."""
+    repeated = _landed(existing, request.token)
+    if repeated is not None:
+        return repeated
     job = live(existing, request.now_ms)
     if job is None or job.pipeline != request.pipeline:
         return None
-    if job.status != JobStatus.RUNNING or job.checkpoint is None:
+    if job.status != JobStatus.RUNNING or job.checkpoint is None or not request.admits(job):
         return None
-    if request.phase is not None and job.checkpoint.next_phase != request.phase:
-        return None
-    if request.blocked_by(job):
-        return None
-    return job.model_copy(
+    claimed = job.model_copy(
         update={
-            "version": job.version + 1,
+            "sequence": job.sequence + 1,
+            "claim_sequence": job.sequence,
             "lease_owner": request.worker,
             "lease_expires_at": request.lease_expires_at,
             "updated_at": request.now_ms,
             "expires_at": request.expires_at,
+            "write_token": request.token,
         }
     )
+    return Written(claimed)
 
 
-def _check_fence(existing: Job | None, job_id: str, fence: Fence, now_ms: int) -> Job:
+def check_fence(existing: Job | None, job_id: str, fence: Fence, now_ms: int) -> Job:
+    """The stored job, provided ``fence`` is still its current claim; else ClaimLostError."""
     job = live(existing, now_ms)
     if job is None:
         raise ClaimLostError(job_id, "the job is gone or expired")
-    if job.version != fence.version or job.lease_owner != fence.worker:
+    if job.lease_owner != fence.worker or job.claim_sequence != fence.claim_sequence:
         raise ClaimLostError(job_id, "another worker or a retry took the job over")
     return job
 
 
-def save(existing: Job | None, job_id: str, fence: Fence, request: Save) -> Job:
+def save(existing: Job | None, job_id: str, fence: Fence, request: Save) -> Written:
     """Write a mid-phase checkpoint, provided the worker still holds its claim."""
-    job = _check_fence(existing, job_id, fence, request.now_ms)
-    return _journaled(
-        job,
-        request.journal,
-        checkpoint=request.checkpoint,
-        lease_expires_at=request.lease_expires_at,
-        updated_at=request.now_ms,
-        expires_at=request.expires_at,
+    repeated = _landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    job = check_fence(existing, job_id, fence, request.now_ms)
+    history = history_item(request.token, job.history_head, request.journal) if request.journal.log else None
+    saved = job.model_copy(
+        update={
+            "checkpoint": request.checkpoint,
+            "sequence": job.sequence + 1,
+            "usage": merge_usage(job.usage, request.journal.usage),
+            "lease_expires_at": request.lease_expires_at,
+            "updated_at": request.now_ms,
+            "expires_at": request.expires_at,
+            "write_token": request.token,
+            "history_head": request.token if history else job.history_head,
+        }
     )
+    return Written(saved, history)
 
 
-def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> Job:
-    """End a phase run, provided the worker still holds its claim; releases the claim."""
-    job = _check_fence(existing, job_id, fence, request.now_ms)
-    changes: dict[str, Any] = {
-        "phases": [*job.phases, request.record],
-        "lease_owner": None,
-        "lease_expires_at": None,
-        "updated_at": request.now_ms,
-        "expires_at": request.expires_at,
-    }
+def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
+    """The fields a commit sets beyond sequence, claim, usage and history (one home for every store)."""
     if request.kind == "next":
-        changes.update(checkpoint=request.checkpoint, attempt=1)
-    elif request.kind == "done":
-        changes.update(checkpoint=None, status=JobStatus.COMPLETE, result=request.result, attempt=1)
-    elif request.kind == "retry":
-        changes.update(attempt=job.attempt + 1)
-    else:
-        changes.update(status=JobStatus.ERROR, error=request.error)
-    return _journaled(job, request.journal, **changes)
+        return {"checkpoint": request.checkpoint, "attempt": 1}
+    if request.kind == "done":
+        return {"checkpoint": None, "status": JobStatus.COMPLETE, "result": request.result, "attempt": 1}
+    if request.kind == "retry":
+        return {"attempt": job.attempt + 1}
+    return {"status": JobStatus.ERROR, "error": request.error}
 
 
-def pause(existing: Job | None, job_id: str, now_ms: int) -> Job:
+def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> Written:
+    """End a phase run, provided the worker still holds its claim; releases the claim."""
+    repeated = _landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    job = check_fence(existing, job_id, fence, request.now_ms)
+    history = history_item(request.token, job.history_head, request.journal, request.record)
+    committed = job.model_copy(
+        update={
+            **commit_changes(job, request),
+            "sequence": job.sequence + 1,
+            "usage": merge_usage(job.usage, request.journal.usage),
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "claim_sequence": None,
+            "updated_at": request.now_ms,
+            "expires_at": request.expires_at,
+            "write_token": request.token,
+            "history_head": request.token,
+        }
+    )
+    return Written(committed, history)
+
+
+def pause(existing: Job | None, job_id: str, now_ms: int, token: str) -> Written:
     """Pause a running job: the phase in flight finishes, nothing after it starts."""
     job = live(existing, now_ms)
     if job is None:
         raise JobNotFoundError(job_id)
     if job.status == JobStatus.PAUSED:
-        return job
+        return Written(job, landed=True)
     if job.status != JobStatus.RUNNING:
         raise TransitionRefusedError(f'Job "{job_id}" is {job.status.value}; only a running job can be paused')
-    return job.model_copy(
-        update={"status": JobStatus.PAUSED, "updated_at": now_ms, "expires_at": job.expires_at_after(now_ms)}
+    paused = job.model_copy(
+        update={
+            "status": JobStatus.PAUSED,
+            "sequence": job.sequence + 1,
+            "updated_at": now_ms,
+            "expires_at": job.expires_at_after(now_ms),
+            "write_token": token,
+        }
     )
+    return Written(paused)
 
 
-def cancel(existing: Job | None, job_id: str, now_ms: int) -> Job:
+def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Written:
     """Cancel a job: fence any worker, keep the checkpoint so a resume is still possible."""
     job = live(existing, now_ms)
     if job is None:
         raise JobNotFoundError(job_id)
     if job.status == JobStatus.CANCELLED:
-        return job
+        return Written(job, landed=True)
     if job.status == JobStatus.COMPLETE:
         raise TransitionRefusedError(f'Job "{job_id}" is already complete; it cannot be cancelled')
-    return job.model_copy(
+    cancelled = job.model_copy(
         update={
             "status": JobStatus.CANCELLED,
-            "version": job.version + 1,
+            "sequence": job.sequence + 1,
             "lease_owner": None,
             "lease_expires_at": None,
+            "claim_sequence": None,
             "updated_at": now_ms,
             "expires_at": job.expires_at_after(now_ms),
+            "write_token": token,
         }
     )
+    return Written(cancelled)
+
+
+def linked_history(items: Mapping[str, HistoryItem], head: str | None) -> tuple[list[LogEntry], list[PhaseRecord]]:
+    """The log and phase records of the history ending at ``head``, oldest first.
+
+    Items not reachable from ``head`` (written by a write that never landed)
+    are left out; a corrupt loop ends the walk.
+    """
+    chain: list[HistoryItem] = []
+    seen: set[str] = set()
+    token = head
+    while token is not None and token in items and token not in seen:
+        seen.add(token)
+        item = items[token]
+        chain.append(item)
+        token = item.prev
+    chain.reverse()
+    log = [entry for item in chain for entry in item.log]
+    records = [item.record for item in chain if item.record is not None]
+    return log, records

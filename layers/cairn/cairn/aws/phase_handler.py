@@ -24,7 +24,8 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | None = None) -> Handler:
     """The handler of the function that runs ``phase`` of ``pipeline``.
 
-    The event is ``{"jobId", "owner", "pipeline", "phase"}``. The advance's
+    The event is ``{"jobId", "owner", "pipeline", "phase", "sequence"}``: the
+    advance runs only while the job is still at ``sequence``. The advance's
     worker id is the Lambda request id, so a crash report (on-failure record)
     can take over exactly this invocation's claim. Under the stepfunctions
     driver the response carries the advance the phase asked for.
@@ -58,6 +59,7 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
             storage=active.storage(message.owner),
             scheduler=scheduler,
             phase=message.phase,
+            sequence=message.sequence,
             worker=context.aws_request_id,
         )
         record_phase_metrics(job, phase=message.phase, duration_ms=(time.perf_counter() - started) * 1000)

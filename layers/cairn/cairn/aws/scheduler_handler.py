@@ -31,7 +31,6 @@ from ..models import Job, JobStatus, RetryMode
 from ..registry import PipelineRegistry
 from ..scheduling.messages import AdvanceMessage
 from ..scheduling.stepfunctions import StepRecorder
-from ..transitions import ANY_WORKER
 from .observability import logger, metrics, tracer
 from .runtime import Runtime
 
@@ -39,11 +38,12 @@ Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
 class ResolveRequest(BaseModel):
-    """The state machine asks which phase runs next."""
+    """The state machine asks which phase runs next; with ``sequence``, only if the job is still there."""
 
     jobId: str
     owner: str
     pipeline: str
+    sequence: int | None = None
 
 
 class StartRequest(BaseModel):
@@ -72,7 +72,17 @@ class FailureReport(BaseModel):
     owner: str
     pipeline: str
     phase: str
+    sequence: int | None = None
     error: dict[str, Any] = {}
+
+    def request_id(self) -> str | None:
+        """The failed invocation's request id, when Lambda put it in the error's cause."""
+        try:
+            cause = json.loads(str(self.error.get("Cause") or ""))
+        except ValueError:
+            return None
+        request_id = cause.get("requestId") if isinstance(cause, dict) else None
+        return request_id if isinstance(request_id, str) and request_id else None
 
 
 def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) -> Handler:
@@ -157,6 +167,7 @@ class Dispatcher:
             phase=message.phase,
             error=str(detail),
             dead_worker=context.get("requestId"),
+            sequence=message.sequence,
         )
         return {"status": job.status.value if job else "stale", "jobId": message.job_id}
 
@@ -170,7 +181,7 @@ class Dispatcher:
             try:
                 pipeline = self.pipelines.get(stalled.pipeline)
                 scheduler = self.runtime.start_scheduler(stalled.owner, pipeline)
-                scheduler.schedule_advance(stalled.job_id, phase=stalled.next_phase)
+                scheduler.schedule_advance(stalled.job_id, phase=stalled.next_phase, sequence=stalled.sequence)
                 revived.append(stalled.job_id)
             except Exception:
                 logger.exception("Could not revive a stalled job", extra={"job_id": stalled.job_id})
@@ -178,18 +189,32 @@ class Dispatcher:
         return {"revived": revived}
 
     def resolve(self, request: ResolveRequest) -> dict[str, Any]:
-        """For the state machine: the phase the checkpoint names and the function that runs it."""
+        """For the state machine: the phase the checkpoint names, the function that runs it, and the sequence.
+
+        Only the job item's routing fields are read. An execution that carries a
+        sequence the job has moved past (a stale or duplicate execution) is told
+        there is nothing to run.
+        """
         pipeline = self.pipelines.get(request.pipeline)
-        job = self.runtime.storage(request.owner).get_job(request.jobId)
+        route = self.runtime.storage(request.owner).get_route(request.jobId)
         base = {"jobId": request.jobId, "owner": request.owner, "pipeline": request.pipeline}
-        if job is None or job.status != JobStatus.RUNNING or job.checkpoint is None:
-            return {**base, "run": False, "status": job.status.value if job else "missing"}
-        phase = job.checkpoint.next_phase
+        if route is None or route.status != JobStatus.RUNNING or route.next_phase is None:
+            return {**base, "run": False, "status": route.status.value if route else "missing"}
+        if request.sequence is not None and request.sequence != route.sequence:
+            return {**base, "run": False, "status": "stale"}
+        phase = route.next_phase
         if pipeline.has_phase(phase):
             function = self.runtime.settings.phase_function(pipeline.resolve_name(phase))
         else:
             function = self.runtime.settings.scheduler_function or ""
-        return {**base, "run": True, "status": job.status.value, "phase": phase, "functionName": function}
+        return {
+            **base,
+            "run": True,
+            "status": route.status.value,
+            "phase": phase,
+            "sequence": route.sequence,
+            "functionName": function,
+        }
 
     def record_failure(self, report: FailureReport) -> dict[str, Any]:
         """For the state machine's Catch: the phase task failed; record it like a crash."""
@@ -203,7 +228,8 @@ class Dispatcher:
             scheduler=recorder,
             phase=report.phase,
             error=str(detail),
-            dead_worker=ANY_WORKER,
+            dead_worker=report.request_id(),
+            sequence=report.sequence,
         )
         return {
             "status": job.status.value if job else "stale",
@@ -252,6 +278,7 @@ class Dispatcher:
             storage=self.runtime.storage(message.owner),
             scheduler=self.runtime.lambda_scheduler(message.owner, pipeline),
             phase=message.phase,
+            sequence=message.sequence,
         )
         return {"status": job.status.value if job else "skipped", "jobId": message.job_id}
 

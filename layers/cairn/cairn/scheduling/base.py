@@ -6,8 +6,13 @@ from typing import Protocol
 
 
 class Scheduler(Protocol):
-    """Something that will call ``advance_phase`` for a job, once, after ``delay`` seconds."""
+    """Something that will call ``advance_phase`` for a job, once, after ``delay`` seconds.
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
-        """Arrange for ``phase`` of ``job_id`` to be advanced after ``delay`` seconds."""
+    ``sequence`` is the job's sequence after the write that asked for the
+    advance; it travels with the message, so the advance does nothing unless
+    the job is still there when it arrives (None: match by phase only).
+    """
+
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
+        """Arrange for ``phase`` of ``job_id`` (at ``sequence``) to be advanced after ``delay`` seconds."""
         ...

@@ -29,19 +29,19 @@ class InlineScheduler:
     ) -> None:
         self._now = now
         self._sleep = sleep
-        self._queue: list[tuple[float, int, str, str]] = []
-        self._sequence = itertools.count()
+        self._queue: list[tuple[float, int, str, str, int | None]] = []
+        self._order = itertools.count()
         self._advance: AdvanceFunction | None = None
 
     def bind(self, fn: AdvanceFunction) -> None:
-        """Set what runs an advance: called as ``fn(job_id, phase=phase)``."""
+        """Set what runs an advance: called as ``fn(job_id, phase=phase, sequence=sequence)``."""
         self._advance = fn
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
-        """Queue an advance of ``phase`` for ``job_id`` after ``delay`` seconds."""
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
+        """Queue an advance of ``phase`` for ``job_id`` (at ``sequence``) after ``delay`` seconds."""
         if delay < 0:
             raise InvalidInputError(f"delay must not be negative, got {delay}")
-        heapq.heappush(self._queue, (self._now() + delay, next(self._sequence), job_id, phase))
+        heapq.heappush(self._queue, (self._now() + delay, next(self._order), job_id, phase, sequence))
 
     def pending(self) -> int:
         """How many advances are queued."""
@@ -57,10 +57,10 @@ class InlineScheduler:
             raise CairnError("InlineScheduler.drain() needs bind(fn) first")
         ran = 0
         while self._queue and (max_steps is None or ran < max_steps):
-            due, _, job_id, phase = heapq.heappop(self._queue)
+            due, _, job_id, phase, sequence = heapq.heappop(self._queue)
             wait = due - self._now()
             if wait > 0:
                 self._sleep(wait)
             ran += 1
-            self._advance(job_id, phase=phase)
+            self._advance(job_id, phase=phase, sequence=sequence)
         return ran

@@ -60,9 +60,11 @@ class LambdaScheduler:
         self._sqs = sqs_client
         self._clock = clock
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
-        """Invoke the phase now, or queue it for ``delay`` seconds."""
-        message = AdvanceMessage(job_id=job_id, owner=self.owner, pipeline=self.pipeline.name, phase=phase)
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
+        """Invoke the phase now, or queue it for ``delay`` seconds; the message carries ``sequence``."""
+        message = AdvanceMessage(
+            job_id=job_id, owner=self.owner, pipeline=self.pipeline.name, phase=phase, sequence=sequence
+        )
         if delay > 0:
             self.queue(message.model_copy(update={"not_before": self._clock() + int(delay * 1000)}))
         else:

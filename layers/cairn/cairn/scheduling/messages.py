@@ -8,12 +8,18 @@ from ..models import WireModel
 
 
 class AdvanceMessage(WireModel):
-    """Advance ``phase`` of ``job_id`` (of ``owner``, in ``pipeline``), not before ``not_before`` (ms)."""
+    """Advance ``phase`` of ``job_id`` (of ``owner``, in ``pipeline``) at ``sequence``, not before ``not_before``.
+
+    ``sequence`` is the job's sequence when the advance was asked for: the
+    advance does nothing once the job has moved past it (a duplicate, late or
+    reordered delivery).
+    """
 
     job_id: str
     owner: str
     pipeline: str
     phase: str
+    sequence: int | None = Field(default=None, ge=0, description="The job's sequence this advance is for")
     not_before: int | None = Field(default=None, description="Unix ms; only on delayed advances")
 
 
@@ -21,4 +27,5 @@ class ScheduledAdvance(WireModel):
     """An advance a phase asked for, reported back to a state machine that performs it."""
 
     phase: str
+    sequence: int | None = None
     delay: float = 0.0

@@ -28,10 +28,19 @@ class StepFunctionsScheduler:
         self.state_machine_arn = state_machine_arn
         self._client = client
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
-        """Start an execution for the job (after ``delay`` seconds, waited inside the execution)."""
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
+        """Start an execution for the job (after ``delay`` seconds, waited inside the execution).
+
+        The execution carries ``sequence``: it runs nothing if the job has moved past it by then.
+        """
         name = f"{_NAME_UNSAFE.sub('_', job_id)[:60]}-{uuid.uuid4().hex[:12]}"
-        payload = {"jobId": job_id, "owner": self.owner, "pipeline": self.pipeline, "delay": int(delay)}
+        payload = {
+            "jobId": job_id,
+            "owner": self.owner,
+            "pipeline": self.pipeline,
+            "sequence": sequence,
+            "delay": int(delay),
+        }
         try:
             self._client.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(payload))
         except (ClientError, BotoCoreError) as exc:
@@ -44,6 +53,6 @@ class StepRecorder:
     def __init__(self) -> None:
         self.scheduled: ScheduledAdvance | None = None
 
-    def schedule_advance(self, job_id: str, *, phase: str, delay: float = 0.0) -> None:
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Remember the advance; the state machine loops (and waits ``delay``, in whole seconds) itself."""
-        self.scheduled = ScheduledAdvance(phase=phase, delay=math.ceil(delay))
+        self.scheduled = ScheduledAdvance(phase=phase, sequence=sequence, delay=math.ceil(delay))

@@ -2,16 +2,29 @@
 
 An adapter implements reads and the transitions of :mod:`cairn.transitions`
 (start, claim, save, commit, pause, cancel), each as a single atomic,
-conditional write. The engine talks to storage only through this port.
+conditional write of the job, preceded by at most one write of the history it
+adds. A request sent again after a lost response (the same request object,
+hence the same write token) is recognised as landed, never applied twice or
+refused. The engine talks to storage only through this port.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 from ..clock import Clock, system_clock_ms
 from ..models import Job, JobStatus
 from ..transitions import Claim, Commit, Fence, Save, StartJob
+
+
+@dataclass(frozen=True)
+class Route:
+    """A job's routing fields: enough to decide which phase runs next, and for which message."""
+
+    status: JobStatus
+    next_phase: str | None
+    sequence: int
 
 
 class Storage(ABC):
@@ -28,6 +41,13 @@ class Storage(ABC):
     @abstractmethod
     def get_job(self, job_id: str) -> Job | None:
         """The job, or None when it is unknown or expired."""
+
+    def get_route(self, job_id: str) -> Route | None:
+        """The job's status, next phase and sequence (None when unknown or expired); adapters read less."""
+        job = self.get_job(job_id)
+        if job is None:
+            return None
+        return Route(job.status, job.checkpoint.next_phase if job.checkpoint else None, job.sequence)
 
     @abstractmethod
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:

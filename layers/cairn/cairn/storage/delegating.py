@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from ..models import Job, JobStatus
 from ..transitions import Claim, Commit, Fence, Save, StartJob
-from .base import Storage
+from .base import Route, Storage
 
 _T = TypeVar("_T")
 
@@ -29,6 +29,9 @@ class DelegatingStorage(Storage):
 
     def get_job(self, job_id: str) -> Job | None:
         return self.around("get_job", lambda: self.inner.get_job(job_id))
+
+    def get_route(self, job_id: str) -> Route | None:
+        return self.around("get_route", lambda: self.inner.get_route(job_id))
 
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         return self.around("list_jobs", lambda: self.inner.list_jobs(status=status))

@@ -1,23 +1,23 @@
 """Shared logic for stores that keep each job as one document behind a lock.
 
-Memory and file storage implement four small methods (lock, load, store,
-list ids); this base applies the pure transition rules under the lock, so
-each transition is one atomic read-check-write.
+Memory and file storage implement a few small methods (lock, load, store,
+list ids, read and append history); this base applies the pure transition
+rules under the lock, so each transition is one atomic read-check-write. The
+job document holds no history: a transition appends what it adds to the job's
+history before it writes the document, so its cost does not grow with the
+job's past, and the document's ``history_head`` says which items belong.
 """
 
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import TypeVar
 
 from .. import transitions
-from ..models import Job, JobStatus
-from ..transitions import Claim, Commit, Fence, Save, StartJob
+from ..models import HistoryItem, Job, JobStatus
+from ..transitions import Claim, Commit, Fence, Save, StartJob, Written, new_token
 from .base import Storage
-
-T = TypeVar("T")
 
 
 class DocumentStorage(Storage):
@@ -29,7 +29,7 @@ class DocumentStorage(Storage):
 
     @abstractmethod
     def _load(self, job_id: str) -> Job | None:
-        """The stored document, expired or not; None when there is none."""
+        """The stored document (no history), expired or not; None when there is none."""
 
     @abstractmethod
     def _store(self, job: Job) -> None:
@@ -39,15 +39,36 @@ class DocumentStorage(Storage):
     def _job_ids(self) -> Iterator[str]:
         """The ids of every stored document."""
 
-    def _update(self, job_id: str, change: Callable[[Job | None], T]) -> T:
+    @abstractmethod
+    def _history(self, job_id: str) -> Mapping[str, HistoryItem]:
+        """Every history item stored for the job, by token (linked or not)."""
+
+    @abstractmethod
+    def _append_history(self, job_id: str, item: HistoryItem) -> None:
+        """Add one history item durably (before the document that links it is written)."""
+
+    def _update(self, job_id: str, change: Callable[[Job | None], Written | None]) -> Job | None:
         with self._locked(job_id):
-            result = change(self._load(job_id))
-            if isinstance(result, Job):
-                self._store(result)
-            return result
+            written = change(self._load(job_id))
+            if written is None:
+                return None
+            if not written.landed:
+                if written.history is not None:
+                    self._append_history(job_id, written.history)
+                self._store(written.job.model_copy(update={"log": [], "phases": []}))
+            return written.returned()
+
+    def _apply(self, job_id: str, change: Callable[[Job | None], Written]) -> Job:
+        job = self._update(job_id, change)
+        assert job is not None
+        return job
 
     def get_job(self, job_id: str) -> Job | None:
-        return transitions.live(self._load(job_id), self.clock())
+        job = transitions.live(self._load(job_id), self.clock())
+        if job is None:
+            return None
+        log, phases = transitions.linked_history(self._history(job_id), job.history_head)
+        return job.model_copy(update={"log": log, "phases": phases})
 
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         now = self.clock()
@@ -62,21 +83,21 @@ class DocumentStorage(Storage):
         return self.get_job(job_id)
 
     def start_job(self, request: StartJob) -> Job:
-        return self._update(request.job_id, lambda job: transitions.start(job, request))
+        return self._apply(request.job_id, lambda job: transitions.start(job, request))
 
     def claim(self, request: Claim) -> Job | None:
         return self._update(request.job_id, lambda job: transitions.claim(job, request))
 
     def save(self, job_id: str, fence: Fence, request: Save) -> Job:
-        return self._update(job_id, lambda job: transitions.save(job, job_id, fence, request))
+        return self._apply(job_id, lambda job: transitions.save(job, job_id, fence, request))
 
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
-        return self._update(job_id, lambda job: transitions.commit(job, job_id, fence, request))
+        return self._apply(job_id, lambda job: transitions.commit(job, job_id, fence, request))
 
     def pause(self, job_id: str) -> Job:
-        now = self.clock()
-        return self._update(job_id, lambda job: transitions.pause(job, job_id, now))
+        now, token = self.clock(), new_token()
+        return self._apply(job_id, lambda job: transitions.pause(job, job_id, now, token))
 
     def cancel(self, job_id: str) -> Job:
-        now = self.clock()
-        return self._update(job_id, lambda job: transitions.cancel(job, job_id, now))
+        now, token = self.clock(), new_token()
+        return self._apply(job_id, lambda job: transitions.cancel(job, job_id, now, token))

@@ -1,10 +1,15 @@
 """DynamoDB storage: every state change is one conditional write on the job's item.
 
-A claim is one ``UpdateItem`` that returns the item; a save or commit is one
-``PutItem`` (or one ``TransactWriteItems`` when it carries log entries or a
-phase record), conditioned on the fencing version, the claim holder and the
-status the worker last saw. A condition failure is read from the returned old
-item and turned into the domain outcome; it never escapes as a ``ClientError``.
+A claim, a save, a commit, a pause and a cancel are each one conditional
+``UpdateItem`` that sets only what changes and returns the item; a start is one
+conditional ``PutItem``. What a write adds to the job's history (log entries,
+a phase record) is one plain ``PutItem`` made just before it, linked from the
+job item only if the job write lands. Every write advances ``sequence``;
+a claim is conditioned on the sequence its message carries, the claim holder's
+writes on its claim (``leaseOwner`` and ``claimSequence``), a start on the
+sequence it read. A condition failure is read from the returned old item: the
+request's own write token means it had landed (a lost response); otherwise the
+domain outcome follows. It never escapes as a ``ClientError``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,23 +25,29 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import transitions
 from ..clock import Clock
-from ..errors import ClaimLostError, ConfigurationError, InvalidInputError, StorageError
+from ..errors import ClaimLostError, ConfigurationError, CorruptJobError, InvalidInputError, StorageError
 from ..models import Job, JobPage, JobStatus, JobSummary
 from ..settings import Settings
-from ..transitions import ANY_WORKER, Claim, Commit, Fence, Save, StartJob, VersionConflict
+from ..transitions import Claim, Commit, Fence, Save, StartJob, VersionConflict, Written, new_token
 from . import dynamodb_schema as schema
-from .base import Storage
+from .base import Route, Storage
+from .dynamodb_expressions import Expression
 from .dynamodb_items import Item, ItemCodec, from_item, to_item
 from .payloads import PayloadCodec
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import PutTypeDef, TransactWriteItemTypeDef
     from mypy_boto3_s3 import S3Client
 
-TRANSACTION_LIMIT = 100
-BATCH_LIMIT = 25
-_WRITE_ATTEMPTS = 4
+BATCH_GET_LIMIT = 100
+BATCH_WRITE_LIMIT = 25
+_BATCH_ATTEMPTS = 5
+_CLAIM_CONDITION = (
+    "attribute_exists(#pk) AND #expiresAt > :nowSeconds AND #pipeline = :pipeline AND #status = :running "
+    "AND attribute_exists(#checkpoint)"
+)
+_LEASE_FREE = "attribute_not_exists(#leaseOwner) OR #leaseExpiresAt <= :now"
+_HOLDS_CLAIM = "#leaseOwner = :worker AND #claimSequence = :claimSequence AND #expiresAt > :nowSeconds"
 
 
 class _ConditionFailed(Exception):
@@ -57,6 +67,7 @@ class StalledJob:
     pipeline: str
     next_phase: str | None
     updated_at: int
+    sequence: int = 0
 
 
 class DynamoDBStorage(Storage):
@@ -90,6 +101,7 @@ class DynamoDBStorage(Storage):
             inline_limit=inline_limit or config.inline_state_limit,
             bucket=bucket or config.state_bucket,
             s3_client=s3_client,
+            offload_from=config.offload_state_from,
         )
         self.codec = ItemCodec(self.owner, self.payloads)
         self._s3_keys: dict[str, set[str]] = {}
@@ -115,27 +127,38 @@ class DynamoDBStorage(Storage):
     # -- reads -------------------------------------------------------------------------------
 
     def get_job(self, job_id: str) -> Job | None:
-        """The job with its log and phase records (one consistent query), or None if absent or expired."""
+        """The job with its input, log and phase records (one consistent query), or None if absent or expired."""
         now = self.clock()
         job_item: Item | None = None
-        entries: list[Item] = []
-        records: list[Item] = []
+        others: list[Item] = []
         for item in self._query_partition(job_id):
-            sk = str(item["sk"].get("S", ""))
-            if sk == schema.JOB_SK:
+            if str(item["sk"].get("S", "")) == schema.JOB_SK:
                 job_item = item
-            elif sk.startswith(schema.LOG_PREFIX):
-                entries.append(item)
-            elif sk.startswith(schema.PHASE_PREFIX):
-                records.append(item)
+            else:
+                others.append(item)
         if job_item is None or self._expired(job_item, now):
             return None
-        run = int(str(job_item["run"]["N"]))
-        entries = [item for item in entries if _run_of(item) == run and not self._expired(item, now)]
-        records = [item for item in records if _run_of(item) == run and not self._expired(item, now)]
-        job = self.codec.decode_job(job_item, entries=entries, records=records)
+        job = self.codec.decode_job(job_item, partition=others)
         self._remember(job_id, job_item)
         return job
+
+    def get_route(self, job_id: str) -> Route | None:
+        """The job's status, next phase and sequence: one small consistent read of the job item."""
+        response = self._call(
+            self.client.get_item,
+            TableName=self.table_name,
+            Key=self._key(job_id),
+            ConsistentRead=True,
+            **Expression().projection_kwargs("status", "nextPhase", "sequence", "expiresAt"),
+        )
+        item = response.get("Item")
+        if not item or self._expired(item, self.clock()):
+            return None
+        values = from_item(item)
+        try:
+            return Route(JobStatus(values["status"]), values.get("nextPhase"), int(values["sequence"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CorruptJobError(f"{self.codec.pk(job_id)}/{schema.JOB_SK}", f"{type(exc).__name__}: {exc}") from exc
 
     def _query_partition(self, job_id: str) -> Iterator[Item]:
         start: dict[str, Any] | None = None
@@ -169,10 +192,9 @@ class DynamoDBStorage(Storage):
                 return sorted(jobs, key=lambda job: (job.created_at, job.job_id), reverse=True)
 
     def list_page(self, *, status: JobStatus | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
-        """One page of this owner's live jobs, newest first, from the listing indexes."""
+        """One page of this owner's live jobs, newest first: keys from a listing index, fields from the items."""
         if not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be between 1 and 1000, got {limit}")
-        now_seconds = self.clock() // 1000
         if status is None:
             index, key_name, key_value = schema.BY_OWNER_INDEX, "owner", self.owner
         else:
@@ -181,18 +203,40 @@ class DynamoDBStorage(Storage):
             "TableName": self.table_name,
             "IndexName": index,
             "KeyConditionExpression": "#key = :key",
-            "FilterExpression": "expiresAt > :now",
             "ExpressionAttributeNames": {"#key": key_name},
-            "ExpressionAttributeValues": to_item({":key": key_value, ":now": now_seconds}),
+            "ExpressionAttributeValues": to_item({":key": key_value}),
             "ScanIndexForward": False,
             "Limit": limit,
         }
         if cursor is not None:
             kwargs["ExclusiveStartKey"] = self._decode_cursor(cursor, key_name, key_value)
         page = self._call(self.client.query, **kwargs)
-        summaries = [self._summary(item) for item in page.get("Items", [])]
+        now = self.clock()
+        summaries = [
+            self._summary(item)
+            for item in self._summary_items([key["pk"] for key in page.get("Items", [])])
+            if not self._expired(item, now) and (status is None or from_item(item).get("status") == status.value)
+        ]
         last = page.get("LastEvaluatedKey")
         return JobPage(jobs=summaries, cursor=self._encode_cursor(last) if last else None)
+
+    def _summary_items(self, partition_keys: list[Any]) -> list[Item]:
+        """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out."""
+        found: dict[str, Item] = {}
+        projection = Expression().projection_kwargs(*schema.SUMMARY_ATTRIBUTES)
+        for start in range(0, len(partition_keys), BATCH_GET_LIMIT):
+            keys = [{"pk": pk, "sk": {"S": schema.JOB_SK}} for pk in partition_keys[start : start + BATCH_GET_LIMIT]]
+            request: dict[str, Any] = {self.table_name: {"Keys": keys, "ConsistentRead": True, **projection}}
+            for _ in range(_BATCH_ATTEMPTS):
+                response = self._call(self.client.batch_get_item, RequestItems=request)
+                for item in response.get("Responses", {}).get(self.table_name, []):
+                    found[str(item["pk"].get("S"))] = item
+                request = dict(response.get("UnprocessedKeys") or {})
+                if not request:
+                    break
+            if request:
+                raise StorageError("DynamoDB left part of a listing unread; try again", retryable=True)
+        return [found[str(pk.get("S"))] for pk in partition_keys if str(pk.get("S")) in found]
 
     def _summary(self, item: Item) -> JobSummary:
         values = from_item(item)
@@ -224,225 +268,286 @@ class DynamoDBStorage(Storage):
     def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
         """Running jobs of every owner with no live claim and no write for ``idle_seconds``."""
         now = self.clock()
-        kwargs: dict[str, Any] = {
-            "TableName": self.table_name,
-            "IndexName": schema.STALLED_INDEX,
-            "KeyConditionExpression": "sweepKey = :running AND updatedAt < :cutoff",
-            "FilterExpression": "expiresAt > :nowSeconds AND "
-            "(attribute_not_exists(leaseExpiresAt) OR leaseExpiresAt <= :now)",
-            "ExpressionAttributeValues": to_item(
-                {
-                    ":running": schema.SWEEP_KEY_RUNNING,
-                    ":cutoff": now - int(idle_seconds * 1000),
-                    ":nowSeconds": now // 1000,
-                    ":now": now,
-                }
-            ),
-        }
+        cutoff = now - int(idle_seconds * 1000)
         found: list[StalledJob] = []
-        while len(found) < limit:
-            page = self._call(self.client.query, **kwargs)
-            for item in page.get("Items", []):
-                values = from_item(item)
-                _, owner, job_id = str(values["pk"]).split("#", 2)
-                found.append(
-                    StalledJob(owner, job_id, values["pipeline"], values.get("nextPhase"), values["updatedAt"])
-                )
-            if not page.get("LastEvaluatedKey"):
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        for shard in schema.sweep_keys():
+            kwargs: dict[str, Any] = {
+                "TableName": self.table_name,
+                "IndexName": schema.STALLED_INDEX,
+                "KeyConditionExpression": "sweepKey = :shard",
+                "ExpressionAttributeValues": to_item({":shard": shard}),
+            }
+            while len(found) < limit:
+                page = self._call(self.client.query, **kwargs)
+                for item in self._summary_items([key["pk"] for key in page.get("Items", [])]):
+                    values = from_item(item)
+                    if values.get("status") != JobStatus.RUNNING.value or self._expired(item, now):
+                        continue
+                    if values["updatedAt"] >= cutoff or values.get("leaseExpiresAt", 0) > now:
+                        continue
+                    _, owner, job_id = str(values["pk"]).split("#", 2)
+                    found.append(
+                        StalledJob(
+                            owner,
+                            job_id,
+                            values["pipeline"],
+                            values.get("nextPhase"),
+                            values["updatedAt"],
+                            values.get("sequence", 0),
+                        )
+                    )
+                if not page.get("LastEvaluatedKey"):
+                    break
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found[:limit]
 
     # -- transitions -------------------------------------------------------------------------
 
     def start_job(self, request: StartJob) -> Job:
-        job = transitions.start(request.seen, request)
-        expected = request.expected_version
-        if expected is None:
-            condition = "attribute_not_exists(pk) OR expiresAt <= :nowSeconds"
-            values: dict[str, Any] = {":nowSeconds": request.now_ms // 1000}
+        written = transitions.start(request.seen, request)
+        job = written.job
+        encoded = self.codec.encode_job(job, token=request.token)
+        side: list[Item] = []
+        new_keys = set(encoded.s3_keys)
+        if written.history is not None:
+            side.append(self.codec.history_item(job.job_id, written.history, expires_at=job.expires_at))
+        input_item = self.codec.input_item(job)
+        if input_item is not None:
+            side.append(input_item[0])
+            new_keys |= input_item[1]
+        self._put_items(side)
+        expression = Expression()
+        expression.value("nowSeconds", request.now_ms // 1000)
+        if request.expected_sequence is None:
+            expression.require(f"attribute_not_exists({expression.name('pk')}) OR #expiresAt <= :nowSeconds")
         else:
-            condition = "version = :version AND expiresAt > :nowSeconds"
-            values = {":version": expected, ":nowSeconds": request.now_ms // 1000}
-        token = _token()
-        extra = self.codec.entry_items(job, request.journal.log)
+            expression.require("#sequence = :sequence AND #expiresAt > :nowSeconds")
+            expression.value("sequence", request.expected_sequence)
+            expression.name("sequence")
+        expression.name("expiresAt")
         try:
-            self._put_job(job, token=token, condition=condition, values=values, extra=extra)
-        except _ConditionFailed as failed:
-            if _written_by(failed.old, token):
-                return job
-            raise VersionConflict(request.job_id) from None
-        return job
-
-    def claim(self, request: Claim) -> Job | None:
-        token = _token()
-        condition = (
-            "attribute_exists(pk) AND expiresAt > :nowSeconds AND pipeline = :pipeline AND #status = :running "
-            "AND attribute_exists(checkpoint)"
-        )
-        values: dict[str, Any] = {
-            ":nowSeconds": request.now_ms // 1000,
-            ":now": request.now_ms,
-            ":pipeline": request.pipeline,
-            ":running": JobStatus.RUNNING.value,
-            ":one": 1,
-            ":worker": request.worker,
-            ":lease": request.lease_expires_at,
-            ":expires": request.expires_at,
-            ":token": token,
-        }
-        if request.phase is not None:
-            condition += " AND checkpoint.nextPhase = :phase"
-            values[":phase"] = request.phase
-        if request.take_over is None:
-            condition += " AND (attribute_not_exists(leaseOwner) OR leaseExpiresAt <= :now)"
-        elif request.take_over != ANY_WORKER:
-            condition += " AND (attribute_not_exists(leaseOwner) OR leaseExpiresAt <= :now OR leaseOwner = :deadWorker)"
-            values[":deadWorker"] = request.take_over
-        try:
-            response = self._call(
-                self.client.update_item,
+            self._call(
+                self.client.put_item,
                 TableName=self.table_name,
-                Key=self._key(request.job_id),
-                UpdateExpression="SET version = version + :one, leaseOwner = :worker, leaseExpiresAt = :lease, "
-                "updatedAt = :now, expiresAt = :expires, writeToken = :token",
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=to_item(values),
-                ReturnValues="ALL_NEW",
+                Item=encoded.item,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **expression.condition_kwargs(),
             )
         except _ConditionFailed as failed:
-            if failed.old is not None and _written_by(failed.old, token):
+            if _written_by(failed.old, request.token):
+                return written.returned()
+            self._forget_new_objects(job.job_id, new_keys)
+            raise VersionConflict(request.job_id) from None
+        self._release_old_objects(job.job_id, encoded.s3_keys)
+        return written.returned()
+
+    def claim(self, request: Claim) -> Job | None:
+        expression = Expression()
+        expression.require(_CLAIM_CONDITION)
+        for attribute in ("pk", "expiresAt", "pipeline", "status", "checkpoint", "leaseOwner", "leaseExpiresAt"):
+            expression.name(attribute)
+        expression.value("nowSeconds", request.now_ms // 1000)
+        expression.value("now", request.now_ms)
+        expression.value("pipeline", request.pipeline)
+        expression.value("running", JobStatus.RUNNING.value)
+        if request.phase is not None:
+            expression.require(
+                f"{expression.name('checkpoint.nextPhase')} = {expression.value('phase', request.phase)}"
+            )
+        if request.crash is not None:
+            expression.require(self._names_the_claim(expression, request))
+        else:
+            if request.sequence is not None:
+                expression.require(f"#sequence = {expression.value('sequence', request.sequence)}")
+            expression.require(_LEASE_FREE)
+        # claimSequence takes the sequence before this write: set it first, whichever way SET is evaluated.
+        expression.set_to("claimSequence", expression.name("sequence"))
+        expression.set_to("sequence", f"#sequence + {expression.value('one', 1)}")
+        expression.set("leaseOwner", request.worker)
+        expression.set("leaseExpiresAt", request.lease_expires_at)
+        expression.set("updatedAt", request.now_ms)
+        expression.set("expiresAt", request.expires_at)
+        expression.set("writeToken", request.token)
+        try:
+            item = self._update(request.job_id, expression)
+        except _ConditionFailed as failed:
+            if failed.old is not None and _written_by(failed.old, request.token):
                 return self._decode_and_remember(request.job_id, failed.old)
             return None
-        return self._decode_and_remember(request.job_id, response["Attributes"])
+        return self._decode_and_remember(request.job_id, item)
+
+    @staticmethod
+    def _names_the_claim(expression: Expression, request: Claim) -> str:
+        """The condition form of :meth:`cairn.transitions.CrashReport.names`."""
+        crash = request.crash
+        assert crash is not None
+        expression.name("claimSequence")
+        expression.name("sequence")
+        options = []
+        if crash.worker is not None:
+            dead = expression.value("deadWorker", crash.worker)
+            takeover = expression.value("takeoverWorker", crash.takeover_worker)
+            options.append(f"#leaseOwner IN ({dead}, {takeover})")
+        elif crash.sequence is not None:
+            options.append(
+                f"(attribute_exists(#leaseOwner) AND #claimSequence = {expression.value('reported', crash.sequence)})"
+            )
+        if crash.sequence is not None:
+            reported = expression.value("reported", crash.sequence)
+            options.append(f"(attribute_not_exists(#leaseOwner) AND #sequence = {reported})")
+        return " OR ".join(options) or "attribute_exists(#neverSet)"
 
     def save(self, job_id: str, fence: Fence, request: Save) -> Job:
-        return self._fenced_write(
-            job_id,
-            request.seen,
-            request.now_ms,
-            build=lambda seen: transitions.save(seen, job_id, fence, request),
-            extra=lambda job, token: self.codec.entry_items(job, request.journal.log),
-            fence=fence,
-        )
+        written = transitions.save(request.seen, job_id, fence, request)
+        expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
+        state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token)
+        expression.set("checkpoint", state)
+        expression.set("nextPhase", request.checkpoint.next_phase)
+        expression.set("leaseExpiresAt", request.lease_expires_at)
+        job = self._fenced(job_id, expression, written, keys)
+        return job.model_copy(update={"checkpoint": request.checkpoint})
 
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
-        return self._fenced_write(
-            job_id,
-            request.seen,
-            request.now_ms,
-            build=lambda seen: transitions.commit(seen, job_id, fence, request),
-            extra=lambda job, token: [
-                self.codec.phase_item(job, request.record),
-                *self.codec.entry_items(job, request.journal.log),
-            ],
-            fence=fence,
-        )
+        written = transitions.commit(request.seen, job_id, fence, request)
+        expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
+        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence")
+        keys: set[str] = set()
+        if request.kind == "next":
+            assert request.checkpoint is not None
+            state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token)
+            expression.set("checkpoint", state)
+            expression.set("nextPhase", request.checkpoint.next_phase)
+            expression.set("attempt", 1)
+        elif request.kind == "retry":
+            expression.set_to("attempt", f"{expression.name('attempt')} + {expression.value('one', 1)}")
+        else:
+            status = request.status
+            assert status is not None
+            expression.set("status", status.value)
+            expression.set("statusKey", schema.status_key(self.owner, status.value))
+            expression.remove("sweepKey")
+            if request.kind == "done":
+                if request.result is not None:
+                    result = self.codec.encode_result(job_id, request.result, token=request.token)
+                    keys = {result.s3_key} if result.s3_key else set()
+                    expression.set("result", result.attribute)
+                expression.remove("checkpoint", "nextPhase")
+                expression.set("attempt", 1)
+            else:
+                expression.set("error", request.error)
+        job = self._fenced(job_id, expression, written, keys)
+        if request.kind == "next":
+            return job.model_copy(update={"checkpoint": request.checkpoint})
+        if request.kind == "done":
+            return job.model_copy(update={"result": request.result})
+        return job
 
-    def _fenced_write(
-        self,
-        job_id: str,
-        seen: Job,
-        now_ms: int,
-        *,
-        build: Callable[[Job], Job],
-        extra: Callable[[Job, str], list[Item]],
-        fence: Fence,
-    ) -> Job:
-        """Write ``build(seen)`` if the claim still holds; follow a concurrent pause; refuse a lost claim."""
-        for _ in range(_WRITE_ATTEMPTS):
-            job = build(seen)
-            token = _token()
-            condition = "version = :version AND leaseOwner = :worker AND #status = :status AND expiresAt > :nowSeconds"
-            values = {
-                ":version": fence.version,
-                ":worker": fence.worker,
-                ":status": seen.status.value,
-                ":nowSeconds": now_ms // 1000,
-            }
-            try:
-                self._put_job(job, token=token, condition=condition, values=values, extra=extra(job, token))
-                return job
-            except _ConditionFailed as failed:
-                if _written_by(failed.old, token):
-                    return job
-                if failed.old is None:
-                    raise ClaimLostError(job_id, "the job is gone or expired") from None
-                stored = self.codec.decode_job(failed.old, with_payloads=False)
-                build(stored)  # raises ClaimLostError unless only the status moved (a pause)
-                seen = seen.model_copy(update={"status": stored.status})
-        raise StorageError(f'Job "{job_id}" kept changing during a write; try again', retryable=True)
+    def _holder_write(self, fence: Fence, now_ms: int, written: Written, expires_at: int) -> Expression:
+        """A write by the claim holder: conditioned on its claim; advances the sequence; links its history."""
+        expression = Expression()
+        for attribute in ("leaseOwner", "claimSequence", "expiresAt"):
+            expression.name(attribute)
+        expression.require(_HOLDS_CLAIM)
+        expression.value("worker", fence.worker)
+        expression.value("claimSequence", fence.claim_sequence)
+        expression.value("nowSeconds", now_ms // 1000)
+        expression.set_to("sequence", f"{expression.name('sequence')} + {expression.value('one', 1)}")
+        expression.set("usage", json.dumps(written.job.usage) if written.job.usage else None)
+        expression.set("updatedAt", now_ms)
+        expression.set("expiresAt", expires_at)
+        expression.set("writeToken", written.job.write_token)
+        if written.history is not None:
+            expression.set("historyHead", written.history.token)
+        return expression
+
+    def _fenced(self, job_id: str, expression: Expression, written: Written, new_keys: set[str]) -> Job:
+        """Write the holder's history, then its update; a refused update means the claim was lost."""
+        token = written.job.write_token
+        assert token is not None
+        if written.history is not None:
+            self._put_items([self.codec.history_item(job_id, written.history, expires_at=written.job.expires_at)])
+        try:
+            item = self._update(job_id, expression)
+        except _ConditionFailed as failed:
+            if failed.old is not None and _written_by(failed.old, token):
+                item = failed.old
+            else:
+                self._forget_new_objects(job_id, new_keys)
+                reason = (
+                    "the job is gone or expired"
+                    if failed.old is None
+                    else "another worker or a retry took the job over"
+                )
+                raise ClaimLostError(job_id, reason) from None
+        job = self.codec.decode_job(item, with_payloads=False)
+        self._release_old_objects(job_id, ItemCodec.s3_keys_of(item))
+        return Written(job, written.history).returned()
 
     def pause(self, job_id: str) -> Job:
         now = self.clock()
+        expression = Expression()
+        expression.require("attribute_exists(#pk) AND #expiresAt > :nowSeconds AND #status = :running")
+        for attribute in ("pk", "ttlSeconds"):
+            expression.name(attribute)
+        expression.value("running", JobStatus.RUNNING.value)
+        expression.set("status", JobStatus.PAUSED.value)
+        expression.set("statusKey", schema.status_key(self.owner, JobStatus.PAUSED.value))
+        expression.remove("sweepKey")
         return self._admin_update(
-            job_id,
-            now,
-            update="SET #status = :paused, statusKey = :statusKey, updatedAt = :now, "
-            "expiresAt = ttlSeconds + :nowSeconds, writeToken = :token REMOVE sweepKey",
-            condition="attribute_exists(pk) AND expiresAt > :nowSeconds AND #status = :running",
-            values={
-                ":paused": JobStatus.PAUSED.value,
-                ":running": JobStatus.RUNNING.value,
-                ":statusKey": schema.status_key(self.owner, JobStatus.PAUSED.value),
-            },
-            outcome=lambda stored: transitions.pause(stored, job_id, now),
+            job_id, now, expression, outcome=lambda stored, token: transitions.pause(stored, job_id, now, token)
         )
 
     def cancel(self, job_id: str) -> Job:
         now = self.clock()
+        expression = Expression()
+        expression.require(
+            "attribute_exists(#pk) AND #expiresAt > :nowSeconds AND #status <> :cancelled AND #status <> :complete"
+        )
+        expression.name("pk")
+        expression.value("cancelled", JobStatus.CANCELLED.value)
+        expression.value("complete", JobStatus.COMPLETE.value)
+        expression.set("status", JobStatus.CANCELLED.value)
+        expression.set("statusKey", schema.status_key(self.owner, JobStatus.CANCELLED.value))
+        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "sweepKey")
         return self._admin_update(
-            job_id,
-            now,
-            update="SET #status = :cancelled, statusKey = :statusKey, version = version + :one, updatedAt = :now, "
-            "expiresAt = ttlSeconds + :nowSeconds, writeToken = :token REMOVE leaseOwner, leaseExpiresAt, sweepKey",
-            condition="attribute_exists(pk) AND expiresAt > :nowSeconds "
-            "AND #status <> :cancelled AND #status <> :complete",
-            values={
-                ":cancelled": JobStatus.CANCELLED.value,
-                ":complete": JobStatus.COMPLETE.value,
-                ":statusKey": schema.status_key(self.owner, JobStatus.CANCELLED.value),
-                ":one": 1,
-            },
-            outcome=lambda stored: transitions.cancel(stored, job_id, now),
+            job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token)
         )
 
     def _admin_update(
-        self,
-        job_id: str,
-        now: int,
-        *,
-        update: str,
-        condition: str,
-        values: dict[str, Any],
-        outcome: Callable[[Job | None], Job],
+        self, job_id: str, now: int, expression: Expression, *, outcome: Callable[[Job | None, str], Written]
     ) -> Job:
-        token = _token()
+        """A pause or cancel: one conditional update; when refused, the pure rule says why."""
+        token = new_token()
+        expression.value("nowSeconds", now // 1000)
+        expression.set_to("sequence", f"{expression.name('sequence')} + {expression.value('one', 1)}")
+        expression.set("updatedAt", now)
+        expression.set_to("expiresAt", f"{expression.name('ttlSeconds')} + :nowSeconds")
+        expression.set("writeToken", token)
         try:
-            response = self._call(
-                self.client.update_item,
-                TableName=self.table_name,
-                Key=self._key(job_id),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=to_item({**values, ":now": now, ":nowSeconds": now // 1000, ":token": token}),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
+            item = self._update(job_id, expression)
         except _ConditionFailed as failed:
             if failed.old is not None and _written_by(failed.old, token):
                 return self._decode_and_remember(job_id, failed.old)
             stored = self.codec.decode_job(failed.old) if failed.old is not None else None
-            return outcome(stored)  # the pure rule says why: not found, already so, or not allowed
-        return self._decode_and_remember(job_id, response["Attributes"])
+            return outcome(stored, token).returned()  # the pure rule says why: not found, already so, or refused
+        return self._decode_and_remember(job_id, item)
 
     # -- low level ---------------------------------------------------------------------------
 
     def _key(self, job_id: str) -> Item:
         return to_item({"pk": self.codec.pk(job_id), "sk": schema.JOB_SK})
+
+    def _update(self, job_id: str, expression: Expression) -> Item:
+        """One conditional ``UpdateItem`` of the job item; the new item, or _ConditionFailed with the old."""
+        response = self._call(
+            self.client.update_item,
+            TableName=self.table_name,
+            Key=self._key(job_id),
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **expression.update_kwargs(),
+        )
+        return dict(response["Attributes"])
 
     def _expired(self, item: Item, now_ms: int) -> bool:
         expires = item.get(schema.TTL_ATTRIBUTE)
@@ -456,43 +561,22 @@ class DynamoDBStorage(Storage):
     def _remember(self, job_id: str, item: Item) -> None:
         self._s3_keys[job_id] = ItemCodec.s3_keys_of(item)
 
-    def _put_job(self, job: Job, *, token: str, condition: str, values: dict[str, Any], extra: list[Item]) -> None:
-        """One conditional write of the job item, with ``extra`` items in the same transaction."""
-        encoded = self.codec.encode_job(job, token=token)
-        put: PutTypeDef = {
-            "TableName": self.table_name,
-            "Item": encoded.item,
-            "ConditionExpression": condition,
-            "ExpressionAttributeValues": to_item(values),
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        if "#status" in condition:
-            put["ExpressionAttributeNames"] = {"#status": "status"}
-        try:
-            if not extra:
-                self._call(self.client.put_item, **put)
-            else:
-                included = extra[: TRANSACTION_LIMIT - 1]
-                actions: list[TransactWriteItemTypeDef] = [{"Put": put}]
-                actions += [{"Put": {"TableName": self.table_name, "Item": item}} for item in included]
-                self._call(self.client.transact_write_items, TransactItems=actions, ClientRequestToken=token)
-                self._batch_put(extra[TRANSACTION_LIMIT - 1 :])
-        except _ConditionFailed:
-            self._forget_new_objects(job.job_id, encoded.s3_keys)
-            raise
-        self._release_old_objects(job.job_id, encoded.s3_keys)
-
-    def _batch_put(self, items: list[Item]) -> None:
-        """Log entries beyond one transaction's size (best effort; they are not part of the commit)."""
-        for start in range(0, len(items), BATCH_LIMIT):
+    def _put_items(self, items: list[Item]) -> None:
+        """Plain (unconditional, idempotent) writes of items beside a job: one request where there is one item."""
+        if len(items) == 1:
+            self._call(self.client.put_item, TableName=self.table_name, Item=items[0])
+            return
+        for start in range(0, len(items), BATCH_WRITE_LIMIT):
             requests: dict[str, Any] = {
-                self.table_name: [{"PutRequest": {"Item": item}} for item in items[start : start + BATCH_LIMIT]]
+                self.table_name: [{"PutRequest": {"Item": item}} for item in items[start : start + BATCH_WRITE_LIMIT]]
             }
-            for _ in range(_WRITE_ATTEMPTS):
+            for _ in range(_BATCH_ATTEMPTS):
                 response = self._call(self.client.batch_write_item, RequestItems=requests)
-                requests = dict(response.get("UnprocessedItems", {}))
+                requests = dict(response.get("UnprocessedItems") or {})
                 if not requests:
                     break
+            if requests:
+                raise StorageError("DynamoDB left part of a write unprocessed; try again", retryable=True)
 
     def _release_old_objects(self, job_id: str, current: set[str]) -> None:
         for key in self._s3_keys.get(job_id, set()) - current:
@@ -504,7 +588,11 @@ class DynamoDBStorage(Storage):
             self.payloads.delete(key)
 
     def _call(self, operation: Callable[..., Any], **kwargs: Any) -> Any:
-        """Make one AWS call; translate its errors (after botocore's own retries) into cairn's."""
+        """Make one AWS call; translate its errors (after botocore's own retries) into cairn's.
+
+        A timeout or a reset connection leaves a write's outcome unknown: it is
+        a retryable StorageError, and the engine sends the same request again.
+        """
         try:
             return operation(**kwargs)
         except ClientError as exc:
@@ -512,11 +600,6 @@ class DynamoDBStorage(Storage):
             code = error.get("Code", "")
             if code == "ConditionalCheckFailedException":
                 raise _ConditionFailed(exc.response.get("Item")) from exc
-            if code == "TransactionCanceledException":
-                reasons = exc.response.get("CancellationReasons", [])
-                if reasons and reasons[0].get("Code") == "ConditionalCheckFailed":
-                    raise _ConditionFailed(reasons[0].get("Item")) from exc
-                raise StorageError(f"DynamoDB transaction was cancelled: {reasons}", retryable=True) from exc
             retryable = code in _RETRYABLE or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500
             raise StorageError(f"DynamoDB {code}: {error.get('Message', exc)}", retryable=retryable) from exc
         except BotoCoreError as exc:
@@ -533,18 +616,6 @@ _RETRYABLE = {
 }
 
 
-def _token() -> str:
-    return uuid.uuid4().hex
-
-
 def _written_by(item: Item | None, token: str) -> bool:
-    """Whether the stored item is the one written with ``token`` (a retried write that had landed)."""
+    """Whether the stored item is the one written with ``token`` (a repeated write that had landed)."""
     return item is not None and item.get("writeToken", {}).get("S") == token
-
-
-def _run_of(item: Item) -> int:
-    sk = str(item["sk"].get("S", ""))
-    try:
-        return int(sk.split("#", 2)[1])
-    except (IndexError, ValueError):
-        return -1

@@ -1,15 +1,16 @@
-"""Jobs, log entries and phase records as DynamoDB items, and back.
+"""Jobs, history and inputs as DynamoDB items, and back.
 
 Indexable and conditional fields are plain attributes; the checkpoint keeps
 the seed's shape ``{nextPhase, state, createdAt}`` with the state encoded by
 :class:`PayloadCodec`; usage is JSON text, so numbers never become Decimals.
+The job item stays small: the input lives in an item of its own, written once,
+and history items (log entries, phase records) sit beside it.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -18,16 +19,16 @@ from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from pydantic import ValidationError
 
 from ..errors import CorruptJobError
-from ..models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord
+from ..models import Checkpoint, HistoryItem, Job, JobStatus
+from ..transitions import linked_history
 from . import dynamodb_schema as schema
-from .payloads import PayloadCodec
+from .payloads import EncodedPayload, PayloadCodec
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 Item = dict[str, "AttributeValueTypeDef"]
 
-_write_sequence = itertools.count(int(time.time() * 1000))
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -62,6 +63,10 @@ class EncodedJob:
     s3_keys: set[str] = field(default_factory=set)
 
 
+def _key_of(encoded: EncodedPayload) -> set[str]:
+    return {encoded.s3_key} if encoded.s3_key else set()
+
+
 class ItemCodec:
     """Converts between jobs and the items of one owner."""
 
@@ -73,31 +78,28 @@ class ItemCodec:
         """The partition key of ``job_id`` for this owner."""
         return schema.job_pk(self.owner, job_id)
 
+    def encode_checkpoint(self, job_id: str, checkpoint: Checkpoint, *, token: str) -> tuple[dict[str, Any], set[str]]:
+        """The checkpoint map ``{nextPhase, createdAt, state}``; a large state goes to S3 under the write's token."""
+        state = self.payloads.encode(checkpoint.state, key=f"states/{self.owner}/{job_id}/{token}.json")
+        value = {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "state": state.attribute}
+        return value, _key_of(state)
+
+    def encode_result(self, job_id: str, result: Any, *, token: str) -> EncodedPayload:
+        """The attribute map of a job's result."""
+        return self.payloads.encode(result, key=f"results/{self.owner}/{job_id}/{token}.json")
+
     def encode_job(self, job: Job, *, token: str) -> EncodedJob:
-        """The job item for ``job``, written by the write ``token``; large values may go to S3."""
+        """The whole job item for ``job`` (a start), written by the write ``token``; large values may go to S3."""
         s3_keys: set[str] = set()
         checkpoint = None
         if job.checkpoint is not None:
-            key = f"states/{self.owner}/{job.job_id}/{job.version}/{job.checkpoint.created_at}-{token}.json"
-            state = self.payloads.encode(job.checkpoint.state, key=key)
-            s3_keys.update([state.s3_key] if state.s3_key else [])
-            checkpoint = {
-                "nextPhase": job.checkpoint.next_phase,
-                "createdAt": job.checkpoint.created_at,
-                "state": state.attribute,
-            }
+            checkpoint, keys = self.encode_checkpoint(job.job_id, job.checkpoint, token=token)
+            s3_keys |= keys
         result = None
         if job.result is not None:
-            encoded = self.payloads.encode(job.result, key=f"results/{self.owner}/{job.job_id}/{job.run}-{token}.json")
-            s3_keys.update([encoded.s3_key] if encoded.s3_key else [])
+            encoded = self.encode_result(job.job_id, job.result, token=token)
+            s3_keys |= _key_of(encoded)
             result = encoded.attribute
-        job_input = None
-        if job.input is not None:
-            encoded_input = self.payloads.encode(
-                job.input, key=f"inputs/{self.owner}/{job.job_id}/{job.run}-{token}.json"
-            )
-            s3_keys.update([encoded_input.s3_key] if encoded_input.s3_key else [])
-            job_input = encoded_input.attribute
         values: dict[str, Any] = {
             "pk": self.pk(job.job_id),
             "sk": schema.JOB_SK,
@@ -106,8 +108,8 @@ class ItemCodec:
             "pipeline": job.pipeline,
             "status": job.status.value,
             "statusKey": schema.status_key(self.owner, job.status.value),
-            "sweepKey": schema.SWEEP_KEY_RUNNING if job.status == JobStatus.RUNNING else None,
-            "version": job.version,
+            "sweepKey": schema.sweep_key(self.owner, job.job_id) if job.status == JobStatus.RUNNING else None,
+            "sequence": job.sequence,
             "run": job.run,
             "attempt": job.attempt,
             "createdAt": job.created_at,
@@ -116,70 +118,56 @@ class ItemCodec:
             "ttlSeconds": job.ttl_seconds,
             "leaseOwner": job.lease_owner,
             "leaseExpiresAt": job.lease_expires_at,
+            "claimSequence": job.claim_sequence,
             "error": job.error,
             "checkpoint": checkpoint,
             "nextPhase": job.checkpoint.next_phase if job.checkpoint else None,
             "result": result,
-            "input": job_input,
-            "usage": json.dumps(job.usage),
+            "inputToken": job.input_token,
+            "usage": json.dumps(job.usage) if job.usage else None,
             "writeToken": token,
+            "historyHead": job.history_head,
         }
         return EncodedJob(to_item(values), s3_keys)
 
-    def entry_items(self, job: Job, entries: tuple[LogEntry, ...]) -> list[Item]:
-        """One item per log entry, sorted after everything written before.
+    def input_item(self, job: Job) -> tuple[Item, set[str]] | None:
+        """The item holding the job's input, when the job's last write set it (None: nothing to write)."""
+        if job.input_token is None or job.input_token != job.write_token:
+            return None
+        encoded = self.payloads.encode(job.input, key=f"inputs/{self.owner}/{job.job_id}/{job.input_token}.json")
+        values = {
+            "pk": self.pk(job.job_id),
+            "sk": schema.input_sk(job.input_token),
+            "input": encoded.attribute,
+            "expiresAt": job.expires_at,
+        }
+        return to_item(values), _key_of(encoded)
 
-        Within one fencing version a single process writes, so a process-wide
-        counter orders its writes.
-        """
-        sequence = next(_write_sequence)
-        return [
-            to_item(
-                {
-                    "pk": self.pk(job.job_id),
-                    "sk": schema.log_sk(job.run, job.version, sequence, index),
-                    "entry": json.dumps(entry.to_wire()),
-                    "expiresAt": job.expires_at,
-                }
-            )
-            for index, entry in enumerate(entries)
-        ]
-
-    def phase_item(self, job: Job, record: PhaseRecord) -> Item:
-        """The item of one finished phase run."""
+    def history_item(self, job_id: str, history: HistoryItem, *, expires_at: int) -> Item:
+        """The item of what one write added to the job's history."""
         return to_item(
             {
-                "pk": self.pk(job.job_id),
-                "sk": schema.phase_sk(job.run, job.version),
-                "record": json.dumps(record.to_wire()),
-                "expiresAt": job.expires_at,
+                "pk": self.pk(job_id),
+                "sk": schema.history_sk(history.token),
+                "history": history.model_dump_json(by_alias=True),
+                "expiresAt": expires_at,
             }
         )
 
-    def decode_job(
-        self,
-        item: Item,
-        *,
-        entries: list[Item] | None = None,
-        records: list[Item] | None = None,
-        with_payloads: bool = True,
-    ) -> Job:
-        """The job an item holds; unreadable items are reported with their key."""
+    def decode_job(self, item: Item, *, with_payloads: bool = True, partition: Iterable[Item] = ()) -> Job:
+        """The job an item holds (with its input and history from ``partition``); unreadable items are named."""
         values = from_item(item)
         where = f"{values.get('pk')}/{values.get('sk')}"
         try:
             checkpoint = None
             if "checkpoint" in values:
                 raw = values["checkpoint"]
-                state = self.payloads.decode(raw["state"], where=where) if with_payloads else None
+                state = self.payloads.decode(raw["state"], where=where, fetch=with_payloads)
                 checkpoint = Checkpoint(next_phase=raw["nextPhase"], state=state, created_at=raw["createdAt"])
             result = None
-            if "result" in values and with_payloads:
-                result = self.payloads.decode(values["result"], where=where)
-            job_input = None
-            if "input" in values and with_payloads:
-                job_input = self.payloads.decode(values["input"], where=where)
-            return Job(
+            if "result" in values:
+                result = self.payloads.decode(values["result"], where=where, fetch=with_payloads)
+            job = Job(
                 job_id=values["jobId"],
                 pipeline=values["pipeline"],
                 status=JobStatus(values["status"]),
@@ -187,27 +175,45 @@ class ItemCodec:
                 error=values.get("error"),
                 attempt=values["attempt"],
                 result=result,
-                input=job_input,
                 usage=json.loads(values.get("usage", "{}")),
-                phases=[PhaseRecord.model_validate_json(from_item(record)["record"]) for record in records or []],
-                log=[LogEntry.model_validate_json(from_item(entry)["entry"]) for entry in entries or []],
                 created_at=values["createdAt"],
                 updated_at=values["updatedAt"],
                 expires_at=values["expiresAt"],
                 ttl_seconds=values["ttlSeconds"],
-                version=values["version"],
+                sequence=values["sequence"],
                 run=values["run"],
                 lease_owner=values.get("leaseOwner"),
                 lease_expires_at=values.get("leaseExpiresAt"),
+                claim_sequence=values.get("claimSequence"),
+                write_token=values.get("writeToken"),
+                history_head=values.get("historyHead"),
+                input_token=values.get("inputToken"),
             )
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
             raise CorruptJobError(where, f"{type(exc).__name__}: {exc}") from exc
+        return self._with_partition(job, list(partition), where) if partition else job
+
+    def _with_partition(self, job: Job, items: list[Item], where: str) -> Job:
+        history: dict[str, HistoryItem] = {}
+        job_input = None
+        for item in items:
+            sk = str(item["sk"].get("S", ""))
+            try:
+                if sk.startswith(schema.HISTORY_PREFIX):
+                    entry = HistoryItem.model_validate_json(from_item(item)["history"])
+                    history[entry.token] = entry
+                elif job.input_token is not None and sk == schema.input_sk(job.input_token):
+                    job_input = self.payloads.decode(from_item(item)["input"], where=f"{where}/{sk}")
+            except (KeyError, TypeError, ValueError, ValidationError) as exc:
+                raise CorruptJobError(f"{where}/{sk}", f"{type(exc).__name__}: {exc}") from exc
+        log, phases = linked_history(history, job.history_head)
+        return job.model_copy(update={"input": job_input, "log": log, "phases": phases})
 
     @staticmethod
     def s3_keys_of(item: Item) -> set[str]:
-        """The S3 objects a stored job item refers to."""
+        """The S3 objects a stored job item refers to (its checkpoint state and result)."""
         values = from_item(item)
-        keys = {PayloadCodec.s3_key_of(values.get("result")), PayloadCodec.s3_key_of(values.get("input"))}
-        if "checkpoint" in values:
+        keys = {PayloadCodec.s3_key_of(values.get("result"))}
+        if isinstance(values.get("checkpoint"), dict):
             keys.add(PayloadCodec.s3_key_of(values["checkpoint"].get("state")))
         return {key for key in keys if key}

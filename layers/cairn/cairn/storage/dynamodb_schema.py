@@ -1,16 +1,23 @@
 """The checkpoint table's layout: keys, attribute names, indexes. One table holds everything.
 
 - Job item: ``pk = JOB#<owner>#<jobId>``, ``sk = JOB``.
-- Log entries and phase records under the same ``pk``: ``sk = LOG#<run>#...`` and ``PHASE#<run>#...``.
+- Under the same ``pk``: history items ``sk = HIST#<write token>`` (what one write added to the log
+  and phase records, linked from the job's ``historyHead``) and the input ``sk = INPUT#<write token>``.
 - ``expiresAt`` (epoch seconds) is the TTL attribute on every item.
 - Index ``ByStatus`` (``statusKey = <owner>#<status>``, ``createdAt``): one owner's jobs by status.
 - Index ``ByOwner`` (``owner``, ``createdAt``): one owner's jobs, any status.
-- Index ``Stalled`` (``sweepKey``, ``updatedAt``): sparse, only running jobs; for the sweep.
+- Index ``Stalled`` (``sweepKey = running#<shard>``, ``createdAt``): sparse, only running jobs, spread
+  over ``SWEEP_SHARDS`` partitions; for the sweep.
+
+Every index key changes only when the status does and the indexes project keys only, so a phase
+transition writes no index at all; listings and the sweep read the few fields they show from the
+job items.
 """
 
 from __future__ import annotations
 
 import re
+import zlib
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidInputError
@@ -20,25 +27,30 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import GlobalSecondaryIndexTypeDef
 
 JOB_SK = "JOB"
-LOG_PREFIX = "LOG#"
-PHASE_PREFIX = "PHASE#"
+HISTORY_PREFIX = "HIST#"
+INPUT_PREFIX = "INPUT#"
 TTL_ATTRIBUTE = "expiresAt"
 BY_STATUS_INDEX = "ByStatus"
 BY_OWNER_INDEX = "ByOwner"
 STALLED_INDEX = "Stalled"
 SWEEP_KEY_RUNNING = "running"
+SWEEP_SHARDS = 8
 
-#: Small attributes copied into the listing indexes (no state, no result).
+#: The small attributes listings and the sweep read from job items (no state, no result).
 SUMMARY_ATTRIBUTES = [
+    "pk",
     "jobId",
     "pipeline",
     "status",
     "attempt",
     "error",
+    "createdAt",
     "updatedAt",
     "expiresAt",
     "nextPhase",
+    "leaseOwner",
     "leaseExpiresAt",
+    "sequence",
 ]
 
 _OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@|/+=-]{0,127}$")
@@ -61,14 +73,24 @@ def status_key(owner: str, status: str) -> str:
     return f"{owner}#{status}"
 
 
-def log_sk(run: int, version: int, sequence: int, index: int) -> str:
-    """Sort key of one log entry: by run, then fencing version, then write order within the claim."""
-    return f"{LOG_PREFIX}{run:06d}#{version:09d}#{sequence:012d}#{index:04d}"
+def history_sk(token: str) -> str:
+    """Sort key of the history item written by the write ``token``."""
+    return f"{HISTORY_PREFIX}{token}"
 
 
-def phase_sk(run: int, version: int) -> str:
-    """Sort key of one phase record: one per claim, so the fencing version orders them."""
-    return f"{PHASE_PREFIX}{run:06d}#{version:09d}"
+def input_sk(token: str) -> str:
+    """Sort key of the input set by the write ``token``."""
+    return f"{INPUT_PREFIX}{token}"
+
+
+def sweep_key(owner: str, job_id: str) -> str:
+    """The ``Stalled`` partition of a running job: one of ``SWEEP_SHARDS``, fixed per job."""
+    return f"{SWEEP_KEY_RUNNING}#{zlib.crc32(job_pk(owner, job_id).encode()) % SWEEP_SHARDS}"
+
+
+def sweep_keys() -> list[str]:
+    """Every ``Stalled`` partition."""
+    return [f"{SWEEP_KEY_RUNNING}#{shard}" for shard in range(SWEEP_SHARDS)]
 
 
 def create_table(client: DynamoDBClient, table_name: str) -> None:
@@ -78,7 +100,7 @@ def create_table(client: DynamoDBClient, table_name: str) -> None:
         return {
             "IndexName": name,
             "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": SUMMARY_ATTRIBUTES},
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
         }
 
     client.create_table(
@@ -91,13 +113,12 @@ def create_table(client: DynamoDBClient, table_name: str) -> None:
             {"AttributeName": "owner", "AttributeType": "S"},
             {"AttributeName": "createdAt", "AttributeType": "N"},
             {"AttributeName": "sweepKey", "AttributeType": "S"},
-            {"AttributeName": "updatedAt", "AttributeType": "N"},
         ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         GlobalSecondaryIndexes=[
             index(BY_STATUS_INDEX, "statusKey", "createdAt"),
             index(BY_OWNER_INDEX, "owner", "createdAt"),
-            index(STALLED_INDEX, "sweepKey", "updatedAt"),
+            index(STALLED_INDEX, "sweepKey", "createdAt"),
         ],
     )
     client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})

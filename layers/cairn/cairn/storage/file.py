@@ -1,4 +1,9 @@
-"""Local JSON checkpoints: one file per job, atomic writes, a lock per job, retention and health."""
+"""Local JSON checkpoints: one file per job, atomic writes, a lock per job, retention and health.
+
+A job's history (log entries and phase records) is appended to a file of its
+own, ``<job>.history.jsonl``, so a transition rewrites only the small job file
+and its cost does not grow with the job's past.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
@@ -17,10 +22,11 @@ from pydantic import BaseModel, ValidationError
 
 from ..clock import Clock
 from ..errors import CorruptJobError, InvalidInputError, StorageError
-from ..models import Job, JobStatus
+from ..models import HistoryItem, Job, JobStatus
 from .document import DocumentStorage
 
 _SUFFIX = ".json"
+_HISTORY_SUFFIX = ".history.jsonl"
 _TEMP_PREFIX = ".tmp-"
 _RECOVERABLE = {JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.ERROR, JobStatus.CANCELLED}
 
@@ -114,6 +120,38 @@ class FileStorage(DocumentStorage):
             raise
         _fsync_directory(self.directory)
 
+    def history_path_for(self, job_id: str) -> Path:
+        """The file that holds ``job_id``'s history, one JSON item per line."""
+        return self.path_for(job_id).with_name(f"{job_id}{_HISTORY_SUFFIX}")
+
+    def _history(self, job_id: str) -> Mapping[str, HistoryItem]:
+        path = self.history_path_for(job_id)
+        try:
+            lines = path.read_bytes().splitlines()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
+        items: dict[str, HistoryItem] = {}
+        for line in lines:
+            try:
+                item = HistoryItem.model_validate_json(line)
+            except (ValueError, ValidationError):
+                continue  # a line torn by a crash mid-append: never linked from the job
+            items[item.token] = item
+        return items
+
+    def _append_history(self, job_id: str, item: HistoryItem) -> None:
+        path = self.history_path_for(job_id)
+        line = item.model_dump_json(by_alias=True).encode() + b"\n"
+        try:
+            with open(path, "ab") as history:
+                history.write(line)
+                history.flush()
+                os.fsync(history.fileno())
+        except OSError as exc:
+            raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
+
     def _job_ids(self) -> Iterator[str]:
         for path in sorted(self.directory.glob(f"*{_SUFFIX}")):
             if not path.name.startswith("."):
@@ -139,6 +177,7 @@ class FileStorage(DocumentStorage):
     def delete(self, job_id: str) -> bool:
         """Remove a job's file; True when there was one."""
         with self._held(job_id):
+            self.history_path_for(job_id).unlink(missing_ok=True)
             try:
                 self.path_for(job_id).unlink()
             except FileNotFoundError:

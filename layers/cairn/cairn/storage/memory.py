@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 
 from ..clock import Clock
-from ..models import Job
+from ..models import HistoryItem, Job
 from .document import DocumentStorage
 
 
@@ -17,6 +17,7 @@ class MemoryStorage(DocumentStorage):
     def __init__(self, *, clock: Clock | None = None) -> None:
         super().__init__(clock=clock)
         self._jobs: dict[str, Job] = {}
+        self._histories: dict[str, dict[str, HistoryItem]] = {}
         self._lock = threading.RLock()
 
     def _locked(self, job_id: str) -> AbstractContextManager[object]:
@@ -30,11 +31,19 @@ class MemoryStorage(DocumentStorage):
         with self._lock:
             self._jobs[job.job_id] = job
 
+    def _history(self, job_id: str) -> Mapping[str, HistoryItem]:
+        with self._lock:
+            return dict(self._histories.get(job_id, {}))
+
+    def _append_history(self, job_id: str, item: HistoryItem) -> None:
+        with self._lock:
+            self._histories.setdefault(job_id, {})[item.token] = item
+
     def _job_ids(self) -> Iterator[str]:
         with self._lock:
             return iter(list(self._jobs))
 
     def inspect(self) -> dict[str, Job]:
-        """Every stored job, expired or not, keyed by id. For tests only."""
+        """Every stored job document (without history), expired or not, keyed by id. For tests only."""
         with self._lock:
             return dict(self._jobs)

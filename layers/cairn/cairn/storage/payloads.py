@@ -1,9 +1,12 @@
-"""Large values (checkpoint state, results) for item stores: JSON inline, gzipped, or in S3.
+"""Large values (checkpoint state, results, inputs) for item stores: JSON inline, gzipped, or in S3.
 
-A value is serialized once. It stays inline as JSON text while small; gzip is
-used only where it makes the value smaller; above the inline limit it goes to
-S3 under a key derived from the job and its write, with a SHA-256 checked on
-read. Without a bucket an oversize value is refused before anything is written.
+A value is serialized once and compressed once, at a fast level, when that
+makes it smaller. With a bucket, a value above the break-even size
+(``offload_from``: where one S3 PUT and GET cost less than the write units the
+value adds to every write of the item) goes to S3 under a key derived from the
+job and its write, with a SHA-256 checked on read. Without a bucket a value
+stays inline up to ``inline_limit`` and a larger one is refused before anything
+is written.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import CorruptJobError, StateTooLargeError, StorageError
+from ..settings import DEFAULT_OFFLOAD_STATE_FROM
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-GZIP_FROM_BYTES = 1024
+GZIP_FROM_BYTES = 256
+GZIP_LEVEL = 1
 
 
 @dataclass(frozen=True)
@@ -41,8 +46,10 @@ class PayloadCodec:
         inline_limit: int,
         bucket: str | None = None,
         s3_client: S3Client | None = None,
+        offload_from: int = DEFAULT_OFFLOAD_STATE_FROM,
     ) -> None:
         self.inline_limit = inline_limit
+        self.offload_from = min(offload_from, inline_limit)
         self.bucket = bucket
         self._s3 = s3_client
 
@@ -56,11 +63,12 @@ class PayloadCodec:
     def encode(self, value: Any, *, key: str) -> EncodedPayload:
         """The attribute map for ``value``; ``key`` is the S3 key used if it must go to S3."""
         raw = json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
-        if len(raw) <= self.inline_limit and len(raw) < GZIP_FROM_BYTES:
+        if len(raw) <= self.offload_from and len(raw) < GZIP_FROM_BYTES:
             return EncodedPayload({"json": raw.decode()})
-        packed = gzip.compress(raw, mtime=0)
+        packed = gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0)
         body, encoding = (packed, "gzip") if len(packed) < len(raw) else (raw, "json")
-        if len(body) <= self.inline_limit:
+        limit = self.offload_from if self.bucket is not None else self.inline_limit
+        if len(body) <= limit:
             return EncodedPayload({"gzip": body} if encoding == "gzip" else {"json": raw.decode()})
         if self.bucket is None:
             raise StateTooLargeError(len(body), self.inline_limit)
@@ -73,14 +81,17 @@ class PayloadCodec:
         reference = {"bucket": self.bucket, "key": key, "sha256": digest, "size": len(body), "encoding": encoding}
         return EncodedPayload({"s3": reference}, s3_key=key)
 
-    def decode(self, attribute: dict[str, Any], *, where: str) -> Any:
-        """The value stored in ``attribute``; a missing object or a hash mismatch is a clear error."""
+    def decode(self, attribute: dict[str, Any], *, where: str, fetch: bool = True) -> Any:
+        """The value stored in ``attribute``; a missing object or a hash mismatch is a clear error.
+
+        With ``fetch`` False a value kept in S3 is not read (None is returned).
+        """
         if "json" in attribute:
             return json.loads(attribute["json"])
         if "gzip" in attribute:
             return json.loads(gzip.decompress(bytes(attribute["gzip"])))
         if "s3" in attribute:
-            return self._fetch(attribute["s3"], where=where)
+            return self._fetch(attribute["s3"], where=where) if fetch else None
         raise CorruptJobError(where, f"unknown payload encoding {sorted(attribute)}")
 
     def _fetch(self, reference: dict[str, Any], *, where: str) -> Any:

@@ -1,0 +1,86 @@
+"""A small builder for DynamoDB update and condition expressions with every attribute name aliased."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .dynamodb_items import to_item
+
+
+class Expression:
+    """The parts of one ``UpdateItem``/``PutItem``: SET and REMOVE clauses, conditions, names and values."""
+
+    def __init__(self) -> None:
+        self._sets: list[str] = []
+        self._removes: list[str] = []
+        self._conditions: list[str] = []
+        self._names: dict[str, str] = {}
+        self._values: dict[str, Any] = {}
+
+    def name(self, path: str) -> str:
+        """The aliased form of an attribute path (``a.b`` aliases each part)."""
+        aliased = []
+        for part in path.split("."):
+            self._names[f"#{part}"] = part
+            aliased.append(f"#{part}")
+        return ".".join(aliased)
+
+    def value(self, key: str, value: Any) -> str:
+        """A placeholder for ``value`` (one per ``key``)."""
+        placeholder = f":{key}"
+        self._values[placeholder] = value
+        return placeholder
+
+    def set(self, attribute: str, value: Any) -> Expression:
+        """``SET attribute = value`` (a None value removes the attribute instead)."""
+        if value is None:
+            return self.remove(attribute)
+        self._sets.append(f"{self.name(attribute)} = {self.value(attribute, value)}")
+        return self
+
+    def set_to(self, attribute: str, expression: str) -> Expression:
+        """``SET attribute = <expression>`` (the expression uses ``name``/``value`` placeholders)."""
+        self._sets.append(f"{self.name(attribute)} = {expression}")
+        return self
+
+    def remove(self, *attributes: str) -> Expression:
+        """``REMOVE attribute, ...``."""
+        self._removes.extend(self.name(attribute) for attribute in attributes)
+        return self
+
+    def require(self, condition: str) -> Expression:
+        """Add a condition (all conditions must hold)."""
+        self._conditions.append(f"({condition})")
+        return self
+
+    def update_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``update_item``."""
+        clauses = []
+        if self._sets:
+            clauses.append("SET " + ", ".join(self._sets))
+        if self._removes:
+            clauses.append("REMOVE " + ", ".join(self._removes))
+        return self._with_placeholders({"UpdateExpression": " ".join(clauses)})
+
+    def condition_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for a conditional ``put_item``."""
+        return self._with_placeholders({})
+
+    def projection_kwargs(self, *attributes: str) -> dict[str, Any]:
+        """Keyword arguments that read only ``attributes`` (``get_item``, ``batch_get_item``)."""
+        projection = ", ".join(self.name(attribute) for attribute in attributes)
+        return self._with_placeholders({"ProjectionExpression": projection}, conditions=False)
+
+    def _with_placeholders(self, kwargs: dict[str, Any], *, conditions: bool = True) -> dict[str, Any]:
+        """``kwargs`` with the condition and the names and values they use (DynamoDB refuses unused ones)."""
+        if conditions and self._conditions:
+            kwargs["ConditionExpression"] = " AND ".join(self._conditions)
+        used = set(re.findall(r"[#:][A-Za-z0-9_]+", " ".join(str(text) for text in kwargs.values())))
+        names = {alias: name for alias, name in self._names.items() if alias in used}
+        values = {placeholder: value for placeholder, value in self._values.items() if placeholder in used}
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        if values:
+            kwargs["ExpressionAttributeValues"] = to_item(values)
+        return kwargs
