@@ -469,3 +469,28 @@ def test_two_processes_sharing_a_directory_neither_corrupt_files_nor_double_comm
     assert shared.status == JobStatus.COMPLETE
     assert [record.phase for record in shared.phases] == ["a", "b", "c"]
     assert shared.result == ["a", "b", "b_half"]
+
+
+def test_a_transition_rewrites_only_the_small_job_file_whatever_the_history(
+    files: FileStorage, directory: Path, clock: FakeClock
+) -> None:
+    pipeline: Pipeline[Any] = Pipeline("long")
+    sizes: dict[int, int] = {}
+
+    @pipeline.phase
+    def loop(ctx: PhaseContext[Any]) -> Next | Done:
+        count = ctx.state["count"] + 1
+        sizes[count] = (directory / "long-1.json").stat().st_size
+        ctx.log(f"loop {count}")
+        return Next("loop", {"count": count}) if count < 300 else Done({"count": count})
+
+    scheduler = make_scheduler(pipeline, files, clock)
+    run_pipeline("long-1", pipeline, storage=files, scheduler=scheduler, initial_state={"count": 0})
+    scheduler.drain()
+
+    job = job_of(files, "long-1")
+    assert job.result == {"count": 300}
+    assert len(job.phases) == 300
+    assert [entry.message for entry in job.log if entry.message.startswith("loop")][-1] == "loop 300"
+    assert sizes[300] <= sizes[10] + 16, "the job file grows with the job's history"
+    assert (directory / "long-1.history.jsonl").stat().st_size > 300 * sizes[10] // 10

@@ -238,6 +238,7 @@ class _PhaseRun:
         checkpoint: Checkpoint | None = None,
         result: Any = None,
         error: str | None = None,
+        delay: float = 0.0,
     ) -> Job:
         now = self.storage.clock()
         error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
@@ -260,6 +261,7 @@ class _PhaseRun:
             checkpoint=checkpoint,
             result=result,
             error=error,
+            not_before=now + int(delay * 1000) if kind == "retry" else None,
         )
         self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
         self.journal.clear()
@@ -426,7 +428,7 @@ def _handle_exception(
             f'Retrying phase "{phase.name}" (attempt {attempt + 1} of {phase.retry.max_attempts}) in {delay:.1f}s',
             level="warning",
         )
-        job = run.commit("retry", "retry", error=message)
+        job = run.commit("retry", "retry", error=message, delay=delay)
         if job.status == JobStatus.RUNNING:
             scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)
         return job

@@ -119,6 +119,7 @@ class Job(WireModel):
     lease_owner: str | None = Field(default=None, description="The worker holding the claim (a request id)")
     lease_expires_at: int | None = Field(default=None, description="Unix time in milliseconds")
     claim_sequence: int | None = Field(default=None, description="The sequence the current claim was made at")
+    not_before: int | None = Field(default=None, description="Unix ms: a retry waits out its backoff until then")
     write_token: str | None = Field(default=None, description="The token of the last write, to recognise a retry")
     history_head: str | None = Field(default=None, description="The token of the last write that added history")
     input_token: str | None = Field(default=None, description="The token of the write that set the input")

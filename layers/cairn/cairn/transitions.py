@@ -175,8 +175,10 @@ class Commit:
     """The end of a phase run by the claim holder; releases the claim.
 
     ``next`` writes ``checkpoint``; ``done`` clears it and keeps ``result``;
-    ``retry`` bumps the attempt; ``error`` records ``error``. A retry or an
-    error never writes the checkpoint: the stored one stays as it is.
+    ``retry`` bumps the attempt and records when its backoff ends
+    (``not_before``: the sweep leaves the job alone until then); ``error``
+    records ``error``. A retry or an error never writes the checkpoint: the
+    stored one stays as it is.
     """
 
     seen: Job
@@ -188,6 +190,7 @@ class Commit:
     checkpoint: Checkpoint | None = None
     result: Any = None
     error: str | None = None
+    not_before: int | None = None
     token: str = field(default_factory=new_token)
 
     @property
@@ -276,6 +279,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
             "lease_owner": None,
             "lease_expires_at": None,
             "claim_sequence": None,
+            "not_before": None,
             "usage": merge_usage(current.usage, request.journal.usage),
             "log": [],
             "phases": [],
@@ -347,7 +351,7 @@ def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
     if request.kind == "done":
         return {"checkpoint": None, "status": JobStatus.COMPLETE, "result": request.result, "attempt": 1}
     if request.kind == "retry":
-        return {"attempt": job.attempt + 1}
+        return {"attempt": job.attempt + 1, "not_before": request.not_before}
     return {"status": JobStatus.ERROR, "error": request.error}
 
 
@@ -360,6 +364,7 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
     history = history_item(request.token, job.history_head, request.journal, request.record)
     committed = job.model_copy(
         update={
+            "not_before": None,
             **commit_changes(job, request),
             "sequence": job.sequence + 1,
             "usage": merge_usage(job.usage, request.journal.usage),

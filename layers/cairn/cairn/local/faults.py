@@ -1,11 +1,14 @@
-"""Fault injection for tests and the demo: a storage wrapper that dies at a chosen operation."""
+"""Fault injection for tests and the demo: process deaths and lost responses at chosen operations."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
+from botocore.exceptions import ReadTimeoutError
+
+from ..errors import StorageError
 from ..storage.base import Storage
 from ..storage.delegating import DelegatingStorage
 
@@ -66,3 +69,77 @@ class CrashingStorage(DelegatingStorage):
         result = operation()
         self._step(name, "after")
         return result
+
+
+FaultKind = Literal["crash-before", "crash-after", "lost-response"]
+WRITES = frozenset({"start_job", "claim", "save", "commit", "pause", "cancel"})
+
+
+@dataclass(frozen=True)
+class Fault:
+    """At the storage call numbered ``operation`` (0-based, every call counted): die before or after it, or
+    let it land and lose its response (writes only: the caller sees a retryable StorageError)."""
+
+    operation: int
+    kind: FaultKind
+
+
+class FaultyStorage(DelegatingStorage):
+    """Wraps a storage and injects a schedule of faults: process deaths and lost responses.
+
+    A lost response runs the write for real, then raises what a read timeout
+    raises (a retryable :class:`cairn.errors.StorageError`): the write landed,
+    the caller cannot know it. ``operations`` lists the calls made so far.
+    """
+
+    def __init__(self, inner: Storage, faults: list[Fault] | tuple[Fault, ...] = ()) -> None:
+        super().__init__(inner)
+        self.faults = {fault.operation: fault.kind for fault in faults}
+        self.operations: list[str] = []
+        self.lost_responses = 0
+
+    def around(self, name: str, operation: Callable[[], _T]) -> _T:
+        index = len(self.operations)
+        kind = self.faults.get(index)
+        self.operations.append(name)
+        if kind == "crash-before":
+            raise SimulatedCrash(f"simulated crash before storage operation #{index} ({name})")
+        result = operation()
+        if kind == "crash-after":
+            raise SimulatedCrash(f"simulated crash after storage operation #{index} ({name})")
+        if kind == "lost-response" and name in WRITES:
+            self.lost_responses += 1
+            raise StorageError(f"simulated lost response of storage operation #{index} ({name})", retryable=True)
+        return result
+
+
+class LosingResponses:
+    """A boto3 client proxy that lets chosen calls reach the service, then loses their responses.
+
+    ``lose`` decides, per call (operation name, call number), whether the call
+    that just landed answers with a read timeout instead of its response: what
+    a dropped connection looks like to a caller whose botocore has no retries
+    left (``max_attempts=1``).
+    """
+
+    def __init__(self, client: Any, lose: Callable[[str, int], bool]) -> None:
+        self._client = client
+        self._lose = lose
+        self.calls = 0
+        self.lost: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._client, name)
+        if name.startswith("_") or not callable(attribute) or name in ("get_waiter", "get_paginator", "can_paginate"):
+            return attribute
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            number = self.calls
+            self.calls += 1
+            response = attribute(*args, **kwargs)
+            if self._lose(name, number):
+                self.lost.append(name)
+                raise ReadTimeoutError(endpoint_url=f"simulated://{name}")
+            return response
+
+        return call

@@ -285,6 +285,8 @@ class DynamoDBStorage(Storage):
                         continue
                     if values["updatedAt"] >= cutoff or values.get("leaseExpiresAt", 0) > now:
                         continue
+                    if values.get("notBefore", 0) > now:  # a retry still waiting out its backoff
+                        continue
                     _, owner, job_id = str(values["pk"]).split("#", 2)
                     found.append(
                         StalledJob(
@@ -411,6 +413,8 @@ class DynamoDBStorage(Storage):
         written = transitions.commit(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
         expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence")
+        if request.kind != "retry":
+            expression.remove("notBefore")
         keys: set[str] = set()
         if request.kind == "next":
             assert request.checkpoint is not None
@@ -420,6 +424,7 @@ class DynamoDBStorage(Storage):
             expression.set("attempt", 1)
         elif request.kind == "retry":
             expression.set_to("attempt", f"{expression.name('attempt')} + {expression.value('one', 1)}")
+            expression.set("notBefore", request.not_before)
         else:
             status = request.status
             assert status is not None

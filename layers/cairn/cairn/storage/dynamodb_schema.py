@@ -50,6 +50,7 @@ SUMMARY_ATTRIBUTES = [
     "nextPhase",
     "leaseOwner",
     "leaseExpiresAt",
+    "notBefore",
     "sequence",
 ]
 
