@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import boto3
 import pytest
@@ -92,7 +92,7 @@ def test_a_write_that_lands_but_loses_its_response_is_resolved_not_redone(
         return method == operation and seen[method] == nth + 1
 
     client = LosingResponses(no_retry_dynamodb, lose)
-    storage = DynamoDBStorage(table, client=client, clock=clock)
+    storage = DynamoDBStorage(table, client=cast(Any, client), clock=clock)
     effects: list[str] = []
     pipeline = paging_pipeline(effects)
     scheduler = make_scheduler(pipeline, storage, clock)
@@ -123,7 +123,7 @@ def test_an_error_commit_never_writes_back_the_checkpoint_the_worker_last_saw(
         return 3 <= saves["update"] <= 7  # the 2nd save lands; it and its 4 resends answer with a timeout
 
     client = LosingResponses(no_retry_dynamodb, lose)
-    storage = DynamoDBStorage(table, client=client, clock=clock)
+    storage = DynamoDBStorage(table, client=cast(Any, client), clock=clock)
     effects: list[str] = []
     pipeline = paging_pipeline(effects)
     scheduler = make_scheduler(pipeline, storage, clock)
