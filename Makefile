@@ -80,3 +80,4 @@ clean:
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/transition_cost.py
+	$(BIN)/python benchmarks/file_history.py

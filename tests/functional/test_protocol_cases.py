@@ -11,7 +11,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, cast
 
 import boto3
@@ -68,6 +69,31 @@ def no_retry_dynamodb() -> Iterator[Any]:
         yield client
 
 
+@dataclass
+class PagingRun:
+    """A paging job run to the end on DynamoDB whose client loses the responses ``lose`` picks."""
+
+    client: LosingResponses
+    storage: DynamoDBStorage
+    pipeline: Pipeline[Any]
+    effects: list[str]
+
+    @classmethod
+    def run(cls, dynamodb: Any, clock: FakeClock, lose: Callable[[str, int], bool]) -> PagingRun:
+        client = LosingResponses(dynamodb, lose)
+        storage = DynamoDBStorage(new_table(dynamodb), client=cast(Any, client), clock=clock)
+        effects: list[str] = []
+        run = cls(client, storage, paging_pipeline(effects), effects)
+        run.start(initial_state={"done": 0})
+        return run
+
+    def start(self, **options: Any) -> None:
+        """Start (or resume) the job and drain its advances."""
+        scheduler = make_scheduler(self.pipeline, self.storage, FakeClock())
+        run_pipeline("job-1", self.pipeline, storage=self.storage, scheduler=scheduler, **options)
+        scheduler.drain()
+
+
 @pytest.mark.parametrize(
     ("lost_call", "what"),
     [
@@ -80,7 +106,6 @@ def no_retry_dynamodb() -> Iterator[Any]:
 def test_a_write_that_lands_but_loses_its_response_is_resolved_not_redone(
     no_retry_dynamodb: Any, clock: FakeClock, lost_call: tuple[str, int], what: str
 ) -> None:
-    table = new_table(no_retry_dynamodb)
     operation, nth = lost_call
     seen: Counter[str] = Counter()
 
@@ -91,20 +116,13 @@ def test_a_write_that_lands_but_loses_its_response_is_resolved_not_redone(
         seen[method] += 1
         return method == operation and seen[method] == nth + 1
 
-    client = LosingResponses(no_retry_dynamodb, lose)
-    storage = DynamoDBStorage(table, client=cast(Any, client), clock=clock)
-    effects: list[str] = []
-    pipeline = paging_pipeline(effects)
-    scheduler = make_scheduler(pipeline, storage, clock)
+    run = PagingRun.run(no_retry_dynamodb, clock, lose)
 
-    run_pipeline("job-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"done": 0})
-    scheduler.drain()
-
-    assert client.lost == [operation.lower().replace("item", "_item")], f"no response of {what} was lost"
-    job = job_of(storage, "job-1")
+    assert run.client.lost == [operation.lower().replace("item", "_item")], f"no response of {what} was lost"
+    job = job_of(run.storage, "job-1")
     assert job.status == JobStatus.COMPLETE, job.error
     assert job.result == {"pages": 4}
-    assert effects == ["page 1", "page 2", "page 3", "page 4", "finish"], "checkpointed work was redone"
+    assert run.effects == ["page 1", "page 2", "page 3", "page 4", "finish"], "checkpointed work was redone"
     assert job.usage == {"pages": 4}
     assert [(record.phase, record.outcome) for record in job.phases] == [("pages", "next"), ("finish", "done")]
 
@@ -113,7 +131,6 @@ def test_an_error_commit_never_writes_back_the_checkpoint_the_worker_last_saw(
     no_retry_dynamodb: Any, clock: FakeClock
 ) -> None:
     """A save lands, its response is lost and DynamoDB stays unreachable: the phase fails, the save stays."""
-    table = new_table(no_retry_dynamodb)
     saves = Counter[str]()
 
     def lose(name: str, _: int) -> bool:
@@ -122,23 +139,16 @@ def test_an_error_commit_never_writes_back_the_checkpoint_the_worker_last_saw(
         saves["update"] += 1
         return 3 <= saves["update"] <= 7  # the 2nd save lands; it and its 4 resends answer with a timeout
 
-    client = LosingResponses(no_retry_dynamodb, lose)
-    storage = DynamoDBStorage(table, client=cast(Any, client), clock=clock)
-    effects: list[str] = []
-    pipeline = paging_pipeline(effects)
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline("job-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"done": 0})
-    scheduler.drain()
+    run = PagingRun.run(no_retry_dynamodb, clock, lose)
 
-    job = job_of(storage, "job-1")
+    job = job_of(run.storage, "job-1")
     assert job.status == JobStatus.ERROR
     assert job.checkpoint is not None
     assert job.checkpoint.state == {"done": 2}, "the landed save was erased by the error commit"
-    effects.clear()
-    run_pipeline("job-1", pipeline, storage=storage, scheduler=scheduler)
-    scheduler.drain()
-    assert effects == ["page 3", "page 4", "finish"]
-    assert job_of(storage, "job-1").usage == {"pages": 4}
+    run.effects.clear()
+    run.start()
+    assert run.effects == ["page 3", "page 4", "finish"]
+    assert job_of(run.storage, "job-1").usage == {"pages": 4}
 
 
 # --- 3 and 4: on the local stack ---------------------------------------------------------------
