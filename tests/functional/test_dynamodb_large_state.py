@@ -147,3 +147,45 @@ def test_without_a_bucket_an_oversize_save_state_fails_the_phase(moto: Moto, clo
         TableName=moto.table, Key={"pk": {"S": job_pk("default", "over-2")}, "sk": {"S": "JOB"}}
     )
     assert len(str(raw["Item"])) < 10_000
+
+
+def stored_state(moto: Moto, job_id: str) -> dict[str, Any]:
+    """The raw checkpoint state attribute of a job item."""
+    item = moto.dynamodb.get_item(
+        TableName=moto.table, Key={"pk": {"S": job_pk("default", job_id)}, "sk": {"S": "JOB"}}
+    )
+    return dict(item["Item"]["checkpoint"]["M"]["state"]["M"])
+
+
+def test_a_state_above_the_break_even_size_goes_to_s3_only_when_there_is_a_bucket(moto: Moto, clock: FakeClock) -> None:
+    blob = incompressible_text(8 * 1024)  # above the 4 KB break-even, far below the item limit
+    with_bucket = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    without_bucket = DynamoDBStorage(moto.table, owner="other", client=moto.dynamodb, clock=clock)
+    pipeline = big_state_pipeline(blob)
+    for storage in (with_bucket, without_bucket):
+        scheduler = make_scheduler(pipeline, storage, clock)
+        run_pipeline("mid-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+        scheduler.drain(max_steps=1)
+
+    assert set(stored_state(moto, "mid-1")) == {"s3"}
+    inline = moto.dynamodb.get_item(
+        TableName=moto.table, Key={"pk": {"S": job_pk("other", "mid-1")}, "sk": {"S": "JOB"}}
+    )["Item"]["checkpoint"]["M"]["state"]["M"]
+    assert len(inline) == 1
+    assert set(inline) < {"json", "gzip"}  # inline: without a bucket only the item limit counts
+    for storage in (with_bucket, without_bucket):
+        scheduler = make_scheduler(pipeline, storage, clock)
+        scheduler.schedule_advance("mid-1", phase="grow")
+        scheduler.drain()
+        assert job_of(storage, "mid-1").status == JobStatus.COMPLETE
+
+
+def test_a_small_compressible_state_is_gzipped_once_and_stays_in_the_item(moto: Moto, clock: FakeClock) -> None:
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    pipeline = big_state_pipeline("the same words again and again " * 40)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("small-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain(max_steps=1)
+
+    assert set(stored_state(moto, "small-1")) == {"gzip"}
+    assert bucket_keys(moto) == []

@@ -332,3 +332,20 @@ def _rename_next_phase(stack: LocalStack, phase: str) -> None:
         UpdateExpression="SET checkpoint.nextPhase = :phase, nextPhase = :phase",
         ExpressionAttributeValues={":phase": {"S": phase}},
     )
+
+
+def test_resolve_reads_only_the_job_items_routing_fields(stack: LocalStack) -> None:
+    start(stack, phases_done=2)
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        calls.append((model.name, params))
+
+    stack.runtime.dynamodb.meta.events.register("before-parameter-build.dynamodb", record)  # type: ignore[union-attr]
+    response = stack.scheduler(load_event("scheduler/resolve"), LocalContext("cairn-scheduler"))
+
+    assert response["phase"] == "extract"
+    [(operation, params)] = calls
+    assert operation == "GetItem"
+    projected = {params["ExpressionAttributeNames"][alias] for alias in params["ProjectionExpression"].split(", ")}
+    assert projected == {"status", "nextPhase", "sequence", "expiresAt"}
