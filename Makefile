@@ -18,7 +18,7 @@ export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo test lint types unit validate build deploy venv clean bench
+.PHONY: demo test lint types unit validate build deploy venv clean bench proof
 
 venv: $(STAMP)
 
@@ -74,6 +74,12 @@ deploy: build
 # instead of skipping when one is missing.
 test: lint types validate
 	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest
+
+# The fault-schedule property test (tests/contract/test_fault_schedules.py) at PROOF_SCALE times the size
+# `make test` runs: more sampled pairs of faults and hypothesis examples per storage (about 10 minutes).
+PROOF_SCALE ?= 10
+proof: $(STAMP)
+	CAIRN_PROOF_SCALE=$(PROOF_SCALE) $(BIN)/pytest tests/contract/test_fault_schedules.py
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn

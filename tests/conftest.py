@@ -28,3 +28,14 @@ def aws() -> Iterator[None]:
 
 
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After the run: how many fault schedules tests/contract/test_fault_schedules.py ran, per storage."""
+    import sys
+
+    schedules = sys.modules.get("tests.contract.fault_schedules")
+    line = schedules.summary() if schedules is not None else ""
+    if line:
+        terminalreporter.write_sep("-", "fault schedules")
+        terminalreporter.write_line(line)
