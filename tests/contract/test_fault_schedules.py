@@ -138,11 +138,12 @@ def test_the_crash_free_run(backend: Backend) -> None:
 
 @pytest.mark.parametrize("duplicates", [False, True], ids=["once", "twice"])
 def test_every_single_fault_at_every_call(backend: Backend, duplicates: bool) -> None:
-    """Every message delivered once, then (not on DynamoDB, but for ``make proof``) twice."""
-    if duplicates and backend.name == "dynamodb" and SCALE == 1:
-        pytest.skip("DynamoDB on moto is slow: duplicated deliveries run with `make proof` (and in the samples)")
+    """Every message delivered once, then twice (on DynamoDB, slow on moto, every sixth fault unless ``make proof``)."""
     baseline = crash_free(backend, duplicates=duplicates)
-    for schedule in single_fault_schedules(baseline.operations, duplicates=duplicates):
+    schedules = list(single_fault_schedules(baseline.operations, duplicates=duplicates))
+    if duplicates and backend.name == "dynamodb" and SCALE == 1:
+        schedules = schedules[::6]
+    for schedule in schedules:
         run = run_schedule(backend, baseline, schedule)
         # Each fault is at a call of the crash-free run, so each one must actually have been injected.
         deaths = sum(fault.kind in CRASHES for fault in schedule.faults)
