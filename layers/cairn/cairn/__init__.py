@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .app import Cairn
 from .context import PhaseContext
 from .engine import advance_phase, cancel_job, pause_job, record_crash, resolve_start_phase, run_pipeline
 from .errors import (
@@ -34,6 +35,7 @@ from .storage.file import FileStorage
 from .storage.memory import MemoryStorage
 
 __all__ = [
+    "Cairn",
     "CairnError",
     "Checkpoint",
     "ClaimLostError",

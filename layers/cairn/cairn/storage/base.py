@@ -22,6 +22,7 @@ from ..transitions import Claim, Commit, Fence, Save, StartJob
 class Route:
     """A job's routing fields: enough to decide which phase runs next, and for which message."""
 
+    pipeline: str
     status: JobStatus
     next_phase: str | None
     sequence: int
@@ -47,7 +48,7 @@ class Storage(ABC):
         job = self.get_job(job_id)
         if job is None:
             return None
-        return Route(job.status, job.checkpoint.next_phase if job.checkpoint else None, job.sequence)
+        return Route(job.pipeline, job.status, job.checkpoint.next_phase if job.checkpoint else None, job.sequence)
 
     @abstractmethod
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:

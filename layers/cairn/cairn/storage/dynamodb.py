@@ -143,20 +143,22 @@ class DynamoDBStorage(Storage):
         return job
 
     def get_route(self, job_id: str) -> Route | None:
-        """The job's status, next phase and sequence: one small consistent read of the job item."""
+        """The job's pipeline, status, next phase and sequence: one small consistent read of the job item."""
         response = self._call(
             self.client.get_item,
             TableName=self.table_name,
             Key=self._key(job_id),
             ConsistentRead=True,
-            **Expression().projection_kwargs("status", "nextPhase", "sequence", "expiresAt"),
+            **Expression().projection_kwargs("pipeline", "status", "nextPhase", "sequence", "expiresAt"),
         )
         item = response.get("Item")
         if not item or self._expired(item, self.clock()):
             return None
         values = from_item(item)
         try:
-            return Route(JobStatus(values["status"]), values.get("nextPhase"), int(values["sequence"]))
+            return Route(
+                str(values["pipeline"]), JobStatus(values["status"]), values.get("nextPhase"), int(values["sequence"])
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptJobError(f"{self.codec.pk(job_id)}/{schema.JOB_SK}", f"{type(exc).__name__}: {exc}") from exc
 

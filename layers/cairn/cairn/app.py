@@ -1,0 +1,132 @@
+"""The front door: pipelines, storage and scheduler bound once, for applications, the API, the CLI and tests.
+
+``Cairn`` wraps the seed's functions (``run_pipeline``, ``advance_phase``)
+without changing their rules: it adds what a caller should not have to
+write out each time (the wiring, a generated job id, create-only starts,
+refusing a retry that would silently drop what it was given).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from .engine import advance_phase, cancel_job, pause_job, run_pipeline, validate_job_id
+from .errors import InvalidInputError, JobNotFoundError, TransitionRefusedError
+from .models import Job, JobStatus, RetryMode
+from .pipeline import Pipeline
+from .registry import PipelineRegistry
+from .scheduling.base import Scheduler
+from .scheduling.inline import InlineScheduler
+from .storage.base import Storage
+from .storage.memory import MemoryStorage
+
+
+class Cairn:
+    """Runs the jobs of ``pipelines`` in ``storage``, advanced by ``scheduler``.
+
+    Without a scheduler an :class:`InlineScheduler` is made and bound to this
+    object: ``run_until_idle()`` then runs every queued advance in-process.
+    Without a storage jobs live in memory.
+    """
+
+    def __init__(
+        self,
+        pipelines: Pipeline[Any] | Iterable[Pipeline[Any]] | PipelineRegistry,
+        *,
+        storage: Storage | None = None,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        if isinstance(pipelines, PipelineRegistry):
+            self.pipelines = pipelines
+        elif isinstance(pipelines, Pipeline):
+            self.pipelines = PipelineRegistry([pipelines])
+        else:
+            self.pipelines = PipelineRegistry(pipelines)
+        self.storage: Storage = storage if storage is not None else MemoryStorage()
+        self._inline: InlineScheduler | None = None
+        if scheduler is None:
+            self._inline = InlineScheduler()
+            self._inline.bind(self.advance)
+            scheduler = self._inline
+        self.scheduler: Scheduler = scheduler
+
+    def pipeline(self, name: str | Pipeline[Any]) -> Pipeline[Any]:
+        """The bound pipeline called ``name`` (or ``name`` itself, if it is one of them)."""
+        wanted = name.name if isinstance(name, Pipeline) else name
+        found = self.pipelines.get(wanted)
+        if isinstance(name, Pipeline) and found is not name:
+            raise InvalidInputError(f'Pipeline "{wanted}" is not the one this Cairn was given')
+        return found
+
+    def start(self, pipeline: str | Pipeline[Any], job_id: str | None = None, *, state: Any = None) -> Job:
+        """Start a new job (a generated id when none is given); an existing id raises JobExistsError."""
+        chosen = self.pipeline(pipeline)
+        return run_pipeline(
+            validate_job_id(job_id) if job_id is not None else uuid.uuid4().hex,
+            chosen,
+            storage=self.storage,
+            scheduler=self.scheduler,
+            initial_state=state,
+            create_only=True,
+        )
+
+    def retry(self, job_id: str, *, mode: RetryMode | str = RetryMode.RESUME, state: Any = None) -> Job:
+        """Retry a job: ``resume`` from its checkpoint, or start it over (``full``, with ``state`` if given).
+
+        A ``state`` that a resume would ignore (the job has a checkpoint) is
+        refused, as is resuming a job that is complete (use ``full``).
+        """
+        job = self.get(job_id)
+        chosen = self.pipelines.get(job.pipeline)
+        if RetryMode(mode) == RetryMode.RESUME:
+            if job.status == JobStatus.COMPLETE:
+                raise TransitionRefusedError(f'Job "{job_id}" is complete; retry it with mode="full" to run it again')
+            if state is not None and job.checkpoint is not None:
+                raise InvalidInputError(
+                    f'Job "{job_id}" resumes from its checkpoint at "{job.checkpoint.next_phase}", which would '
+                    'ignore the state given; retry with mode="full" to start over with it'
+                )
+        return run_pipeline(
+            job_id, chosen, storage=self.storage, scheduler=self.scheduler, initial_state=state, retry_mode=mode
+        )
+
+    def advance(self, job_id: str, *, phase: str | None = None, sequence: int | None = None) -> Job | None:
+        """One advance of a job (what a scheduled message does): see :func:`cairn.advance_phase`."""
+        names = self.pipelines.names
+        if len(names) == 1:  # the claim refuses a job of another pipeline: no read needed
+            chosen = self.pipelines.get(names[0])
+        else:
+            route = self.storage.get_route(validate_job_id(job_id))
+            if route is None:
+                return None
+            chosen = self.pipelines.get(route.pipeline)
+        return advance_phase(
+            job_id, chosen, storage=self.storage, scheduler=self.scheduler, phase=phase, sequence=sequence
+        )
+
+    def pause(self, job_id: str) -> Job:
+        """Pause a running job at its next phase boundary."""
+        return pause_job(job_id, storage=self.storage)
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job; a worker mid-phase can no longer commit."""
+        return cancel_job(job_id, storage=self.storage)
+
+    def get(self, job_id: str) -> Job:
+        """The job; JobNotFoundError when it is unknown or expired."""
+        job = self.storage.get_job(validate_job_id(job_id))
+        if job is None:
+            raise JobNotFoundError(job_id)
+        return job
+
+    def list(self, *, status: JobStatus | str | None = None) -> list[Job]:
+        """The jobs in storage, newest first, optionally only those with ``status``."""
+        return self.storage.list_jobs(status=JobStatus(status) if status is not None else None)
+
+    def run_until_idle(self, *, max_steps: int | None = None) -> int:
+        """Run queued advances in-process until none are left (the inline scheduler only); how many ran."""
+        if self._inline is None:
+            raise InvalidInputError("run_until_idle() runs the inline scheduler; this Cairn was given another one")
+        return self._inline.drain(max_steps=max_steps)
