@@ -51,6 +51,10 @@ def test_sam_build_packages_the_layer_for_python312_and_the_architecture(sam_cli
     architecture = load_yaml_template()["Parameters"]["Architecture"]["Default"]
     layer = build / built["Resources"]["CairnLayer"]["Properties"]["ContentUri"] / "python"
     assert (layer / "cairn" / "__init__.py").is_file()
+    assert (layer / "cairn" / "cli.py").is_file()
+    # The layer carries the runtime pins only: the local tools' moto stays out of it.
+    assert not (layer / "moto").exists()
+    assert not list(layer.glob("moto-*.dist-info"))
     for requirement in (ROOT / "layers" / "cairn" / "requirements.txt").read_text().splitlines():
         if requirement and not requirement.startswith("#"):
             name = requirement.split("==")[0].split("[")[0].replace("-", "_").lower()

@@ -29,8 +29,11 @@ from .errors import (
 from .models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord, RetryMode
 from .outcomes import Done, Fail, Next
 from .pipeline import Pipeline
+from .registry import PipelineRegistry
 from .retry import RetryPolicy
+from .scheduling.base import Scheduler
 from .scheduling.inline import InlineScheduler
+from .storage.base import Storage
 from .storage.file import FileStorage
 from .storage.memory import MemoryStorage
 
@@ -59,10 +62,13 @@ __all__ = [
     "PhaseRecord",
     "Pipeline",
     "PipelineError",
+    "PipelineRegistry",
     "RetryMode",
     "RetryPolicy",
+    "Scheduler",
     "SchedulingError",
     "StateTooLargeError",
+    "Storage",
     "StorageError",
     "TransitionRefusedError",
     "UnknownPhaseError",

@@ -20,10 +20,12 @@ from .errors import (
     ClaimLostError,
     InvalidInputError,
     JobExistsError,
+    PhaseCrashedError,
     PipelineError,
     StateTooLargeError,
     StorageError,
     UnknownPhaseError,
+    VersionConflict,
 )
 from .models import (
     MAX_ERROR_CHARS,
@@ -42,7 +44,7 @@ from .outcomes import Done, Fail, Next
 from .pipeline import Phase, Pipeline, to_json
 from .scheduling.base import Scheduler
 from .storage.base import Storage
-from .transitions import Claim, Commit, CommitKind, CrashReport, Fence, Journal, Save, StartJob, VersionConflict
+from .transitions import Claim, Commit, CommitKind, CrashReport, Fence, Journal, Save, StartJob
 
 logger = logging.getLogger("cairn")
 
@@ -190,13 +192,6 @@ def cancel_job(job_id: str, *, storage: Storage) -> Job:
     return storage.cancel(validate_job_id(job_id))
 
 
-class PhaseCrashedError(Exception):
-    """The worker running a phase died (a timeout, out of memory); retried like an exception."""
-
-    def __init__(self, phase: str, detail: str) -> None:
-        super().__init__(detail or f'the worker running "{phase}" died')
-
-
 class _PhaseRun:
     """One claimed run of one phase: the writes it may make, all fenced by its claim."""
 
@@ -335,9 +330,7 @@ def record_crash(
     if run is None:
         return None
     if not pipeline.has_phase(run.phase_name):
-        message = str(UnknownPhaseError(run.phase_name, pipeline.phase_names))
-        run.entry(message, level="error", kind="error")
-        return run.commit("error", "unknown-phase", error=message)
+        return _commit_unknown_phase(run)
     crashed = pipeline.get_phase(run.phase_name)
     try:
         return _handle_exception(run, crashed, PhaseCrashedError(crashed.name, error), scheduler, verb="crashed")
@@ -378,12 +371,17 @@ def _claim(
     return _PhaseRun(claimed, pipeline, storage, worker, now)
 
 
+def _commit_unknown_phase(run: _PhaseRun) -> Job:
+    """The checkpoint names a phase the pipeline does not have: ``error``, naming it and the known ones."""
+    message = str(UnknownPhaseError(run.phase_name, run.pipeline.phase_names))
+    run.entry(message, level="error", kind="error")
+    return run.commit("error", "unknown-phase", error=message)
+
+
 def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
     pipeline = run.pipeline
     if not pipeline.has_phase(run.phase_name):
-        message = str(UnknownPhaseError(run.phase_name, pipeline.phase_names))
-        run.entry(message, level="error", kind="error")
-        return run.commit("error", "unknown-phase", error=message)
+        return _commit_unknown_phase(run)
 
     phase = pipeline.get_phase(run.phase_name)
     try:

@@ -43,6 +43,22 @@ class PhaseError(CairnError):
     """A phase failed. Raised by phase code to fail with a message of its own."""
 
 
+class PhaseCrashedError(PhaseError):
+    """The worker running a phase died (a timeout, out of memory); retried like an exception."""
+
+    def __init__(self, phase: str, detail: str) -> None:
+        super().__init__(detail or f'the worker running "{phase}" died')
+        self.phase = phase
+
+
+class VersionConflict(CairnError):
+    """The job changed between a start's read and its write (internal: the engine reads again)."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f'Job "{job_id}" changed since it was read')
+        self.job_id = job_id
+
+
 class InvalidInputError(CairnError):
     """A caller passed a value cairn cannot accept; nothing was changed."""
 

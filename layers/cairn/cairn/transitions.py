@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError
+from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
 from .models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseRecord
 
 
@@ -197,10 +197,6 @@ class Commit:
     def status(self) -> JobStatus | None:
         """The status the commit sets (None: the status stays as it is)."""
         return {"done": JobStatus.COMPLETE, "error": JobStatus.ERROR}.get(self.kind)
-
-
-class VersionConflict(Exception):
-    """The job changed between the caller's read and its write (internal; callers re-read)."""
 
 
 def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:

@@ -58,7 +58,7 @@ class Storage(ABC):
     def start_job(self, request: StartJob) -> Job:
         """Create or take over a job (fencing any claim).
 
-        Raises :class:`cairn.transitions.VersionConflict` when the job changed
+        Raises :class:`cairn.errors.VersionConflict` when the job changed
         since the caller read it (``request.seen``).
         """
 

@@ -25,10 +25,17 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from .. import transitions
 from ..clock import Clock
-from ..errors import ClaimLostError, ConfigurationError, CorruptJobError, InvalidInputError, StorageError
+from ..errors import (
+    ClaimLostError,
+    ConfigurationError,
+    CorruptJobError,
+    InvalidInputError,
+    StorageError,
+    VersionConflict,
+)
 from ..models import Job, JobPage, JobStatus, JobSummary
 from ..settings import Settings
-from ..transitions import Claim, Commit, Fence, Save, StartJob, VersionConflict, Written, new_token
+from ..transitions import Claim, Commit, Fence, Save, StartJob, Written, new_token
 from . import dynamodb_schema as schema
 from .base import Route, Storage
 from .dynamodb_expressions import Expression

@@ -1,0 +1,122 @@
+"""The ``cairn`` command: ``cairn --version`` and ``cairn validate-pipeline MODULE:ATTR``.
+
+Standard library only at import time (no boto3): ``cairn`` itself is imported only by the
+subcommand that needs it. Every expected error is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+VERSION = "0.1.0"
+"""The version when the distribution's metadata cannot be read (cairn used from a PYTHONPATH)."""
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """An error the command reports in one line, without a traceback."""
+
+
+def version() -> str:
+    """The installed distribution's version, or ``VERSION`` when cairn is not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as distribution_version
+
+    try:
+        return distribution_version("cairn")
+    except PackageNotFoundError:
+        return VERSION
+
+
+def load_object(spec: str) -> Any:
+    """The object named by ``MODULE:ATTR`` (``ATTR`` may be dotted), imported from the current directory too."""
+    module_name, colon, attribute = spec.partition(":")
+    if not colon or not module_name or not attribute:
+        raise CliError(f"invalid pipeline {spec!r}: expected MODULE:ATTR, e.g. my_pipelines:pipeline")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except BaseException as exc:  # the user's module may raise anything, SystemExit included
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise CliError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError as exc:
+            raise CliError(f"module {module_name!r} has no attribute {attribute!r}") from exc
+        except Exception as exc:
+            raise CliError(f"cannot read {spec!r}: {type(exc).__name__}: {exc}") from exc
+    return target
+
+
+def describe_pipeline(spec: str) -> list[str]:
+    """The lines ``validate-pipeline`` prints for the pipeline named by ``spec``."""
+    from .pipeline import Pipeline
+
+    pipeline = load_object(spec)
+    if not isinstance(pipeline, Pipeline):
+        raise CliError(f"{spec!r} is a {type(pipeline).__name__}, not a cairn.Pipeline")
+    names = pipeline.phase_names
+    if not names:
+        raise CliError(f'pipeline "{pipeline.name}" ({spec}) has no phases')
+    lines = [f'pipeline "{pipeline.name}": {len(names)} phase{"s" if len(names) != 1 else ""}']
+    for index, name in enumerate(names, start=1):
+        phase = pipeline.get_phase(name)
+        details = [f"max_attempts={phase.retry.max_attempts}", f"lease_seconds={phase.lease_seconds:g}"]
+        if index == 1:
+            details.append("initial")
+        lines.append(f"  {index}. {name} ({', '.join(details)})")
+    for old, new in sorted(pipeline.aliases.items()):
+        lines.append(f"  alias {old} -> {new}")
+    return lines
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: ``--version`` and the subcommands."""
+    parser = _Parser(prog="cairn", description="Crash-safe, multi-phase pipelines: command-line tools.")
+    parser.add_argument("--version", action="version", version=f"cairn {version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    validate = commands.add_parser(
+        "validate-pipeline",
+        help="import MODULE:ATTR, check it is a cairn.Pipeline and list its phases in order",
+        description="Import MODULE:ATTR (the current directory is on the path), check it is a "
+        "cairn.Pipeline with at least one phase, and print its phases in order.",
+    )
+    validate.add_argument("pipeline", metavar="MODULE:ATTR", help="e.g. my_pipelines:pipeline")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status (0, or 2 on an error)."""
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    if arguments.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        lines = describe_pipeline(arguments.pipeline)
+    except CliError as exc:
+        print(f"cairn: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
