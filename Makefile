@@ -64,7 +64,9 @@ validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
 		$(BIN)/cfn-lint --include-checks I -- "$$wrapper/pipeline-state-machine.json"
 	$(STATELINT) $(STATE_MACHINE)
 
-build: $(SAM_STAMP)
+# The layer is built from a staged copy of the cairn package without its local tools (layers/stage_layer.py).
+build: $(SAM_STAMP) $(STAMP)
+	$(BIN)/python layers/stage_layer.py build/layer
 	PYENV_VERSION=$(SAM_PYENV_VERSION) $(SAM) build --template $(TEMPLATE) --build-dir $(BUILD_DIR)
 
 deploy: build

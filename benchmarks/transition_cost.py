@@ -32,8 +32,8 @@ from moto import mock_aws
 
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
-from cairn.storage.dynamodb import DynamoDBStorage
-from cairn.storage.dynamodb_schema import create_table
+from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb_schema import create_table
 
 if TYPE_CHECKING:
     from cairn.storage.base import Storage

@@ -12,7 +12,7 @@ import boto3
 from botocore.config import Config
 from moto.server import ThreadedMotoServer
 
-from cairn.storage.dynamodb_schema import create_table
+from cairn.aws.dynamodb_schema import create_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

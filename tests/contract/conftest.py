@@ -9,9 +9,9 @@ import pytest
 from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
-from cairn.local.serialised import one_call_at_a_time
+from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.storage.base import Storage
-from cairn.storage.dynamodb import DynamoDBStorage
+from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import dynamodb_client, new_table
 from tests.support import FakeClock
 

@@ -23,8 +23,8 @@ from cairn import (
     pause_job,
     run_pipeline,
 )
-from cairn.local.faults import SimulatedCrash
 from cairn.storage.base import Storage
+from cairn.testing.faults import SimulatedCrash
 from tests.contract.conftest import StorageFactory
 from tests.contract.helpers import recording_scheduler
 from tests.support import FakeClock, job_of, make_scheduler

@@ -32,8 +32,8 @@ from cairn import (
     advance_phase,
     run_pipeline,
 )
-from cairn.local.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from cairn.storage.base import Storage
+from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from tests.contract.conftest import StorageFactory
 from tests.support import FakeClock, job_of, make_scheduler
 

@@ -18,8 +18,8 @@ from cairn import (
     record_crash,
     run_pipeline,
 )
-from cairn.local.faults import SimulatedCrash
 from cairn.storage.base import Storage
+from cairn.testing.faults import SimulatedCrash
 from tests.contract.helpers import RecordingScheduler
 from tests.support import FakeClock, job_of, make_scheduler
 

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
-from cairn.local.faults import WRITES
-from cairn.local.serialised import one_call_at_a_time
+from cairn.testing.faults import WRITES
+from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import REGION, dynamodb_client
 from tests.contract.fault_schedules import (
     AWS_WRITES,

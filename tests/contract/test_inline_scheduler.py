@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cairn import CairnError, InlineScheduler, InvalidInputError
-from cairn.local.faults import SimulatedCrash
+from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock
 
 

@@ -17,8 +17,8 @@ from cairn import (
     RetryPolicy,
     run_pipeline,
 )
-from cairn.local.faults import SimulatedCrash
 from cairn.storage.base import Storage
+from cairn.testing.faults import SimulatedCrash
 from tests.contract.helpers import log_messages
 from tests.support import FakeClock, job_of, make_scheduler
 

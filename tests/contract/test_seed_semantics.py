@@ -30,8 +30,8 @@ from cairn import (
     resolve_start_phase,
     run_pipeline,
 )
-from cairn.local.faults import SimulatedCrash
 from cairn.storage.base import Storage
+from cairn.testing.faults import SimulatedCrash
 from tests.contract.helpers import Scheduled, log_messages, recording_scheduler
 from tests.support import FakeClock, job_of, make_scheduler
 

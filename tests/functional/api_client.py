@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from cairn import Job
 from cairn.aws.api import api_handler
-from cairn.local.stack import LocalStack
+from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.events import load_event
 

@@ -11,7 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cairn.local.stack import LocalStack
+from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.aws import REGION, dynamodb_client, new_bucket, new_table, s3_client
 from tests.functional.api_client import Api

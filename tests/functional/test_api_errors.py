@@ -9,10 +9,10 @@ from botocore.exceptions import ClientError
 
 from cairn import JobStatus, StorageError
 from cairn.aws.api import api_handler
+from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.runtime import Runtime
-from cairn.local.stack import LocalStack
 from cairn.settings import Settings
-from cairn.storage.dynamodb import DynamoDBStorage
+from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.events import load_event
 from tests.functional.api_client import ALICE, BOB, JOB, Api, for_job

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cairn import JobStatus
-from cairn.local.faults import SimulatedCrash
+from cairn.testing.faults import SimulatedCrash
 from document_intake.fields import extract_fields
 from tests.functional.api_client import ALICE, JOB, PHASES, Api, phase_names
 

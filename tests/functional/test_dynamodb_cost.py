@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from cairn import InlineScheduler, JobStatus, advance_phase, run_pipeline
-from cairn.storage.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb import DynamoDBStorage
 from tests.functional.conftest import Moto
 from tests.functional.pipelines import PHASES, four_phase_pipeline
 from tests.support import FakeClock, job_of

@@ -8,7 +8,7 @@ from typing import Any
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from cairn import JobStatus, run_pipeline
-from cairn.storage.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb import DynamoDBStorage
 from tests.functional.conftest import Moto
 from tests.functional.pipelines import PHASES, four_phase_pipeline
 from tests.support import FakeClock, job_of, make_scheduler

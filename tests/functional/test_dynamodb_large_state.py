@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
-from cairn.storage.dynamodb import DynamoDBStorage
-from cairn.storage.dynamodb_schema import job_pk
+from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb_schema import job_pk
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of, make_scheduler
 

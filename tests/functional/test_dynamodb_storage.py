@@ -22,8 +22,8 @@ from cairn import (
     pause_job,
     run_pipeline,
 )
-from cairn.storage.dynamodb import DynamoDBStorage
-from cairn.storage.dynamodb_schema import job_pk
+from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb_schema import job_pk
 from tests.functional.conftest import Moto
 from tests.functional.pipelines import four_phase_pipeline
 from tests.support import FakeClock, job_of, make_scheduler

@@ -22,12 +22,12 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
-from cairn.local.faults import LosingResponses, SimulatedCrash
-from cairn.local.invoker import Invocation, LocalContext
-from cairn.local.serialised import one_call_at_a_time
-from cairn.local.stack import LocalStack
+from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.registry import PipelineRegistry
-from cairn.storage.dynamodb import DynamoDBStorage
+from cairn.testing.faults import LosingResponses, SimulatedCrash
+from cairn.testing.invoker import Invocation, LocalContext
+from cairn.testing.serialised import one_call_at_a_time
+from cairn.testing.stack import LocalStack
 from tests.aws import REGION, dynamodb_client, new_table, s3_client
 from tests.support import FakeClock, job_of, make_scheduler
 

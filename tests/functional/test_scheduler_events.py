@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from cairn import Job, JobNotFoundError, JobStatus, advance_phase, run_pipeline
-from cairn.local.faults import CrashingStorage, CrashPoint, SimulatedCrash
-from cairn.local.invoker import LocalContext
-from cairn.local.stack import LocalStack
+from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
+from cairn.testing.invoker import LocalContext
+from cairn.testing.stack import LocalStack
 from document_intake import handlers
 from pipelines import PIPELINES
 from tests.events import event_names, load_event

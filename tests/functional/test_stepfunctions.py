@@ -17,16 +17,16 @@ import pytest
 from moto import mock_aws
 
 from cairn import Done, InlineScheduler, Job, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
-from cairn.local.faults import SimulatedCrash
-from cairn.local.stack import LocalStack
-from cairn.local.stepfunctions import (
+from cairn.registry import PipelineRegistry
+from cairn.testing.faults import SimulatedCrash
+from cairn.testing.stack import LocalStack
+from cairn.testing.stepfunctions import (
     DEFINITION,
     create_state_machine,
     function_name,
     load_definition,
     route_lambda_tasks,
 )
-from cairn.registry import PipelineRegistry
 from pipelines import PIPELINES
 from tests.aws import REGION, dynamodb_client, s3_client
 from tests.events import load_event

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures, item_size, number_size
 from benchmarks.transition_cost import JobCost, document_state, measure_job, noop_pipeline
-from cairn.storage.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb import DynamoDBStorage
 from tests.functional.conftest import Moto
 
 if TYPE_CHECKING:

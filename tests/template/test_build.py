@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ def test_sam_build_packages_the_layer_for_python312_and_the_architecture(sam_cli
     environment = python312_environment()
     if environment is None:
         pytest.skip("python3.12 is not available (sam build needs the Lambda runtime's Python)")
+    subprocess.run([sys.executable, str(ROOT / "layers" / "stage_layer.py"), str(ROOT / "build" / "layer")], check=True)
     build = tmp_path / "build"
     result = subprocess.run(
         [str(sam_cli), "build", "--template", str(TEMPLATE), "--build-dir", str(build)],
@@ -51,8 +53,10 @@ def test_sam_build_packages_the_layer_for_python312_and_the_architecture(sam_cli
     architecture = load_yaml_template()["Parameters"]["Architecture"]["Default"]
     layer = build / built["Resources"]["CairnLayer"]["Properties"]["ContentUri"] / "python"
     assert (layer / "cairn" / "__init__.py").is_file()
-    assert (layer / "cairn" / "cli.py").is_file()
-    # The layer carries the runtime pins only: the local tools' moto stays out of it.
+    assert (layer / "cairn" / "aws" / "dynamodb.py").is_file()
+    # The layer carries what runs in Lambda only: no local tools, no command line, no moto.
+    assert not (layer / "cairn" / "testing").exists()
+    assert not (layer / "cairn" / "cli.py").exists()
     assert not (layer / "moto").exists()
     assert not list(layer.glob("moto-*.dist-info"))
     for requirement in (ROOT / "layers" / "cairn" / "requirements.txt").read_text().splitlines():

@@ -186,7 +186,7 @@ def test_functions_and_layer_share_runtime_and_architecture(architecture: str) -
         assert function["Layers"] == [resolver.ref(layer_id)]
         assert function["TracingConfig"] == {"Mode": "Active"}
     source = sam_template()["Resources"]["CairnLayer"]
-    assert source["Properties"]["ContentUri"] == "layers/cairn/"
+    assert source["Properties"]["ContentUri"] == "build/layer/"  # staged by layers/stage_layer.py
     assert source["Metadata"]["BuildMethod"] == "python3.12"
     assert source["Metadata"]["BuildArchitecture"] == {"Ref": "Architecture"}
 

@@ -71,7 +71,7 @@ S3_ACTIONS = {
     "put_object": "s3:PutObject",
     "delete_object": "s3:DeleteObject",
 }
-STORAGE = ROOT / "layers" / "cairn" / "cairn" / "storage"
+STORAGE = ROOT / "layers" / "cairn" / "cairn" / "aws"
 
 
 def calls(pattern: str, files: list[Path]) -> set[str]:
@@ -80,7 +80,7 @@ def calls(pattern: str, files: list[Path]) -> set[str]:
 
 def dynamodb_calls() -> set[str]:
     """The DynamoDB client methods the storage adapter calls (create_table is for tests and local runs)."""
-    files = [path for path in STORAGE.glob("*.py") if path.name != "dynamodb_schema.py"]
+    files = [path for path in STORAGE.glob("dynamodb*.py") if path.name != "dynamodb_schema.py"]
     found = calls(r"\bclient\.([a-z_]+)\b", files)
     assert {"update_item", "query"} <= found, "the storage adapter's calls were not found"
     return found

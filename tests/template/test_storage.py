@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from cairn.storage import dynamodb_schema
+from cairn.aws import dynamodb_schema
 from tests.template.cfn import Resolver, sam_template, sam_transform
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cairn import InvalidInputError, Job, JobStatus, MemoryStorage, run_pipeline
-from cairn.local.faults import SimulatedCrash
 from cairn.storage.base import Storage
+from cairn.testing.faults import SimulatedCrash
 from document_intake import pipeline as intake
 from document_intake import sources
 from document_intake.fields import PageFields, extract_fields

@@ -81,13 +81,13 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .storage.dynamodb import DynamoDBStorage
+    from .aws.dynamodb import DynamoDBStorage
 
 
 def __getattr__(name: str) -> Any:
     """``DynamoDBStorage`` is imported on first use, so the core never loads boto3 by itself."""
     if name == "DynamoDBStorage":
-        from .storage.dynamodb import DynamoDBStorage
+        from .aws.dynamodb import DynamoDBStorage
 
         return DynamoDBStorage
     raise AttributeError(f"module 'cairn' has no attribute {name!r}")

@@ -33,11 +33,11 @@ from ..engine import cancel_job, pause_job, run_pipeline, validate_job_id
 from ..errors import JobNotFoundError, SchedulingError, StorageError
 from ..models import Job, JobPage, JobStatus
 from ..registry import PipelineRegistry
-from ..storage.dynamodb import DynamoDBStorage
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_errors import ApiError, error_response, install_error_handlers
 from .api_models import CreateJobRequest, ErrorBody, Health, JobLog, JobView, RetryRequest
 from .api_services import ApiServices
+from .dynamodb import DynamoDBStorage
 from .observability import logger, metrics, tracer
 from .runtime import Runtime
 

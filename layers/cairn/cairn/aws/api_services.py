@@ -16,8 +16,8 @@ from ..models import Job
 from ..pipeline import Pipeline
 from ..registry import PipelineRegistry
 from ..scheduling.base import Scheduler
-from ..storage.dynamodb import DynamoDBStorage
 from .api_errors import ApiError
+from .dynamodb import DynamoDBStorage
 from .observability import logger
 from .runtime import Runtime
 

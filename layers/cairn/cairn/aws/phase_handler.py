@@ -14,9 +14,9 @@ from ..engine import advance_phase
 from ..pipeline import Pipeline
 from ..scheduling.base import Scheduler
 from ..scheduling.messages import AdvanceMessage
-from ..scheduling.stepfunctions import StepRecorder
 from .observability import keys_for, logger, metrics, record_phase_metrics, tracer
 from .runtime import Runtime
+from .stepfunctions_scheduler import StepRecorder
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 

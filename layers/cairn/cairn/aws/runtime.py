@@ -9,11 +9,11 @@ from ..clock import Clock, system_clock_ms
 from ..errors import ConfigurationError
 from ..pipeline import Pipeline
 from ..scheduling.base import Scheduler
-from ..scheduling.lambda_invoke import LambdaInvoker, LambdaScheduler
-from ..scheduling.stepfunctions import StepFunctionsScheduler
 from ..settings import Settings
-from ..storage.dynamodb import DynamoDBStorage
 from . import clients
+from .dynamodb import DynamoDBStorage
+from .lambda_scheduler import LambdaInvoker, LambdaScheduler
+from .stepfunctions_scheduler import StepFunctionsScheduler
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -30,9 +30,9 @@ from ..errors import JobExistsError, JobNotFoundError
 from ..models import Job, JobStatus, RetryMode
 from ..registry import PipelineRegistry
 from ..scheduling.messages import AdvanceMessage
-from ..scheduling.stepfunctions import StepRecorder
 from .observability import logger, metrics, tracer
 from .runtime import Runtime
+from .stepfunctions_scheduler import StepRecorder
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 

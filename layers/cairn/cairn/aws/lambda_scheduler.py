@@ -11,8 +11,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ..clock import Clock, system_clock_ms
 from ..errors import SchedulingError
 from ..pipeline import Pipeline
+from ..scheduling.messages import AdvanceMessage
 from ..settings import Settings
-from .messages import AdvanceMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

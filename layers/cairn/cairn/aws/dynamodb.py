@@ -35,9 +35,9 @@ from ..errors import (
 )
 from ..models import Job, JobPage, JobStatus, JobSummary
 from ..settings import Settings
+from ..storage.base import Route, Storage
 from ..transitions import Claim, Commit, Fence, Save, StartJob, Written, new_token
 from . import dynamodb_schema as schema
-from .base import Route, Storage
 from .dynamodb_expressions import Expression
 from .dynamodb_items import Item, ItemCodec, from_item, to_item
 from .payloads import PayloadCodec
@@ -78,7 +78,7 @@ class StalledJob:
 
 
 class DynamoDBStorage(Storage):
-    """Jobs of one ``owner`` in one DynamoDB table (see :mod:`cairn.storage.dynamodb_schema`).
+    """Jobs of one ``owner`` in one DynamoDB table (see :mod:`cairn.aws.dynamodb_schema`).
 
     Clients are injected or built lazily once per process. Table and bucket
     default to the settings (``CAIRN_TABLE_NAME``, ``CAIRN_STATE_BUCKET``).
@@ -126,7 +126,7 @@ class DynamoDBStorage(Storage):
     def client(self) -> DynamoDBClient:
         """The DynamoDB client (the process-wide default unless one was injected)."""
         if self._client is None:
-            from ..aws.clients import default_dynamodb_client
+            from .clients import default_dynamodb_client
 
             self._client = default_dynamodb_client()
         return self._client

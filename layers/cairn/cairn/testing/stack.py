@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..aws.dynamodb_schema import create_table
 from ..aws.phase_handler import phase_handler
 from ..aws.runtime import Runtime
 from ..aws.scheduler_handler import scheduler_handler
@@ -21,7 +22,6 @@ from ..clock import Clock, system_clock_ms
 from ..errors import CairnError
 from ..registry import PipelineRegistry
 from ..settings import DriverName, Settings
-from ..storage.dynamodb_schema import create_table
 from .invoker import LambdaHandler, LocalContext, LocalLambda
 from .serialised import one_call_at_a_time
 

@@ -8,7 +8,7 @@ runs functions in Docker; :func:`route_lambda_tasks` sends them to a
 ``statemachine/pipeline.asl.json`` with its substitutions filled.
 
 Executions run on threads, so two of them can advance one job at once; the
-local stack serialises its DynamoDB calls (:mod:`cairn.local.serialised`) so
+local stack serialises its DynamoDB calls (:mod:`cairn.testing.serialised`) so
 that moto's conditional writes are atomic as DynamoDB's are.
 """
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import SchedulingError
-from .messages import ScheduledAdvance
+from ..scheduling.messages import ScheduledAdvance
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient

@@ -55,7 +55,7 @@ class PayloadCodec:
 
     def _client(self) -> S3Client:
         if self._s3 is None:
-            from ..aws.clients import default_s3_client
+            from .clients import default_s3_client
 
             self._s3 = default_s3_client()
         return self._s3

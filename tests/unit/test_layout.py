@@ -1,0 +1,107 @@
+"""The folders say what runs where: the core imports no AWS, the layer carries no local tools."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "layers" / "cairn" / "cairn"
+#: Folders and modules of the package that are not the core.
+AWS = PACKAGE / "aws"
+LOCAL_TOOLS = (PACKAGE / "testing", PACKAGE / "cli.py", PACKAGE / "__main__.py")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, absolute or relative, at any depth (a lazy import counts too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                prefix = ".".join(base)
+                target = f"{prefix}.{node.module}" if node.module else prefix
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def is_under(path: Path, *roots: Path) -> bool:
+    return any(path == root or root in path.parents for root in roots)
+
+
+def core_modules() -> list[Path]:
+    return [path for path in PACKAGE.rglob("*.py") if not is_under(path, AWS, *LOCAL_TOOLS)]
+
+
+def test_no_core_module_imports_boto3_botocore_or_the_aws_folder() -> None:
+    modules = core_modules()
+    assert {module_name(path) for path in modules} >= {"cairn.engine", "cairn.transitions", "cairn.storage.file"}
+    offenders = {
+        module_name(path): sorted(
+            name
+            for name in imported_modules(path)
+            if name.split(".")[0] in ("boto3", "botocore", "mypy_boto3_dynamodb", "moto")
+            or name.startswith(("cairn.aws", "cairn.testing"))
+        )
+        for path in modules
+    }
+    # The package's front module may name DynamoDBStorage for a lazy export; it never imports it eagerly.
+    lazy = offenders.pop("cairn", [])
+    assert lazy in ([], ["cairn.aws.dynamodb", "cairn.aws.dynamodb.DynamoDBStorage"])
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_nothing_that_runs_in_lambda_imports_the_local_tools() -> None:
+    runtime = [path for path in PACKAGE.rglob("*.py") if not is_under(path, *LOCAL_TOOLS)]
+    offenders = {
+        module_name(path): sorted(
+            name for name in imported_modules(path) if name.startswith("cairn.testing") or name.split(".")[0] == "moto"
+        )
+        for path in runtime
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
+
+
+def test_importing_the_core_loads_no_aws_sdk() -> None:
+    code = (
+        "import sys, cairn\n"
+        "from cairn import Cairn, Pipeline, run_pipeline, MemoryStorage, FileStorage, InlineScheduler\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore'))\n"
+        "print(','.join(loaded))\n"
+    )
+    env = {"PYTHONPATH": str(ROOT / "layers" / "cairn"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert done.stdout.strip() == ""
+
+
+def test_the_staged_layer_holds_the_runtime_and_none_of_the_local_tools(tmp_path: Path) -> None:
+    staged = tmp_path / "layer"
+    subprocess.run([sys.executable, str(ROOT / "layers" / "stage_layer.py"), str(staged)], check=True)
+
+    files = {path.relative_to(staged).as_posix() for path in staged.rglob("*") if path.is_file()}
+    assert "requirements.txt" in files
+    assert {"cairn/engine.py", "cairn/aws/dynamodb.py", "cairn/aws/phase_handler.py"} <= files
+    assert not [name for name in files if name.startswith("cairn/testing") or name in ("cairn/cli.py",)]
+    assert not [name for name in files if "__pycache__" in name]
+    assert "moto" not in (staged / "requirements.txt").read_text()
+
+
+def test_dynamodb_storage_is_available_from_the_package_on_first_use() -> None:
+    import cairn
+    from cairn.aws.dynamodb import DynamoDBStorage
+
+    assert cairn.DynamoDBStorage is DynamoDBStorage
