@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import cairn
-from cairn import CairnError, FileStorage, InlineScheduler, Job, JobStatus, RetryMode, run_pipeline
+from cairn import Cairn, CairnError, FileStorage, InlineScheduler, Job, JobStatus, RetryMode
 
 from .pipeline import pipeline
 from .progress import Progress, plural, state_of
@@ -93,15 +93,14 @@ def _run(
 
     watched = WatchedStorage(storage, on_save=on_save)
     scheduler = InlineScheduler()
-    scheduler.bind(progress.advancer(pipeline, watched, scheduler))
-    run_pipeline(
-        job_id,
-        pipeline,
-        storage=watched,
-        scheduler=scheduler,
-        initial_state=IntakeState(document=document),
-        retry_mode=mode,
-    )
+    app = Cairn(pipeline, storage=watched, scheduler=scheduler)
+    scheduler.bind(progress.advancer(app))
+    if mode == RetryMode.RESUME:
+        app.retry(job_id)
+    elif watched.get_job(job_id) is None:
+        app.start(pipeline, job_id, state=IntakeState(document=document))
+    else:
+        app.retry(job_id, mode=RetryMode.FULL, state=IntakeState(document=document))
     scheduler.drain()
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
-from cairn import Job, Pipeline, advance_phase
+from cairn import Cairn, Job
 from cairn.models import PhaseRecord
-from cairn.scheduling.base import Scheduler
 from cairn.storage.base import Storage
 
 from .state import IntakeState
@@ -84,14 +83,14 @@ class Progress:
         else:
             self.say(f"  {phase:<8} resumes with all {plural(total, 'page')} already saved")
 
-    def advancer(self, pipeline: Pipeline[Any], storage: Storage, scheduler: Scheduler) -> Callable[..., Job | None]:
-        """A function for ``InlineScheduler.bind``: advance the job, then print what the phase did."""
+    def advancer(self, app: Cairn) -> Callable[..., Job | None]:
+        """A function for ``InlineScheduler.bind``: advance the job through ``app``, then print what the phase did."""
 
         def advance(job_id: str, phase: str, sequence: int | None = None) -> Job | None:
-            self._announce(storage, job_id, phase)
+            self._announce(app.storage, job_id, phase)
             self._mark = time.perf_counter()
             started = self._mark
-            job = advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, phase=phase, sequence=sequence)
+            job = app.advance(job_id, phase=phase, sequence=sequence)
             elapsed = (time.perf_counter() - started) * 1000
             if job is None:
                 self.say(f"  {phase:<8} nothing to do (the job is not running or was already advanced)")

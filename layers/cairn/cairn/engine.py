@@ -9,12 +9,12 @@ conditional write per step.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
+from . import ttl
 from .context import JournalBuffer, PhaseContext
 from .errors import (
     ClaimLostError,
@@ -27,6 +27,8 @@ from .errors import (
     UnknownPhaseError,
     VersionConflict,
 )
+from .ids import JOB_ID_PATTERN as JOB_ID_PATTERN
+from .ids import validate_job_id as validate_job_id
 from .models import (
     MAX_ERROR_CHARS,
     Checkpoint,
@@ -44,11 +46,10 @@ from .outcomes import Done, Fail, Next
 from .pipeline import Phase, Pipeline, to_json
 from .scheduling.base import Scheduler
 from .storage.base import Storage
-from .transitions import Claim, Commit, CommitKind, CrashReport, Fence, Journal, Save, StartJob
+from .transitions import Claim, Commit, CrashReport, Fence, Journal, Save, StartJob
 
 logger = logging.getLogger("cairn")
 
-JOB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _START_ATTEMPTS = 5
 #: How often a write whose outcome is unknown (a lost response) is sent again before the error stands.
 WRITE_RESOLVE_ATTEMPTS = 5
@@ -73,15 +74,6 @@ def resolve_write(write: Callable[[], _T]) -> _T:
     raise AssertionError("unreachable")
 
 
-def validate_job_id(job_id: str) -> str:
-    """The job id, if it is 1-128 letters, digits, '.', '_' or '-'; else a clear error."""
-    if not isinstance(job_id, str) or not JOB_ID_PATTERN.match(job_id):
-        raise InvalidInputError(
-            f"Invalid job id {job_id!r}: use 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
-    return job_id
-
-
 def parse_retry_mode(mode: RetryMode | str) -> RetryMode:
     """``mode`` as a RetryMode; anything but 'resume' or 'full' is a clear error."""
     try:
@@ -98,18 +90,18 @@ def resolve_start_phase(mode: RetryMode | str, checkpoint: Checkpoint | None, in
 
 
 def _ttl_seconds(pipeline: Pipeline[Any]) -> int:
-    return int(pipeline.ttl.total_seconds())
+    return ttl.seconds_of(pipeline.ttl)
 
 
 def _expires_at(pipeline: Pipeline[Any], now_ms: int) -> int:
-    return now_ms // 1000 + _ttl_seconds(pipeline)
+    return ttl.expires_at(now_ms, _ttl_seconds(pipeline))
 
 
 def _usable_checkpoint(job: Job | None, pipeline: Pipeline[Any], now_ms: int) -> Checkpoint | None:
     """The job's checkpoint, unless it is older than the pipeline's TTL."""
     if job is None or job.checkpoint is None:
         return None
-    if job.checkpoint.created_at + _ttl_seconds(pipeline) * 1000 <= now_ms:
+    if ttl.checkpoint_outlived(job.checkpoint.created_at, _ttl_seconds(pipeline), now_ms):
         return None
     return job.checkpoint
 
@@ -227,8 +219,7 @@ class _PhaseRun:
 
     def commit(
         self,
-        kind: CommitKind,
-        outcome: PhaseOutcome,
+        kind: PhaseOutcome,
         *,
         checkpoint: Checkpoint | None = None,
         result: Any = None,
@@ -242,7 +233,7 @@ class _PhaseRun:
             attempt=self.job.attempt,
             started_at=self.started_at,
             ended_at=now,
-            outcome=outcome,
+            outcome=kind,
             next_phase=checkpoint.next_phase if checkpoint else None,
             error=error,
         )
@@ -375,7 +366,7 @@ def _commit_unknown_phase(run: _PhaseRun) -> Job:
     """The checkpoint names a phase the pipeline does not have: ``error``, naming it and the known ones."""
     message = str(UnknownPhaseError(run.phase_name, run.pipeline.phase_names))
     run.entry(message, level="error", kind="error")
-    return run.commit("error", "unknown-phase", error=message)
+    return run.commit("unknown-phase", error=message)
 
 
 def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
@@ -388,7 +379,7 @@ def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
         state = pipeline.load_state(run.checkpoint.state)
     except InvalidInputError as exc:
         run.entry(str(exc), level="error", kind="error")
-        return run.commit("error", "error", error=str(exc))
+        return run.commit("error", error=str(exc))
     ctx: PhaseContext[Any] = PhaseContext(
         job_id=run.job.job_id,
         phase=phase.name,
@@ -426,17 +417,17 @@ def _handle_exception(
             f'Retrying phase "{phase.name}" (attempt {attempt + 1} of {phase.retry.max_attempts}) in {delay:.1f}s',
             level="warning",
         )
-        job = run.commit("retry", "retry", error=message, delay=delay)
+        job = run.commit("retry", error=message, delay=delay)
         if job.status == JobStatus.RUNNING:
             scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)
         return job
-    return run.commit("error", "error", error=message)
+    return run.commit("error", error=message)
 
 
 def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Scheduler) -> Job:
     if isinstance(outcome, Fail):
         run.entry(f'Phase "{phase.name}" failed: {outcome.error}', level="error", kind="error")
-        return run.commit("error", "error", error=outcome.error)
+        return run.commit("error", error=outcome.error)
     try:
         if isinstance(outcome, Next):
             checkpoint = Checkpoint(
@@ -444,16 +435,16 @@ def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Sc
                 state=run.pipeline.dump_state(outcome.state),
                 created_at=run.storage.clock(),
             )
-            job = run.commit("next", "next", checkpoint=checkpoint)
+            job = run.commit("next", checkpoint=checkpoint)
             if job.status == JobStatus.RUNNING:
                 scheduler.schedule_advance(job.job_id, phase=outcome.next_phase, sequence=job.sequence)
             return job
         if isinstance(outcome, Done):
-            return run.commit("done", "done", result=to_json(outcome.result))
+            return run.commit("done", result=to_json(outcome.result))
     except (InvalidInputError, StateTooLargeError) as exc:
         message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
         run.entry(message, level="error", kind="error")
-        return run.commit("error", "error", error=message)
+        return run.commit("error", error=message)
     message = f'Phase "{phase.name}" returned {outcome!r}; expected Next, Done or Fail'
     run.entry(message, level="error", kind="error")
-    return run.commit("error", "error", error=message)
+    return run.commit("error", error=message)

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from . import ttl
+
 
 class WireModel(BaseModel):
     """Base for stored models: camelCase on the wire, snake_case in Python."""
@@ -126,11 +128,11 @@ class Job(WireModel):
 
     def is_expired(self, now_ms: int) -> bool:
         """True once the job's TTL has passed, whether or not the store has deleted it."""
-        return self.expires_at * 1000 <= now_ms
+        return ttl.is_past(self.expires_at, now_ms)
 
     def expires_at_after(self, now_ms: int) -> int:
         """The TTL attribute (epoch seconds) for a write at ``now_ms``."""
-        return now_ms // 1000 + self.ttl_seconds
+        return ttl.expires_at(now_ms, self.ttl_seconds)
 
     def has_live_claim(self, now_ms: int) -> bool:
         """True while a worker holds an unexpired claim on the job."""

@@ -15,10 +15,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
-from .models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseRecord
+from .models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord
 
 
 def new_token() -> str:
@@ -167,9 +167,6 @@ class Save:
     token: str = field(default_factory=new_token)
 
 
-CommitKind = Literal["next", "done", "retry", "error"]
-
-
 @dataclass(frozen=True)
 class Commit:
     """The end of a phase run by the claim holder; releases the claim.
@@ -182,7 +179,7 @@ class Commit:
     """
 
     seen: Job
-    kind: CommitKind
+    kind: PhaseOutcome
     now_ms: int
     expires_at: int
     record: PhaseRecord
@@ -196,7 +193,9 @@ class Commit:
     @property
     def status(self) -> JobStatus | None:
         """The status the commit sets (None: the status stays as it is)."""
-        return {"done": JobStatus.COMPLETE, "error": JobStatus.ERROR}.get(self.kind)
+        if self.kind == "done":
+            return JobStatus.COMPLETE
+        return JobStatus.ERROR if self.kind in ("error", "unknown-phase") else None
 
 
 def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:
@@ -348,7 +347,7 @@ def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
         return {"checkpoint": None, "status": JobStatus.COMPLETE, "result": request.result, "attempt": 1}
     if request.kind == "retry":
         return {"attempt": job.attempt + 1, "not_before": request.not_before}
-    return {"status": JobStatus.ERROR, "error": request.error}
+    return {"status": JobStatus.ERROR, "error": request.error}  # error, unknown-phase
 
 
 def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> Written:

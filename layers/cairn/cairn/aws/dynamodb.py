@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from .. import transitions
+from .. import transitions, ttl
 from ..clock import Clock
 from ..errors import (
     ClaimLostError,
@@ -33,6 +33,7 @@ from ..errors import (
     StorageError,
     VersionConflict,
 )
+from ..ids import validate_owner
 from ..models import Job, JobPage, JobStatus, JobSummary
 from ..settings import Settings
 from ..storage.base import Route, Storage
@@ -102,7 +103,7 @@ class DynamoDBStorage(Storage):
         if not name:
             raise ConfigurationError("DynamoDBStorage needs a table name (argument or CAIRN_TABLE_NAME)")
         self.table_name = name
-        self.owner = schema.validate_owner(owner)
+        self.owner = validate_owner(owner)
         self._client = client
         self.payloads = PayloadCodec(
             inline_limit=inline_limit or config.inline_state_limit,
@@ -117,7 +118,7 @@ class DynamoDBStorage(Storage):
         """The same table and clients, seen as another owner."""
         other = DynamoDBStorage.__new__(DynamoDBStorage)
         other.__dict__.update(self.__dict__)
-        other.owner = schema.validate_owner(owner)
+        other.owner = validate_owner(owner)
         other.codec = ItemCodec(other.owner, self.payloads)
         other._s3_keys = {}
         return other
@@ -565,7 +566,7 @@ class DynamoDBStorage(Storage):
 
     def _expired(self, item: Item, now_ms: int) -> bool:
         expires = item.get(schema.TTL_ATTRIBUTE)
-        return expires is not None and int(str(expires.get("N", "0"))) * 1000 <= now_ms
+        return expires is not None and ttl.is_past(int(str(expires.get("N", "0"))), now_ms)
 
     def _decode_and_remember(self, job_id: str, item: Item) -> Job:
         job = self.codec.decode_job(item)

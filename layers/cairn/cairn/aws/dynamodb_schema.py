@@ -16,11 +16,10 @@ job items.
 
 from __future__ import annotations
 
-import re
 import zlib
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidInputError
+from ..ids import validate_owner as validate_owner  # the rule lives in cairn.ids
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -53,15 +52,6 @@ SUMMARY_ATTRIBUTES = [
     "notBefore",
     "sequence",
 ]
-
-_OWNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@|/+=-]{0,127}$")
-
-
-def validate_owner(owner: str) -> str:
-    """The owner, if it is a non-empty id without '#'; else a clear error."""
-    if not isinstance(owner, str) or not _OWNER.match(owner):
-        raise InvalidInputError(f"Invalid owner {owner!r}: use 1-128 letters, digits or ._:@|/+=- (no '#')")
-    return owner
 
 
 def job_pk(owner: str, job_id: str) -> str:

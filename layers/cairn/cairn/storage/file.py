@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..clock import Clock
 from ..errors import CorruptJobError, InvalidInputError, StorageError
+from ..ids import validate_job_id
 from ..models import HistoryItem, Job, JobStatus
 from .document import DocumentStorage
 
@@ -67,9 +68,7 @@ class FileStorage(DocumentStorage):
 
     def path_for(self, job_id: str) -> Path:
         """The file that holds ``job_id``."""
-        if not job_id or "/" in job_id or job_id.startswith(".") or "\\" in job_id:
-            raise InvalidInputError(f"Invalid job id {job_id!r} for file storage")
-        return self.directory / f"{job_id}{_SUFFIX}"
+        return self.directory / f"{validate_job_id(job_id)}{_SUFFIX}"
 
     @contextlib.contextmanager
     def _held(self, job_id: str) -> Iterator[None]:
