@@ -1,4 +1,4 @@
-"""Fixtures for every suite: fake AWS credentials, moto in-process, and a moto server over HTTP."""
+"""Fixtures for every suite: a fake clock, fake AWS credentials, moto in-process, and a moto server over HTTP."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ import pytest
 from moto import mock_aws
 
 from tests.aws import moto_server, use_fake_credentials
+from tests.support import FakeClock
 
 use_fake_credentials()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A clock that moves only when the test says so."""
+    return FakeClock()
 
 
 @pytest.fixture(scope="session")

@@ -20,11 +20,6 @@ StorageFactory = Callable[[FakeClock], Storage]
 STORAGES = ["memory", "file", "dynamodb", "dynamodb-http"]
 
 
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
 @pytest.fixture(params=STORAGES)
 def storage_kind(request: pytest.FixtureRequest) -> str:
     """Which adapter the test runs against."""

@@ -1,19 +1,17 @@
-"""Beyond the seed: one worker at a time, duplicate and stale advances, fencing, and bad input."""
+"""Beyond the seed, on every store: one worker at a time, duplicate and stale advances, advances of a job that is
+not running, fencing, and the job ids every store accepts."""
 
 from __future__ import annotations
 
-import math
-from datetime import datetime
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from cairn import (
     CairnError,
     ClaimLostError,
     Done,
-    InvalidInputError,
+    Fail,
     JobStatus,
     Next,
     PhaseContext,
@@ -26,8 +24,7 @@ from cairn import (
 from cairn.storage.base import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.contract.conftest import StorageFactory
-from tests.contract.helpers import recording_scheduler
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, job_of, make_scheduler, recording_scheduler
 
 JOB = "job-1"
 
@@ -186,7 +183,7 @@ def test_save_state_after_losing_the_claim_raises_claim_lost(storage_factory: St
 
     assert advance_phase(JOB, pipeline, storage=storage, scheduler=scheduler, phase="fetch") is None
 
-    assert isinstance(errors[0], CairnError)
+    assert len(errors) == 1
     job = job_of(storage, JOB)
     assert job.checkpoint is not None
     assert job.checkpoint.state == {"progress": "start"}
@@ -339,105 +336,69 @@ def test_an_advance_by_another_pipeline_does_not_touch_the_job(storage: Storage,
     assert outcome is None
 
 
-# --- bad input ----------------------------------------------------------------------------------
+# --- advance only while running -----------------------------------------------------------------
 
 
-class Counter(BaseModel):
-    count: int = 0
+def _reach(status: str, storage: Storage, clock: FakeClock, calls: list[str]) -> Pipeline[Any]:
+    """A one-phase pipeline with job JOB left in ``status`` ("missing" leaves no job at all)."""
+    pipeline: Pipeline[Any] = Pipeline("intake")
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done | Fail:
+        calls.append("work")
+        return Fail("broken") if ctx.state.get("fail") else Done("ok")
+
+    if status == "missing":
+        return pipeline
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"fail": status == "error"})
+    if status in ("complete", "error"):
+        scheduler.drain()
+    elif status == "paused":
+        pause_job(JOB, storage=storage)
+    elif status == "cancelled":
+        cancel_job(JOB, storage=storage)
+    return pipeline
 
 
-def _pipelines() -> tuple[Pipeline[Any], Pipeline[Counter]]:
+@pytest.mark.parametrize("status", ["complete", "error", "paused", "cancelled", "missing"])
+@pytest.mark.parametrize("phase", [None, "work"])
+def test_advance_does_nothing_unless_the_job_is_running(
+    storage: Storage, clock: FakeClock, status: str, phase: str | None
+) -> None:
+    calls: list[str] = []
+    pipeline = _reach(status, storage, clock, calls)
+    before = storage.get_job(JOB)
+    ran_before = list(calls)
+    clock.advance(1)
+    scheduler = make_scheduler(pipeline, storage, clock)
+
+    assert advance_phase(JOB, pipeline, storage=storage, scheduler=scheduler, phase=phase) is None
+
+    assert storage.get_job(JOB) == before
+    assert calls == ran_before
+    assert scheduler.pending() == 0
+
+
+# --- job ids ------------------------------------------------------------------------------------
+
+
+def _plain() -> Pipeline[Any]:
     plain: Pipeline[Any] = Pipeline("plain")
-    typed: Pipeline[Counter] = Pipeline("typed", state=Counter)
 
     @plain.phase(name="work")
     def plain_work(ctx: PhaseContext[Any]) -> Done:
         return Done()
 
-    @typed.phase(name="work")
-    def typed_work(ctx: PhaseContext[Counter]) -> Done:
-        return Done()
-
-    return plain, typed
-
-
-BAD_JOB_IDS = ["", "has space", "../escape", "a/b", ".hidden", "x" * 129, "tab\tid", "ü-non-ascii"]
-
-
-@pytest.mark.parametrize("job_id", BAD_JOB_IDS)
-def test_an_invalid_job_id_is_refused_everywhere(storage: Storage, clock: FakeClock, job_id: str) -> None:
-    plain, _ = _pipelines()
-    scheduler = make_scheduler(plain, storage, clock)
-
-    with pytest.raises(InvalidInputError):
-        run_pipeline(job_id, plain, storage=storage, scheduler=scheduler, initial_state={})
-    with pytest.raises(InvalidInputError):
-        advance_phase(job_id, plain, storage=storage, scheduler=scheduler)
-    with pytest.raises(InvalidInputError):
-        pause_job(job_id, storage=storage)
-    with pytest.raises(InvalidInputError):
-        cancel_job(job_id, storage=storage)
-
-    assert storage.list_jobs() == []
-    assert scheduler.pending() == 0
+    return plain
 
 
 @pytest.mark.parametrize("job_id", ["a", "A.b_c-9", "0" * 128])
 def test_valid_job_ids_are_accepted(storage: Storage, clock: FakeClock, job_id: str) -> None:
-    plain, _ = _pipelines()
+    plain = _plain()
     scheduler = make_scheduler(plain, storage, clock)
 
     run_pipeline(job_id, plain, storage=storage, scheduler=scheduler, initial_state={})
     scheduler.drain()
 
     assert job_of(storage, job_id).status == JobStatus.COMPLETE
-
-
-BAD_STARTS: list[tuple[str, dict[str, Any]]] = [
-    ("plain", {"retry_mode": "restart"}),
-    ("plain", {"retry_mode": ""}),
-    ("plain", {"initial_phase": "nowhere"}),
-    ("plain", {"initial_state": {"when": datetime(2024, 1, 1)}}),
-    ("plain", {"initial_state": {"ratio": math.nan}}),
-    ("plain", {"initial_state": {1, 2}}),
-    ("plain", {"initial_state": object()}),
-    ("typed", {"initial_state": {"count": "many"}}),
-    ("typed", {"initial_state": ["not", "a", "counter"]}),
-    ("typed", {"initial_state": {"count": 1}, "retry_mode": "sometimes"}),
-]
-
-
-@pytest.mark.parametrize(("which", "kwargs"), BAD_STARTS)
-def test_bad_input_to_run_pipeline_raises_and_changes_nothing(
-    storage: Storage, clock: FakeClock, which: str, kwargs: dict[str, Any]
-) -> None:
-    plain, typed = _pipelines()
-    pipeline: Pipeline[Any] = plain if which == "plain" else typed
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"count": 3})
-    pause_job(JOB, storage=storage)
-    before = job_of(storage, JOB)
-    queued = scheduler.pending()
-    clock.advance(1)
-
-    with pytest.raises(CairnError):
-        run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, **{"initial_state": {}, **kwargs})
-    with pytest.raises(CairnError):
-        run_pipeline("job-2", pipeline, storage=storage, scheduler=scheduler, **{"initial_state": {}, **kwargs})
-
-    assert job_of(storage, JOB) == before
-    assert storage.get_job("job-2") is None
-    assert scheduler.pending() == queued
-
-
-def test_a_valid_model_instance_or_dict_is_accepted_as_state(storage: Storage, clock: FakeClock) -> None:
-    _, typed = _pipelines()
-    scheduler = make_scheduler(typed, storage, clock)
-
-    first = run_pipeline("job-a", typed, storage=storage, scheduler=scheduler, initial_state=Counter(count=2))
-    second = run_pipeline("job-b", typed, storage=storage, scheduler=scheduler, initial_state={"count": 5})
-
-    assert first.checkpoint is not None
-    assert second.checkpoint is not None
-    assert first.checkpoint.state == {"count": 2}
-    assert second.checkpoint.state == {"count": 5}

@@ -1,4 +1,5 @@
-"""Crash reports (a worker that timed out or ran out of memory), create-only starts, and the job's input."""
+"""Crash reports (a worker that timed out or ran out of memory) on every store: only the claim a report names
+is taken over, and only while it is current; and the job's input across retries."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 
 from cairn import (
     Done,
-    JobExistsError,
     JobStatus,
     Next,
     PhaseContext,
@@ -20,8 +20,7 @@ from cairn import (
 )
 from cairn.storage.base import Storage
 from cairn.testing.faults import SimulatedCrash
-from tests.contract.helpers import RecordingScheduler
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, RecordingScheduler, job_of, make_scheduler
 
 JOB = "job-1"
 
@@ -86,30 +85,6 @@ def test_a_crash_report_for_the_dead_worker_retries_the_phase_per_its_policy(
     assert job_of(storage, JOB).result == {"n": 1, "attempt": 2}
 
 
-def test_a_crash_report_on_the_last_attempt_sets_error_and_keeps_the_checkpoint(
-    storage: Storage, clock: FakeClock
-) -> None:
-    pipeline = crashing_pipeline(attempts=1, crash=[True])
-    start_and_crash(pipeline, storage, clock)
-
-    record_crash(
-        JOB,
-        pipeline,
-        storage=storage,
-        scheduler=RecordingScheduler(clock),
-        phase="work",
-        error="Runtime exited: out of memory",
-        dead_worker="request-1",
-    )
-
-    job = job_of(storage, JOB)
-    assert job.status == JobStatus.ERROR
-    assert job.error == "Runtime exited: out of memory"
-    assert job.checkpoint is not None
-    assert job.checkpoint.next_phase == "work"
-    assert job.phases[-1].outcome == "error"
-
-
 def test_a_crash_report_naming_another_worker_leaves_a_live_claim_alone(storage: Storage, clock: FakeClock) -> None:
     pipeline = crashing_pipeline(attempts=2, crash=[True])
     start_and_crash(pipeline, storage, clock)
@@ -151,20 +126,6 @@ def test_a_stale_crash_report_for_a_phase_the_job_has_left_does_nothing(storage:
 
     assert outcome is None
     assert job_of(storage, JOB).status == JobStatus.COMPLETE
-
-
-def test_create_only_never_touches_an_existing_job(storage: Storage, clock: FakeClock) -> None:
-    pipeline = crashing_pipeline(attempts=1, crash=[False])
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"a": 1}, create_only=True)
-    before = job_of(storage, JOB)
-
-    with pytest.raises(JobExistsError) as raised:
-        run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"b": 2}, create_only=True)
-
-    assert raised.value.job == before
-    assert job_of(storage, JOB) == before
-    assert scheduler.pending() == 1
 
 
 def test_the_job_keeps_its_input_across_resumes_and_a_full_retry_replaces_it(

@@ -1,4 +1,5 @@
-"""Pausing and cancelling jobs: who may, what is kept, and what a worker mid-phase can still do."""
+"""Pausing and cancelling jobs on every store: who may, what is kept, what a queued advance or a worker mid-phase
+can still do."""
 
 from __future__ import annotations
 
@@ -17,15 +18,13 @@ from cairn import (
     Next,
     PhaseContext,
     Pipeline,
-    RetryPolicy,
     advance_phase,
     cancel_job,
     pause_job,
     run_pipeline,
 )
 from cairn.storage.base import Storage
-from tests.contract.helpers import recording_scheduler
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, job_of, make_scheduler, recording_scheduler
 
 JOB = "job-1"
 
@@ -97,37 +96,62 @@ def test_pause_of_a_job_that_is_not_running_is_refused(storage: Storage, clock: 
     assert job_of(storage, JOB) == before
 
 
-def test_pause_during_a_retry_backoff_stops_the_retry_until_resumed(storage: Storage, clock: FakeClock) -> None:
-    pipeline: Pipeline[Any] = Pipeline("intake")
-    attempts: list[int] = []
-
-    @pipeline.phase(retry=RetryPolicy(max_attempts=3, backoff=30.0, jitter=False))
-    def call(ctx: PhaseContext[Any]) -> Done:
-        attempts.append(ctx.attempt)
-        if len(attempts) == 1:
-            raise TimeoutError("slow")
-        return Done("answered")
-
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain(max_steps=1)
-    assert scheduler.pending() == 1
-    pause_job(JOB, storage=storage)
-
-    scheduler.drain()
-
-    assert attempts == [1]
-    assert job_of(storage, JOB).status == JobStatus.PAUSED
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
-    scheduler.drain()
-    assert attempts == [1, 1], "a resume starts counting attempts again"
-    assert job_of(storage, JOB).result == "answered"
-
-
 def test_pause_of_an_unknown_job_is_refused(storage: Storage) -> None:
     with pytest.raises(JobNotFoundError):
         pause_job("no-such-job", storage=storage)
     assert storage.get_job("no-such-job") is None
+
+
+def test_pause_inside_a_phase_stops_at_the_next_boundary_and_resume_continues(
+    storage: Storage, clock: FakeClock
+) -> None:
+    pipeline: Pipeline[Any] = Pipeline("intake")
+    ran: list[str] = []
+
+    @pipeline.phase
+    def fetch(ctx: PhaseContext[Any]) -> Next:
+        ran.append("fetch")
+        pause_job(ctx.job_id, storage=storage)
+        return Next("extract", {"fetched": True})
+
+    @pipeline.phase
+    def extract(ctx: PhaseContext[Any]) -> Done:
+        ran.append(f"extract {ctx.state}")
+        return Done("extracted")
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    paused = job_of(storage, JOB)
+    assert paused.status == JobStatus.PAUSED
+    assert paused.checkpoint is not None
+    assert (paused.checkpoint.next_phase, paused.checkpoint.state) == ("extract", {"fetched": True})
+    assert ran == ["fetch"]
+    assert scheduler.pending() == 0
+
+    resumed = run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
+    assert resumed.status == JobStatus.RUNNING
+    scheduler.drain()
+
+    assert ran == ["fetch", "extract {'fetched': True}"]
+    job = job_of(storage, JOB)
+    assert job.status == JobStatus.COMPLETE
+    assert job.result == "extracted"
+
+
+def test_pause_between_phases_keeps_the_queued_advance_from_running(storage: Storage, clock: FakeClock) -> None:
+    ran: list[str] = []
+    scheduler = _started(storage, clock, ran)
+    pause_job(JOB, storage=storage)
+
+    scheduler.drain()
+
+    assert ran == []
+    job = job_of(storage, JOB)
+    assert job.status == JobStatus.PAUSED
+    assert job.checkpoint is not None
+    assert job.checkpoint.next_phase == "fetch"
 
 
 # --- cancel -------------------------------------------------------------------------------------
@@ -244,39 +268,3 @@ def test_save_state_after_cancel_raises_claim_lost(storage: Storage, clock: Fake
     assert job.status == JobStatus.CANCELLED
     assert job.checkpoint is not None
     assert job.checkpoint.state == {"progress": 0}
-
-
-def test_resume_after_cancel_continues_from_the_checkpoint(storage: Storage, clock: FakeClock) -> None:
-    ran: list[str] = []
-    pipeline = _pipeline(ran)
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain(max_steps=1)
-    cancel_job(JOB, storage=storage)
-    scheduler.drain()
-
-    resumed = run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
-
-    assert resumed.status == JobStatus.RUNNING
-    assert resumed.checkpoint is not None
-    assert (resumed.checkpoint.next_phase, resumed.checkpoint.state) == ("extract", {"fetched": True})
-    scheduler.drain()
-    assert ran == ["fetch", "extract"]
-    job = job_of(storage, JOB)
-    assert job.status == JobStatus.COMPLETE
-    assert job.result == "extracted"
-
-
-def test_full_retry_after_cancel_starts_over(storage: Storage, clock: FakeClock) -> None:
-    ran: list[str] = []
-    pipeline = _pipeline(ran)
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain(max_steps=1)
-    cancel_job(JOB, storage=storage)
-
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={}, retry_mode="full")
-    scheduler.drain()
-
-    assert ran == ["fetch", "fetch", "extract"]
-    assert job_of(storage, JOB).status == JobStatus.COMPLETE

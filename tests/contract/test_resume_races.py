@@ -16,8 +16,7 @@ from cairn.models import Job
 from cairn.storage.base import Storage
 from cairn.storage.delegating import DelegatingStorage
 from tests.contract.conftest import StorageFactory
-from tests.contract.helpers import RecordingScheduler
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, RecordingScheduler, job_of, make_scheduler
 
 
 class CommitAfterRead(DelegatingStorage):

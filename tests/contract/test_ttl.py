@@ -1,4 +1,5 @@
-"""Time to live: expired checkpoints are absent and expired jobs are gone, whether or not the store deleted them."""
+"""Time to live as each store reads it: an expired job is gone, whether or not the store deleted it, and every
+write pushes the expiry back."""
 
 from __future__ import annotations
 
@@ -60,45 +61,6 @@ def test_the_default_ttl_is_a_day(storage: Storage, clock: FakeClock) -> None:
     assert storage.get_job(JOB) is not None
     clock.advance(1)
     assert storage.get_job(JOB) is None
-
-
-def test_a_checkpoint_older_than_the_ttl_is_treated_as_absent(storage: Storage, clock: FakeClock) -> None:
-    ran: list[str] = []
-    failing = [True]
-    pipeline = _pipeline(ran, fail_extract=failing)
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 1})
-    scheduler.drain(max_steps=1)
-    clock.advance(50 * 60)
-    scheduler.drain()
-    job = job_of(storage, JOB)
-    assert job.status == JobStatus.ERROR
-    assert job.checkpoint is not None
-    assert job.checkpoint.next_phase == "extract"
-
-    clock.advance(20 * 60)
-    assert storage.get_job(JOB) is not None, "the job itself was written 20 minutes ago"
-    failing[0] = False
-    ran.clear()
-    restarted = run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 2})
-
-    assert restarted.checkpoint == Checkpoint(next_phase="fetch", state={"v": 2}, created_at=clock())
-    scheduler.drain()
-    assert ran == ["fetch {'v': 2}", "extract {'v': 2, 'fetched': True}"]
-
-
-def test_a_checkpoint_younger_than_the_ttl_is_resumed(storage: Storage, clock: FakeClock) -> None:
-    ran: list[str] = []
-    pipeline = _pipeline(ran, fail_extract=[True])
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 1})
-    scheduler.drain()
-    clock.advance(HOUR - 1)
-
-    resumed = run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 2})
-
-    assert resumed.checkpoint is not None
-    assert (resumed.checkpoint.next_phase, resumed.checkpoint.state) == ("extract", {"v": 1, "fetched": True})
 
 
 def test_a_job_past_its_expiry_is_gone(storage: Storage, clock: FakeClock) -> None:

@@ -33,11 +33,6 @@ class Moto:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
 def moto() -> Iterator[Moto]:
     """Moto in-process: a table and a bucket for this test."""
     with mock_aws():

@@ -289,6 +289,38 @@ def test_a_resume_of_a_complete_job_starts_it_fresh_from_its_input(api: Api) -> 
     assert finished.result["document"]["source"] == "invoice.txt"
 
 
+def test_a_resume_with_a_state_it_would_ignore_is_400_and_changes_nothing(api: Api) -> None:
+    """The front door's rule: a resume from a checkpoint cannot take a new state, so one sent is refused."""
+    api.call("create-job")
+    api.run_phases(1)
+    assert api.call("pause-job").status == 200
+    before, items, queued = api.stored(), api.item_count(), api.stack.invoker.pending()
+
+    reply = api.call("retry-job-resume", body={"mode": "resume", "state": {"document": "report.txt"}})
+
+    assert (reply.status, reply.code) == (400, "invalid_request")
+    assert '"split"' in reply.message
+    assert 'mode="full"' in reply.message
+    assert api.stored() == before
+    assert api.item_count() == items
+    assert api.stack.invoker.pending() == queued  # only the split invoke queued before the pause
+
+
+def test_a_resume_of_a_complete_job_with_a_state_starts_it_fresh_from_that_state(api: Api) -> None:
+    """A complete job has no checkpoint to resume from: the state is not ignored, so it is taken."""
+    api.call("create-job")
+    api.run()
+
+    reply = api.call("retry-job-resume", body={"mode": "resume", "state": {"document": "report.txt"}})
+
+    assert reply.status == 202
+    assert reply.body["nextPhase"] == "fetch"
+    api.run()
+    finished = api.stored()
+    assert finished.status == JobStatus.COMPLETE
+    assert finished.result["document"]["source"] == "report.txt"
+
+
 def test_a_retry_without_a_body_resumes(api: Api) -> None:
     api.call("create-job")
     api.run_phases(1)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cairn import Job, JobNotFoundError, JobStatus, advance_phase, run_pipeline
+from cairn import InvalidInputError, Job, JobNotFoundError, JobStatus, advance_phase, run_pipeline
 from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from cairn.testing.invoker import LocalContext
 from cairn.testing.stack import LocalStack
@@ -296,6 +296,19 @@ def test_a_retry_event_resumes_a_failed_job_from_its_checkpoint(stack: LocalStac
     finished = job(stack)
     assert finished.status == JobStatus.COMPLETE
     assert finished.usage["pages"] == 4
+
+
+def test_a_retry_event_with_a_state_its_resume_would_ignore_fails_the_invocation(stack: LocalStack) -> None:
+    start(stack, phases_done=1)
+    stack.runtime.storage(OWNER).pause(JOB)
+    before = job(stack)
+    event = {**load_event("scheduler/retry"), "state": {"document": "report.txt"}}
+
+    with pytest.raises(InvalidInputError, match='mode="full"'):
+        stack.scheduler(event, LocalContext("cairn-scheduler"))
+
+    assert job(stack) == before
+    assert stack.invoker.pending() == 0
 
 
 def test_a_retry_event_for_an_unknown_job_fails_the_invocation(stack: LocalStack) -> None:

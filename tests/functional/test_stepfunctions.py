@@ -312,7 +312,7 @@ def test_two_executions_for_one_job_run_each_phase_once(deploy: Deploy) -> None:
     @pipeline.phase
     def first(ctx: PhaseContext[Any]) -> Next:
         runs["first"] += 1
-        both_invoked.wait(timeout=5)  # hold the claim until the other execution has tried this phase too
+        both_invoked.wait(timeout=60)  # hold the claim until the other execution has tried this phase too
         return Next("second", {"first": True})
 
     @pipeline.phase

@@ -92,8 +92,13 @@ class Cairn:
             job_id, chosen, storage=self.storage, scheduler=self.scheduler, initial_state=state, retry_mode=mode
         )
 
-    def advance(self, job_id: str, *, phase: str | None = None, sequence: int | None = None) -> Job | None:
-        """One advance of a job (what a scheduled message does): see :func:`cairn.advance_phase`."""
+    def advance(
+        self, job_id: str, *, phase: str | None = None, sequence: int | None = None, worker: str | None = None
+    ) -> Job | None:
+        """One advance of a job (what a scheduled message does; ``worker`` names the claim, e.g. a request id).
+
+        See :func:`cairn.advance_phase`.
+        """
         names = self.pipelines.names
         if len(names) == 1:  # the claim refuses a job of another pipeline: no read needed
             chosen = self.pipelines.get(names[0])
@@ -103,7 +108,13 @@ class Cairn:
                 return None
             chosen = self.pipelines.get(route.pipeline)
         return advance_phase(
-            job_id, chosen, storage=self.storage, scheduler=self.scheduler, phase=phase, sequence=sequence
+            job_id,
+            chosen,
+            storage=self.storage,
+            scheduler=self.scheduler,
+            phase=phase,
+            sequence=sequence,
+            worker=worker,
         )
 
     def pause(self, job_id: str) -> Job:

@@ -7,16 +7,22 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
 - ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations.
 - ``POST /jobs/{jobId}/retry`` restarts a job (202): ``resume`` from its checkpoint, or ``full``.
-  As in ``run_pipeline``, a resume without a checkpoint (a complete job, say) starts fresh.
+  As in ``run_pipeline``, a resume without a checkpoint (a complete job, say) starts fresh; a ``state``
+  that a resume would ignore (the job has a checkpoint) is refused (400), as the front door refuses it.
 - ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it).
 - ``GET /health`` reads the table once; ``GET /openapi.json`` is this API's OpenAPI document.
 
 The owner of the jobs a request sees comes only from the authorizer context
 (:mod:`cairn.aws.api_auth`); another owner's job is reported as absent (404).
+
+The routes are module-level functions of one resolver, :data:`app`; each acts
+through the front door (:class:`cairn.Cairn`) onto the caller's jobs, which
+:class:`~cairn.aws.api_services.ApiServices` builds per request.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from collections.abc import Callable
@@ -29,19 +35,19 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ..engine import cancel_job, pause_job, run_pipeline, validate_job_id
-from ..errors import JobNotFoundError, SchedulingError, StorageError
+from ..app import Cairn
+from ..errors import SchedulingError, StorageError
+from ..ids import validate_job_id
 from ..models import Job, JobPage, JobStatus
 from ..registry import PipelineRegistry
+from . import retries
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_errors import ApiError, error_response, install_error_handlers
 from .api_models import CreateJobRequest, ErrorBody, Health, JobLog, JobView, RetryRequest
-from .api_services import ApiServices
-from .dynamodb import DynamoDBStorage
-from .observability import logger, metrics, tracer
+from .api_services import ApiServices, current_services
+from .entry import Handler, entry_point
+from .observability import logger, metrics
 from .runtime import Runtime
-
-Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 API_TITLE = "cairn"
 API_VERSION = "1.0.0"
@@ -77,14 +83,14 @@ def _job_response(status: HTTPStatus, job: Job) -> Response[JobView]:
     )
 
 
-def _current(storage: DynamoDBStorage, job: Job) -> Job:
+def _current(jobs: Cairn, job: Job) -> Job:
     """The job as stored after a transition (a transition's own result may hold only what it wrote)."""
-    return storage.get_job(job.job_id) or job
+    return jobs.storage.get_job(job.job_id) or job
 
 
-def _started_anyway(storage: DynamoDBStorage, job_id: str, exc: SchedulingError) -> Job:
+def _started_anyway(jobs: Cairn, job_id: str, exc: SchedulingError) -> Job:
     """The job was stored but its first invoke failed transiently: the sweep starts it; else re-raise."""
-    job = storage.get_job(job_id) if exc.retryable else None
+    job = jobs.storage.get_job(job_id) if exc.retryable else None
     if job is None:
         raise exc
     logger.warning("Job stored; its first advance is left to the sweep", extra={"job_id": job_id, "error": str(exc)})
@@ -92,12 +98,12 @@ def _started_anyway(storage: DynamoDBStorage, job_id: str, exc: SchedulingError)
     return job
 
 
-def openapi_document(app: APIGatewayHttpResolver) -> dict[str, Any]:
+def openapi_document(resolver: APIGatewayHttpResolver) -> dict[str, Any]:
     """The API's OpenAPI document, with the errors as the API returns them.
 
     An invalid request is a 400 (not Powertools' 422) and a 500 has the one error body.
     """
-    document: dict[str, Any] = json.loads(app.get_openapi_json_schema())
+    document: dict[str, Any] = json.loads(resolver.get_openapi_json_schema())
     internal = {
         "description": HTTPStatus.INTERNAL_SERVER_ERROR.phrase,
         "content": {content_types.APPLICATION_JSON: {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
@@ -113,177 +119,173 @@ def openapi_document(app: APIGatewayHttpResolver) -> dict[str, Any]:
     return document
 
 
-def build_api(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) -> APIGatewayHttpResolver:
-    """The API's resolver, with every route and error handler; ``runtime`` is built on first use when None."""
-    services = ApiServices(pipelines, runtime)
-    app = APIGatewayHttpResolver(
-        enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
-    )
-    app.configure_openapi(title=API_TITLE, version=API_VERSION, description=API_DESCRIPTION)
-    install_error_handlers(app)
+app = APIGatewayHttpResolver(
+    enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
+)
+"""The API's resolver: every route below and the error handlers of :mod:`cairn.aws.api_errors`."""
+app.configure_openapi(title=API_TITLE, version=API_VERSION, description=API_DESCRIPTION)
+install_error_handlers(app)
 
-    def caller() -> str:
-        owner = owner_of(app.current_event.raw_event)
-        logger.append_keys(owner=owner)
-        return owner
 
-    def existing(storage: DynamoDBStorage, job_id: str) -> Job:
-        logger.append_keys(job_id=validate_job_id(job_id))
-        job = storage.get_job(job_id)
-        if job is None:
-            raise JobNotFoundError(job_id)
-        return job
+def caller() -> str:
+    """The owner the request acts as (the handler has already refused a request without one)."""
+    owner = owner_of(app.current_event.raw_event)
+    logger.append_keys(owner=owner)
+    return owner
 
-    @app.post(
-        "/jobs",
-        status_code=HTTPStatus.ACCEPTED.value,
-        summary="Start a job",
-        tags=["jobs"],
-        responses=_responses(
-            HTTPStatus.ACCEPTED, "The job is stored and its first phase is scheduled", HTTPStatus.CONFLICT
-        ),
-    )
-    def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView]:
-        owner = caller()
-        pipeline = services.pipeline(request.pipeline)
-        job_id = request.job_id or str(uuid.uuid4())
-        logger.append_keys(job_id=job_id)
-        storage = services.storage(owner)
-        try:
-            job = run_pipeline(
-                job_id,
-                pipeline,
-                storage=storage,
-                scheduler=services.scheduler(owner, pipeline),
-                initial_state=request.state,
-                create_only=True,
-            )
-        except SchedulingError as exc:
-            job = _started_anyway(storage, job_id, exc)
-        metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=1)
-        return _job_response(HTTPStatus.ACCEPTED, _current(storage, job))
 
-    @app.get(
-        "/jobs",
-        summary="List jobs, newest first",
-        tags=["jobs"],
-        responses=_responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
-    )
-    def list_jobs(
-        status: Annotated[JobStatus | None, Query(description="Only jobs with this status")] = None,
-        cursor: Annotated[str | None, Query(description="The cursor of the previous page")] = None,
-        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
-    ) -> JobPage:
-        return services.storage(caller()).list_page(status=status, cursor=cursor, limit=limit)
+def existing(jobs: Cairn, job_id: str) -> Job:
+    """The caller's job; 404 when it is absent (or another owner's)."""
+    logger.append_keys(job_id=validate_job_id(job_id))
+    return jobs.get(job_id)
 
-    @app.get(
-        "/jobs/<jobId>",
-        summary="Show a job",
-        tags=["jobs"],
-        responses=_responses(HTTPStatus.OK, "The job", HTTPStatus.NOT_FOUND),
-    )
-    def get_job(
-        job_id: JobIdPath,
-        include_state: Annotated[
-            bool, Query(alias="includeState", description="Include the checkpoint's state")
-        ] = False,
-    ) -> JobView:
-        job = existing(services.storage(caller()), job_id)
-        return JobView.of(job, include_state=include_state)
 
-    @app.get(
-        "/jobs/<jobId>/log",
-        summary="A job's log",
-        tags=["jobs"],
-        responses=_responses(HTTPStatus.OK, "Log entries and annotations, oldest first", HTTPStatus.NOT_FOUND),
-    )
-    def get_job_log(job_id: JobIdPath) -> JobLog:
-        job = existing(services.storage(caller()), job_id)
-        return JobLog(job_id=job.job_id, entries=list(job.log))
+@app.post(
+    "/jobs",
+    status_code=HTTPStatus.ACCEPTED.value,
+    summary="Start a job",
+    tags=["jobs"],
+    responses=_responses(
+        HTTPStatus.ACCEPTED, "The job is stored and its first phase is scheduled", HTTPStatus.CONFLICT
+    ),
+)
+def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView]:
+    services = current_services()
+    owner = caller()
+    pipeline = services.pipeline(request.pipeline)
+    job_id = request.job_id or str(uuid.uuid4())
+    logger.append_keys(job_id=job_id)
+    jobs = services.cairn(owner, pipeline)
+    try:
+        job = jobs.start(pipeline, job_id, state=request.state)
+    except SchedulingError as exc:
+        job = _started_anyway(jobs, job_id, exc)
+    metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=1)
+    return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
 
-    @app.post(
-        "/jobs/<jobId>/retry",
-        status_code=HTTPStatus.ACCEPTED.value,
-        summary="Retry a job",
-        description="resume continues from the checkpoint's nextPhase (a fresh start when there is none, as for "
-        "a complete job); full discards the checkpoint and the log. A fresh start uses the body's state, else the "
-        "job's stored input. A worker still running the job is fenced off.",
-        tags=["jobs"],
-        responses=_responses(HTTPStatus.ACCEPTED, "The job is restarted", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
-    )
-    def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()] = None) -> Response[JobView]:
-        owner = caller()
-        retry = request or RetryRequest()
-        storage = services.storage(owner)
-        job = existing(storage, job_id)
-        pipeline = services.pipeline_of(job)
-        try:
-            job = run_pipeline(
-                job_id,
-                pipeline,
-                storage=storage,
-                scheduler=services.scheduler(owner, pipeline),
-                initial_state=retry.state,  # None: the engine starts from the job's stored input
-                retry_mode=retry.mode,
-            )
-        except SchedulingError as exc:
-            job = _started_anyway(storage, job_id, exc)
-        metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
-        return _job_response(HTTPStatus.ACCEPTED, _current(storage, job))
 
-    def change_status(job_id: str, change: Callable[..., Job], metric: str) -> JobView:
-        """Pause or cancel; a status that refuses the change is a 409 (TransitionRefusedError)."""
-        storage = services.storage(caller())
-        logger.append_keys(job_id=validate_job_id(job_id))
-        job = change(job_id, storage=storage)
-        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
-        return JobView.of(_current(storage, job))
+@app.get(
+    "/jobs",
+    summary="List jobs, newest first",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
+)
+def list_jobs(
+    status: Annotated[JobStatus | None, Query(description="Only jobs with this status")] = None,
+    cursor: Annotated[str | None, Query(description="The cursor of the previous page")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
+) -> JobPage:
+    return current_services().storage(caller()).list_page(status=status, cursor=cursor, limit=limit)
 
-    @app.post(
-        "/jobs/<jobId>/pause",
-        summary="Pause a running job at its next phase boundary",
-        tags=["jobs"],
-        responses=_responses(HTTPStatus.OK, "The paused job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
-    )
-    def pause(job_id: JobIdPath) -> JobView:
-        return change_status(job_id, pause_job, "JobsPaused")
 
-    @app.post(
-        "/jobs/<jobId>/cancel",
-        summary="Cancel a job; its checkpoint stays, so a resume is still possible",
-        tags=["jobs"],
-        responses=_responses(HTTPStatus.OK, "The cancelled job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
-    )
-    def cancel(job_id: JobIdPath) -> JobView:
-        return change_status(job_id, cancel_job, "JobsCancelled")
+@app.get(
+    "/jobs/<jobId>",
+    summary="Show a job",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.OK, "The job", HTTPStatus.NOT_FOUND),
+)
+def get_job(
+    job_id: JobIdPath,
+    include_state: Annotated[bool, Query(alias="includeState", description="Include the checkpoint's state")] = False,
+) -> JobView:
+    job = existing(current_services().cairn(caller()), job_id)
+    return JobView.of(job, include_state=include_state)
 
-    @app.get(
-        "/health",
-        summary="Whether the job table answers",
-        tags=["operations"],
-        responses={
-            HTTPStatus.OK.value: {"description": "The table answered a read"},
-            **_errors(HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.SERVICE_UNAVAILABLE),
-        },
-    )
-    def health() -> Health:
-        storage = services.storage(HEALTH_OWNER)
-        try:
-            storage.list_page(limit=1)
-        except StorageError as exc:
-            logger.exception("Health check: the job table cannot be read", exc_info=exc)
-            raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable", "The job table cannot be read") from exc
-        return Health(status="ok", table=storage.table_name, driver=services.runtime.settings.driver)
 
-    documents: list[dict[str, Any]] = []  # built on first request, then reused
+@app.get(
+    "/jobs/<jobId>/log",
+    summary="A job's log",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.OK, "Log entries and annotations, oldest first", HTTPStatus.NOT_FOUND),
+)
+def get_job_log(job_id: JobIdPath) -> JobLog:
+    job = existing(current_services().cairn(caller()), job_id)
+    return JobLog(job_id=job.job_id, entries=list(job.log))
 
-    @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["operations"])
-    def openapi() -> dict[str, Any]:
-        if not documents:
-            documents.append(openapi_document(app))
-        return documents[0]
 
-    return app
+@app.post(
+    "/jobs/<jobId>/retry",
+    status_code=HTTPStatus.ACCEPTED.value,
+    summary="Retry a job",
+    description="resume continues from the checkpoint's nextPhase (a fresh start when there is none, as for "
+    "a complete job); full discards the checkpoint and the log. A fresh start uses the body's state, else the "
+    "job's stored input; a state sent with resume when there is a checkpoint to resume from is refused (400), "
+    "as it would be ignored. A worker still running the job is fenced off.",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.ACCEPTED, "The job is restarted", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+)
+def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()] = None) -> Response[JobView]:
+    services = current_services()
+    owner = caller()
+    retry = request or RetryRequest()
+    job = existing(services.cairn(owner), job_id)
+    jobs = services.cairn(owner, services.pipeline_of(job))
+    try:
+        job = retries.retry_job(jobs, job, mode=retry.mode, state=retry.state)
+    except SchedulingError as exc:
+        job = _started_anyway(jobs, job_id, exc)
+    metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
+    return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
+
+
+def change_status(job_id: str, change: Callable[[Cairn, str], Job], metric: str) -> JobView:
+    """Pause or cancel; a status that refuses the change is a 409 (TransitionRefusedError)."""
+    jobs = current_services().cairn(caller())
+    logger.append_keys(job_id=validate_job_id(job_id))
+    job = change(jobs, job_id)
+    metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
+    return JobView.of(_current(jobs, job))
+
+
+@app.post(
+    "/jobs/<jobId>/pause",
+    summary="Pause a running job at its next phase boundary",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.OK, "The paused job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+)
+def pause(job_id: JobIdPath) -> JobView:
+    return change_status(job_id, Cairn.pause, "JobsPaused")
+
+
+@app.post(
+    "/jobs/<jobId>/cancel",
+    summary="Cancel a job; its checkpoint stays, so a resume is still possible",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.OK, "The cancelled job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+)
+def cancel(job_id: JobIdPath) -> JobView:
+    return change_status(job_id, Cairn.cancel, "JobsCancelled")
+
+
+@app.get(
+    "/health",
+    summary="Whether the job table answers",
+    tags=["operations"],
+    responses={
+        HTTPStatus.OK.value: {"description": "The table answered a read"},
+        **_errors(HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.SERVICE_UNAVAILABLE),
+    },
+)
+def health() -> Health:
+    services = current_services()
+    storage = services.storage(HEALTH_OWNER)
+    try:
+        storage.list_page(limit=1)
+    except StorageError as exc:
+        logger.exception("Health check: the job table cannot be read", exc_info=exc)
+        raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable", "The job table cannot be read") from exc
+    return Health(status="ok", table=storage.table_name, driver=services.runtime.settings.driver)
+
+
+@app.get("/openapi.json", summary="This API's OpenAPI document", tags=["operations"])
+def openapi() -> dict[str, Any]:
+    return _openapi_document()
+
+
+@functools.cache
+def _openapi_document() -> dict[str, Any]:
+    """The document, built on first request, then reused (the routes are fixed at import)."""
+    return openapi_document(app)
 
 
 def _record_response(response: dict[str, Any]) -> None:
@@ -313,20 +315,18 @@ def api_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) 
     A request without a caller identity is refused (401) before its route or
     body is looked at, except for the public routes (health, OpenAPI).
     """
-    app = build_api(pipelines, runtime=runtime)
+    services = ApiServices(pipelines, runtime)
 
-    @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
-    @metrics.log_metrics
-    @tracer.capture_lambda_handler(capture_response=False)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
             if not is_public(event):
                 owner_of(event)
-            response = app.resolve(event, context)
+            with services.serving():
+                response = app.resolve(event, context)
         except Unauthenticated as exc:
             logger.info("Refused an unauthenticated request", extra={"reason": exc.message})
             response = _refusal(exc)
         _record_response(response)
         return response
 
-    return handler
+    return entry_point(handler, correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidInputError
-from .dynamodb_schema import validate_owner
+from ..ids import validate_owner
 
 #: Routes that read no owner's data and answer without an authorizer context.
 PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})

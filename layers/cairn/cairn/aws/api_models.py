@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from ..engine import JOB_ID_PATTERN, validate_job_id
 from ..errors import InvalidInputError
+from ..ids import JOB_ID_PATTERN, validate_job_id
 from ..models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
 
 
@@ -54,7 +54,8 @@ class RetryRequest(RequestModel):
     )
     state: Any = Field(
         default=None,
-        description="The state to start from when the job starts fresh; the job's stored input when absent",
+        description="The state to start from when the job starts fresh; the job's stored input when absent. "
+        "Refused with resume when the job has a checkpoint to resume from, which would ignore it",
     )
 
 

@@ -1,4 +1,8 @@
-"""What the API's routes use: pipelines by name, and the runtime's storage and schedulers.
+"""What the API's routes use: pipelines by name, and the front door onto the caller's jobs.
+
+The API's routes are module-level functions of one resolver; the services of
+the function being invoked are set around each invocation (:meth:`ApiServices.serving`)
+and read by the routes with :func:`current_services`.
 
 The runtime is built on first use. A deployment error (a missing table name,
 a driver without its state machine) is the server's fault, not the caller's:
@@ -7,17 +11,20 @@ it is reported as a 500, never as the 400 an ``InvalidInputError`` would give.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from http import HTTPStatus
 from typing import Any, TypeVar
 
+from ..app import Cairn
 from ..errors import ConfigurationError, InvalidInputError
 from ..models import Job
 from ..pipeline import Pipeline
 from ..registry import PipelineRegistry
-from ..scheduling.base import Scheduler
 from .api_errors import ApiError
 from .dynamodb import DynamoDBStorage
+from .entry import LazyRuntime
 from .observability import logger
 from .runtime import Runtime
 
@@ -40,14 +47,12 @@ class ApiServices:
 
     def __init__(self, pipelines: PipelineRegistry, runtime: Runtime | None = None) -> None:
         self.pipelines = pipelines
-        self._runtime = runtime
+        self._runtime = LazyRuntime(runtime)
 
     @property
     def runtime(self) -> Runtime:
         """The runtime: the injected one, else one built from the environment on first use."""
-        if self._runtime is None:
-            self._runtime = _configured(Runtime)
-        return self._runtime
+        return _configured(self._runtime.get)
 
     def pipeline(self, name: str) -> Pipeline[Any]:
         """The pipeline called ``name``; an unknown name is the caller's error (400)."""
@@ -61,11 +66,35 @@ class ApiServices:
             raise ApiError(HTTPStatus.CONFLICT, "conflict", f'Job "{job.job_id}": {exc.message}') from exc
 
     def storage(self, owner: str) -> DynamoDBStorage:
-        """The job store as ``owner`` sees it (``owner`` is already validated)."""
+        """The job store as ``owner`` sees it (``owner`` is already validated): for listing and the health check."""
         runtime = self.runtime
         return _configured(lambda: runtime.storage(owner))
 
-    def scheduler(self, owner: str, pipeline: Pipeline[Any]) -> Scheduler:
-        """What starts or retries ``owner``'s jobs of ``pipeline`` under the configured driver."""
+    def cairn(self, owner: str, pipeline: Pipeline[Any] | None = None) -> Cairn:
+        """The front door onto ``owner``'s jobs; with ``pipeline``, the one that starts or retries jobs of it.
+
+        With a pipeline its scheduler is built now: a misconfigured driver is a
+        500 before anything is written.
+        """
         runtime = self.runtime
-        return _configured(lambda: runtime.start_scheduler(owner, pipeline))
+        return _configured(lambda: runtime.cairn(owner, pipeline if pipeline is not None else self.pipelines))
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Make these the services :func:`current_services` returns, for the invocation inside the block."""
+        token = _CURRENT.set(self)
+        try:
+            yield
+        finally:
+            _CURRENT.reset(token)
+
+
+_CURRENT: ContextVar[ApiServices] = ContextVar("cairn_api_services")
+
+
+def current_services() -> ApiServices:
+    """The services of the API function being invoked (set by its handler around the invocation)."""
+    try:
+        return _CURRENT.get()
+    except LookupError:
+        raise RuntimeError("The API's routes run only inside api_handler's handler") from None

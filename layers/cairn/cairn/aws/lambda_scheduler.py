@@ -13,6 +13,7 @@ from ..errors import SchedulingError
 from ..pipeline import Pipeline
 from ..scheduling.messages import AdvanceMessage
 from ..settings import Settings
+from .routing import invocation_for
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -94,14 +95,7 @@ def invoke_phase(
     message: AdvanceMessage, *, pipeline: Pipeline[Any], settings: Settings, lambda_client: LambdaInvoker
 ) -> None:
     """Invoke the function of ``message.phase`` asynchronously (the scheduler's, for an unknown phase)."""
-    if pipeline.has_phase(message.phase):
-        target = settings.phase_function(pipeline.resolve_name(message.phase))
-        payload = message.to_wire()
-    else:
-        if not settings.scheduler_function:
-            raise SchedulingError("An unknown phase is reported through the scheduler (CAIRN_SCHEDULER_FUNCTION)")
-        target = settings.scheduler_function
-        payload = {"action": "advance", **message.to_wire()}
+    target, payload = invocation_for(message, pipeline, settings)
     try:
         lambda_client.invoke(FunctionName=target, InvocationType="Event", Payload=json.dumps(payload).encode())
     except (ClientError, BotoCoreError) as exc:

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
-from ..engine import advance_phase
 from ..pipeline import Pipeline
 from ..scheduling.base import Scheduler
 from ..scheduling.messages import AdvanceMessage
-from .observability import keys_for, logger, metrics, record_phase_metrics, tracer
+from .entry import Handler, LazyRuntime, entry_point
+from .observability import keys_for, logger, metrics, record_phase_metrics
 from .runtime import Runtime
 from .stepfunctions_scheduler import StepRecorder
-
-Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
 def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | None = None) -> Handler:
@@ -31,13 +28,10 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
     driver the response carries the advance the phase asked for.
     """
     own_phase = pipeline.get_phase(phase).name  # an unknown phase is refused at import time
-    state = {"runtime": runtime}
+    runtimes = LazyRuntime(runtime)
 
-    @logger.inject_lambda_context(clear_state=True)
-    @metrics.log_metrics
-    @tracer.capture_lambda_handler(capture_response=False)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        active = state["runtime"] = state["runtime"] or Runtime()
+        active = runtimes.get()
         metrics.add_metric(name="PhaseInvocations", unit=MetricUnit.Count, value=1)
         try:
             message = AdvanceMessage.model_validate(event)
@@ -53,14 +47,9 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
             recorder if active.settings.driver == "stepfunctions" else active.lambda_scheduler(message.owner, pipeline)
         )
         started = time.perf_counter()
-        job = advance_phase(
-            message.job_id,
-            pipeline,
-            storage=active.storage(message.owner),
-            scheduler=scheduler,
-            phase=message.phase,
-            sequence=message.sequence,
-            worker=context.aws_request_id,
+        jobs = active.cairn(message.owner, pipeline, scheduler=scheduler)
+        job = jobs.advance(
+            message.job_id, phase=message.phase, sequence=message.sequence, worker=context.aws_request_id
         )
         record_phase_metrics(job, phase=message.phase, duration_ms=(time.perf_counter() - started) * 1000)
         return {
@@ -71,4 +60,4 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
             "scheduled": recorder.scheduled.to_wire() if recorder.scheduled else None,
         }
 
-    return handler
+    return entry_point(handler)

@@ -1,15 +1,23 @@
-"""What a Lambda function builds once per cold start: settings, clients, storage and schedulers."""
+"""What a Lambda function builds once per cold start: settings, clients, storage and schedulers.
+
+:meth:`Runtime.cairn` puts them behind the front door (:class:`cairn.Cairn`)
+for one owner's jobs: cheap enough to build per request or per event.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..app import Cairn
 from ..clock import Clock, system_clock_ms
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SchedulingError
 from ..pipeline import Pipeline
+from ..registry import PipelineRegistry
 from ..scheduling.base import Scheduler
 from ..settings import Settings
+from ..storage.base import Storage
 from . import clients
 from .dynamodb import DynamoDBStorage
 from .lambda_scheduler import LambdaInvoker, LambdaScheduler
@@ -69,3 +77,65 @@ class Runtime:
             state_machine_arn=self.settings.state_machine_arn,
             client=self.sfn or clients.default_sfn_client(),
         )
+
+    def cairn(
+        self,
+        owner: str,
+        pipelines: Pipeline[Any] | PipelineRegistry,
+        *,
+        scheduler: Scheduler | None = None,
+    ) -> Cairn:
+        """The front door onto ``owner``'s jobs of ``pipelines``, in this deployment's table.
+
+        Without a ``scheduler`` advances are started under the configured
+        driver (:meth:`start_scheduler`). For one pipeline its scheduler is
+        built now, so a misconfigured driver fails before anything is written;
+        for a registry each pipeline's is built when a job of it first needs
+        one (a front door that only reads, pauses or cancels builds none).
+        """
+        storage = self.storage(owner)
+        if scheduler is None:
+            if isinstance(pipelines, Pipeline):
+                scheduler = self.start_scheduler(owner, pipelines)
+            else:
+                scheduler = PipelineSchedulers(
+                    pipelines, storage, lambda pipeline: self.start_scheduler(owner, pipeline)
+                )
+        return Cairn(pipelines, storage=storage, scheduler=scheduler)
+
+
+class PipelineSchedulers:
+    """A scheduler for the jobs of several pipelines: each advance goes to the scheduler of its job's pipeline.
+
+    The scheduler port names the job, not its pipeline: with one pipeline
+    there is nothing to look up; with several the job's routing fields name
+    it (one read, as :meth:`cairn.Cairn.advance` does). Schedulers are built
+    by ``build`` on first use, one per pipeline.
+    """
+
+    def __init__(
+        self, pipelines: PipelineRegistry, storage: Storage, build: Callable[[Pipeline[Any]], Scheduler]
+    ) -> None:
+        self.pipelines = pipelines
+        self.storage = storage
+        self._build = build
+        self._schedulers: dict[str, Scheduler] = {}
+
+    def for_pipeline(self, pipeline: Pipeline[Any]) -> Scheduler:
+        """The scheduler of ``pipeline``'s jobs."""
+        if pipeline.name not in self._schedulers:
+            self._schedulers[pipeline.name] = self._build(pipeline)
+        return self._schedulers[pipeline.name]
+
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
+        """Schedule the advance with the scheduler of the job's pipeline."""
+        names = self.pipelines.names
+        if len(names) == 1:
+            name = names[0]
+        else:
+            route = self.storage.get_route(job_id)
+            if route is None:
+                raise SchedulingError(f'Job "{job_id}" is gone; its advance of "{phase}" was not scheduled')
+            name = route.pipeline
+        scheduler = self.for_pipeline(self.pipelines.get(name))
+        scheduler.schedule_advance(job_id, phase=phase, sequence=sequence, delay=delay)

@@ -18,23 +18,23 @@ It receives five kinds of event:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
-from ..engine import advance_phase, record_crash, run_pipeline
-from ..errors import JobExistsError, JobNotFoundError
+from ..engine import record_crash
+from ..errors import JobExistsError
 from ..models import Job, JobStatus, RetryMode
 from ..registry import PipelineRegistry
 from ..scheduling.messages import AdvanceMessage
-from .observability import logger, metrics, tracer
+from .entry import Handler, LazyRuntime, entry_point
+from .observability import logger, metrics
+from .retries import retry_job
+from .routing import function_for
 from .runtime import Runtime
 from .stepfunctions_scheduler import StepRecorder
-
-Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
 
 
 class ResolveRequest(BaseModel):
@@ -87,14 +87,10 @@ class FailureReport(BaseModel):
 
 def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) -> Handler:
     """The scheduler function's handler for the pipelines of a deployment."""
-    state = {"runtime": runtime}
+    runtimes = LazyRuntime(runtime)
 
-    @logger.inject_lambda_context(clear_state=True)
-    @metrics.log_metrics
-    @tracer.capture_lambda_handler(capture_response=False)
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        active = state["runtime"] = state["runtime"] or Runtime()
-        dispatch = Dispatcher(pipelines, active)
+        dispatch = Dispatcher(pipelines, runtimes.get())
         metrics.add_metric(name="SchedulerEvents", unit=MetricUnit.Count, value=1)
         if isinstance(event.get("Records"), list):
             return dispatch.delayed(event["Records"])
@@ -116,7 +112,7 @@ def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = 
         logger.error("Rejected an event the scheduler does not handle", extra={"keys": sorted(event)})
         return {"status": "rejected", "error": "unrecognised event"}
 
-    return handler
+    return entry_point(handler)
 
 
 class Dispatcher:
@@ -202,18 +198,13 @@ class Dispatcher:
             return {**base, "run": False, "status": route.status.value if route else "missing"}
         if request.sequence is not None and request.sequence != route.sequence:
             return {**base, "run": False, "status": "stale"}
-        phase = route.next_phase
-        if pipeline.has_phase(phase):
-            function = self.runtime.settings.phase_function(pipeline.resolve_name(phase))
-        else:
-            function = self.runtime.settings.scheduler_function or ""
         return {
             **base,
             "run": True,
             "status": route.status.value,
-            "phase": phase,
+            "phase": route.next_phase,
             "sequence": route.sequence,
-            "functionName": function,
+            "functionName": function_for(pipeline, route.next_phase, self.runtime.settings),
         }
 
     def record_failure(self, report: FailureReport) -> dict[str, Any]:
@@ -241,45 +232,24 @@ class Dispatcher:
         """Start a new job; an existing one is reported, never reset."""
         pipeline = self.pipelines.get(request.pipeline)
         try:
-            job = run_pipeline(
-                request.jobId,
-                pipeline,
-                storage=self.runtime.storage(request.owner),
-                scheduler=self.runtime.start_scheduler(request.owner, pipeline),
-                initial_state=request.state,
-                create_only=True,
-            )
+            job = self.runtime.cairn(request.owner, pipeline).start(pipeline, request.jobId, state=request.state)
         except JobExistsError:
             return {"status": "exists", "jobId": request.jobId}
         return {"status": job.status.value, "jobId": request.jobId}
 
     def retry(self, request: RetryRequest) -> dict[str, Any]:
-        """Retry a job as the API's retry route does."""
-        pipeline = self.pipelines.get(request.pipeline)
-        storage = self.runtime.storage(request.owner)
-        if storage.get_job(request.jobId) is None:
-            raise JobNotFoundError(request.jobId)
-        job = run_pipeline(
-            request.jobId,
-            pipeline,
-            storage=storage,
-            scheduler=self.runtime.start_scheduler(request.owner, pipeline),
-            initial_state=request.state,
-            retry_mode=request.mode,
-        )
+        """Retry a job as the API's retry route does (:mod:`cairn.aws.retries`); an unknown job fails the event."""
+        jobs = self.runtime.cairn(request.owner, self.pipelines.get(request.pipeline))
+        job = retry_job(jobs, jobs.get(request.jobId), mode=request.mode, state=request.state)
         return {"status": job.status.value, "jobId": request.jobId, "nextPhase": _next_phase(job)}
 
     def advance(self, message: AdvanceMessage) -> dict[str, Any]:
         """Advance a phase that has no function of its own (the engine records it as unknown)."""
         pipeline = self.pipelines.get(message.pipeline)
-        job = advance_phase(
-            message.job_id,
-            pipeline,
-            storage=self.runtime.storage(message.owner),
-            scheduler=self.runtime.lambda_scheduler(message.owner, pipeline),
-            phase=message.phase,
-            sequence=message.sequence,
+        jobs = self.runtime.cairn(
+            message.owner, pipeline, scheduler=self.runtime.lambda_scheduler(message.owner, pipeline)
         )
+        job = jobs.advance(message.job_id, phase=message.phase, sequence=message.sequence)
         return {"status": job.status.value if job else "skipped", "jobId": message.job_id}
 
 

@@ -1,4 +1,4 @@
-"""What a job keeps about its own history: log and annotations, usage counters and phase runs."""
+"""What the engine records of a job's history: log and annotations, usage counters and phase runs."""
 
 from __future__ import annotations
 
@@ -18,9 +18,7 @@ from cairn import (
     run_pipeline,
 )
 from cairn.storage.base import Storage
-from cairn.testing.faults import SimulatedCrash
-from tests.contract.helpers import log_messages
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, job_of, log_messages, make_scheduler
 
 JOB = "job-1"
 
@@ -123,31 +121,6 @@ def test_entries_are_attributed_to_their_phase_across_phases(storage: Storage, c
     ]
 
 
-def test_entries_written_before_save_state_are_stored_with_it(storage: Storage, clock: FakeClock) -> None:
-    pipeline: Pipeline[Any] = Pipeline("intake")
-    during: list[list[str]] = []
-
-    @pipeline.phase
-    def work(ctx: PhaseContext[Any]) -> Done:
-        ctx.log("item 1 processed")
-        ctx.add_usage(items=1)
-        ctx.save_state({"done": 1})
-        stored = job_of(storage, JOB)
-        during.append(log_messages(stored.log))
-        during.append([str(stored.usage.get("items"))])
-        return Done()
-
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain()
-
-    assert "item 1 processed" in during[0]
-    assert during[1] == ["1"]
-    final = job_of(storage, JOB)
-    assert log_messages(final.log).count("item 1 processed") == 1
-    assert final.usage == {"items": 1}
-
-
 def test_entries_of_a_failed_phase_are_kept(storage: Storage, clock: FakeClock) -> None:
     pipeline: Pipeline[Any] = Pipeline("intake")
 
@@ -163,34 +136,6 @@ def test_entries_of_a_failed_phase_are_kept(storage: Storage, clock: FakeClock) 
     job = job_of(storage, JOB)
     assert "the file is encrypted" in log_messages(job.log, kind="observation")
     assert 'Phase "work" threw: cannot decrypt' in log_messages(job.log, kind="error")
-
-
-def test_a_full_retry_clears_the_old_log_and_a_resume_keeps_it(storage: Storage, clock: FakeClock) -> None:
-    pipeline: Pipeline[Any] = Pipeline("intake")
-    run_number = [0]
-
-    @pipeline.phase
-    def work(ctx: PhaseContext[Any]) -> Done:
-        run_number[0] += 1
-        ctx.log(f"run {run_number[0]}")
-        raise RuntimeError(f"failure {run_number[0]}")
-
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain()
-
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, retry_mode="resume")
-    scheduler.drain()
-    resumed = log_messages(job_of(storage, JOB).log)
-    assert "run 1" in resumed
-    assert "run 2" in resumed
-
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={}, retry_mode="full")
-    restarted = job_of(storage, JOB)
-    assert not [m for m in log_messages(restarted.log) if m.startswith("run ") or "failure" in m]
-    assert restarted.phases == []
-    scheduler.drain()
-    assert [m for m in log_messages(job_of(storage, JOB).log) if m.startswith("run ")] == ["run 3"]
 
 
 def test_usage_is_summed_across_phases_and_retries(storage: Storage, clock: FakeClock) -> None:
@@ -222,53 +167,6 @@ def test_usage_is_summed_across_phases_and_retries(storage: Storage, clock: Fake
         "cost": pytest.approx(0.75),
         "output_tokens": 7,
     }
-
-
-def test_usage_survives_a_resume(storage: Storage, clock: FakeClock) -> None:
-    pipeline: Pipeline[Any] = Pipeline("intake")
-    fail = [True]
-
-    @pipeline.phase
-    def work(ctx: PhaseContext[Any]) -> Done:
-        ctx.add_usage(tokens=10)
-        if fail[0]:
-            raise RuntimeError("down")
-        return Done()
-
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain()
-    fail[0] = False
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
-    scheduler.drain()
-
-    assert job_of(storage, JOB).usage == {"tokens": 20}
-
-
-def test_usage_since_the_last_checkpoint_is_lost_in_a_crash(storage: Storage, clock: FakeClock) -> None:
-    pipeline: Pipeline[Any] = Pipeline("intake")
-    runs = [0]
-
-    @pipeline.phase
-    def work(ctx: PhaseContext[Any]) -> Done:
-        runs[0] += 1
-        ctx.add_usage(tokens=1)
-        ctx.save_state({"step": 1})
-        ctx.add_usage(tokens=100)
-        if runs[0] == 1:
-            raise SimulatedCrash("killed")
-        return Done()
-
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    with pytest.raises(SimulatedCrash):
-        scheduler.drain()
-    assert job_of(storage, JOB).usage == {"tokens": 1}
-
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
-    scheduler.drain()
-
-    assert job_of(storage, JOB).usage == {"tokens": 102}
 
 
 @pytest.mark.parametrize("value", ["10", None, True, [1]])

@@ -21,8 +21,6 @@ from cairn import (
     TransitionRefusedError,
 )
 from cairn.storage.base import Storage
-from tests.contract.conftest import StorageFactory
-from tests.support import FakeClock
 
 
 def counting_pipeline(fail_once: list[bool], name: str = "counting") -> Pipeline[Any]:
@@ -51,14 +49,9 @@ def counting_pipeline(fail_once: list[bool], name: str = "counting") -> Pipeline
     return pipeline
 
 
-@pytest.fixture
-def store(storage_factory: StorageFactory, clock: FakeClock) -> Storage:
-    return storage_factory(clock)
-
-
-def test_start_then_run_until_idle_completes_the_job(store: Storage) -> None:
+def test_start_then_run_until_idle_completes_the_job(storage: Storage) -> None:
     pipeline = counting_pipeline([])
-    app = Cairn(pipeline, storage=store)
+    app = Cairn(pipeline, storage=storage)
 
     started = app.start(pipeline, "job-1", state={"items": ["a", "b"]})
     assert started.status == JobStatus.RUNNING
@@ -70,9 +63,9 @@ def test_start_then_run_until_idle_completes_the_job(store: Storage) -> None:
     assert [summary.job_id for summary in app.list(status="complete")] == ["job-1"]
 
 
-def test_start_is_create_only_and_generates_an_id_when_none_is_given(store: Storage) -> None:
+def test_start_is_create_only_and_generates_an_id_when_none_is_given(storage: Storage) -> None:
     pipeline = counting_pipeline([])
-    app = Cairn([pipeline], storage=store)
+    app = Cairn([pipeline], storage=storage)
     first = app.start("counting", "job-1", state={"items": ["a"]})
 
     with pytest.raises(JobExistsError) as raised:
@@ -85,9 +78,9 @@ def test_start_is_create_only_and_generates_an_id_when_none_is_given(store: Stor
     assert app.get(generated.job_id).status == JobStatus.RUNNING
 
 
-def test_a_retry_resumes_from_the_checkpoint_and_refuses_a_state_it_would_ignore(store: Storage) -> None:
+def test_a_retry_resumes_from_the_checkpoint_and_refuses_a_state_it_would_ignore(storage: Storage) -> None:
     pipeline = counting_pipeline([True])
-    app = Cairn(pipeline, storage=store)
+    app = Cairn(pipeline, storage=storage)
     app.start(pipeline, "job-1", state={"items": ["a", "b", "c"]})
     app.run_until_idle()
     failed = app.get("job-1")
@@ -106,9 +99,9 @@ def test_a_retry_resumes_from_the_checkpoint_and_refuses_a_state_it_would_ignore
     assert done.usage == {"items": 3}  # the item before the failure is not counted twice
 
 
-def test_resuming_a_complete_job_is_refused_and_a_full_retry_runs_it_again(store: Storage) -> None:
+def test_resuming_a_complete_job_is_refused_and_a_full_retry_runs_it_again(storage: Storage) -> None:
     pipeline = counting_pipeline([])
-    app = Cairn(pipeline, storage=store)
+    app = Cairn(pipeline, storage=storage)
     app.start(pipeline, "job-1", state={"items": ["a"]})
     app.run_until_idle()
 
@@ -122,9 +115,9 @@ def test_resuming_a_complete_job_is_refused_and_a_full_retry_runs_it_again(store
     assert job.input == {"items": ["a", "b", "c", "d"]}
 
 
-def test_pause_cancel_and_unknown_jobs(store: Storage) -> None:
+def test_pause_cancel_and_unknown_jobs(storage: Storage) -> None:
     pipeline = counting_pipeline([])
-    app = Cairn(pipeline, storage=store)
+    app = Cairn(pipeline, storage=storage)
     app.start(pipeline, "job-1", state={"items": ["a"]})
 
     assert app.pause("job-1").status == JobStatus.PAUSED
@@ -139,9 +132,9 @@ def test_pause_cancel_and_unknown_jobs(store: Storage) -> None:
         app.get("bad id\n")
 
 
-def test_a_front_door_with_two_pipelines_advances_each_job_with_its_own(store: Storage) -> None:
+def test_a_front_door_with_two_pipelines_advances_each_job_with_its_own(storage: Storage) -> None:
     first, second = counting_pipeline([], "first"), counting_pipeline([], "second")
-    app = Cairn([first, second], storage=store)
+    app = Cairn([first, second], storage=storage)
     app.start("first", "a", state={"items": ["x"]})
     app.start("second", "b", state={"items": ["x", "y"]})
     app.run_until_idle()
@@ -152,10 +145,10 @@ def test_a_front_door_with_two_pipelines_advances_each_job_with_its_own(store: S
         app.start("third")
 
 
-def test_run_until_idle_belongs_to_the_inline_scheduler_the_front_door_makes(store: Storage) -> None:
+def test_run_until_idle_belongs_to_the_inline_scheduler_the_front_door_makes(storage: Storage) -> None:
     pipeline = counting_pipeline([])
     outside = InlineScheduler()
-    app = Cairn(pipeline, storage=store, scheduler=outside)
+    app = Cairn(pipeline, storage=storage, scheduler=outside)
     app.start(pipeline, "job-1", state={"items": []})
 
     with pytest.raises(InvalidInputError, match="inline scheduler"):

@@ -1,7 +1,4 @@
-"""The seed's checkpoint rules: when a checkpoint is written, cleared and resumed.
-
-Every test that takes ``storage`` runs once per storage adapter.
-"""
+"""The seed's checkpoint rules: when a checkpoint is written, cleared and resumed (on MemoryStorage)."""
 
 from __future__ import annotations
 
@@ -25,15 +22,12 @@ from cairn import (
     RetryMode,
     RetryPolicy,
     advance_phase,
-    cancel_job,
-    pause_job,
     resolve_start_phase,
     run_pipeline,
 )
 from cairn.storage.base import Storage
 from cairn.testing.faults import SimulatedCrash
-from tests.contract.helpers import Scheduled, log_messages, recording_scheduler
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, Scheduled, job_of, log_messages, make_scheduler, recording_scheduler
 
 JOB = "job-1"
 
@@ -534,104 +528,6 @@ def test_a_phase_returning_something_unusable_fails_with_the_checkpoint_kept(
     assert job.error
     assert 'Phase "fetch"' in job.error
     assert job.checkpoint == before
-
-
-# --- advance only while running -----------------------------------------------------------------
-
-
-def _reach(status: str, storage: Storage, clock: FakeClock, calls: list[str]) -> Pipeline[Any]:
-    """A one-phase pipeline with job JOB left in ``status`` ("missing" leaves no job at all)."""
-    pipeline: Pipeline[Any] = Pipeline("intake")
-
-    @pipeline.phase
-    def work(ctx: PhaseContext[Any]) -> Done | Fail:
-        calls.append("work")
-        return Fail("broken") if ctx.state.get("fail") else Done("ok")
-
-    if status == "missing":
-        return pipeline
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"fail": status == "error"})
-    if status in ("complete", "error"):
-        scheduler.drain()
-    elif status == "paused":
-        pause_job(JOB, storage=storage)
-    elif status == "cancelled":
-        cancel_job(JOB, storage=storage)
-    return pipeline
-
-
-@pytest.mark.parametrize("status", ["complete", "error", "paused", "cancelled", "missing"])
-@pytest.mark.parametrize("phase", [None, "work"])
-def test_advance_does_nothing_unless_the_job_is_running(
-    storage: Storage, clock: FakeClock, status: str, phase: str | None
-) -> None:
-    calls: list[str] = []
-    pipeline = _reach(status, storage, clock, calls)
-    before = storage.get_job(JOB)
-    ran_before = list(calls)
-    clock.advance(1)
-    scheduler = make_scheduler(pipeline, storage, clock)
-
-    assert advance_phase(JOB, pipeline, storage=storage, scheduler=scheduler, phase=phase) is None
-
-    assert storage.get_job(JOB) == before
-    assert calls == ran_before
-    assert scheduler.pending() == 0
-
-
-def test_pause_inside_a_phase_stops_at_the_next_boundary_and_resume_continues(
-    storage: Storage, clock: FakeClock
-) -> None:
-    pipeline: Pipeline[Any] = Pipeline("intake")
-    ran: list[str] = []
-
-    @pipeline.phase
-    def fetch(ctx: PhaseContext[Any]) -> Next:
-        ran.append("fetch")
-        pause_job(ctx.job_id, storage=storage)
-        return Next("extract", {"fetched": True})
-
-    @pipeline.phase
-    def extract(ctx: PhaseContext[Any]) -> Done:
-        ran.append(f"extract {ctx.state}")
-        return Done("extracted")
-
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain()
-
-    paused = job_of(storage, JOB)
-    assert paused.status == JobStatus.PAUSED
-    assert paused.checkpoint is not None
-    assert (paused.checkpoint.next_phase, paused.checkpoint.state) == ("extract", {"fetched": True})
-    assert ran == ["fetch"]
-    assert scheduler.pending() == 0
-
-    resumed = run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
-    assert resumed.status == JobStatus.RUNNING
-    scheduler.drain()
-
-    assert ran == ["fetch", "extract {'fetched': True}"]
-    job = job_of(storage, JOB)
-    assert job.status == JobStatus.COMPLETE
-    assert job.result == "extracted"
-
-
-def test_pause_between_phases_keeps_the_queued_advance_from_running(storage: Storage, clock: FakeClock) -> None:
-    calls: list[str] = []
-    pipeline = _intake(calls)
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    pause_job(JOB, storage=storage)
-
-    scheduler.drain()
-
-    assert calls == []
-    job = job_of(storage, JOB)
-    assert job.status == JobStatus.PAUSED
-    assert job.checkpoint is not None
-    assert job.checkpoint.next_phase == "fetch"
 
 
 # --- resolve_start_phase ------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from cairn import (
-    CairnError,
     Checkpoint,
     Done,
     InvalidInputError,
@@ -20,8 +19,7 @@ from cairn import (
     run_pipeline,
 )
 from cairn.storage.base import Storage
-from tests.contract.helpers import recording_scheduler
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, job_of, make_scheduler, recording_scheduler
 
 JOB = "job-1"
 
@@ -356,9 +354,8 @@ def test_delay_for_with_jitter_uses_the_module_random_by_default() -> None:
     [{"max_attempts": 0}, {"max_attempts": -1}, {"backoff": -1.0}, {"max_delay": -0.5}],
 )
 def test_a_nonsensical_policy_is_refused(kwargs: dict[str, Any]) -> None:
-    with pytest.raises(InvalidInputError) as info:
+    with pytest.raises(InvalidInputError):
         RetryPolicy(**kwargs)
-    assert isinstance(info.value, CairnError)
 
 
 def test_should_retry_respects_attempts_and_types() -> None:

@@ -1,0 +1,45 @@
+"""What every Lambda entry point of cairn shares: the runtime, built once per cold start, and Powertools around it.
+
+A handler factory (``phase_handler``, ``scheduler_handler``, ``api_handler``)
+runs at import time, before the function has its first event: it keeps a
+:class:`LazyRuntime` and wraps its handler with :func:`entry_point`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from .observability import logger, metrics, tracer
+from .runtime import Runtime
+
+Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
+
+
+class LazyRuntime:
+    """The runtime of one function: the injected one (tests, the local stack), else built on first use and kept.
+
+    Built from the environment inside the first invocation, so a deployment
+    error is logged with that invocation; a later invocation of the same
+    process reuses it (and its AWS clients).
+    """
+
+    def __init__(self, runtime: Runtime | None = None, *, build: Callable[[], Runtime] = Runtime) -> None:
+        self._runtime = runtime
+        self._build = build
+
+    def get(self) -> Runtime:
+        """The runtime, built now if this is the first use."""
+        if self._runtime is None:
+            self._runtime = self._build()
+        return self._runtime
+
+
+def entry_point(handler: Handler, *, correlation_id_path: str | None = None) -> Handler:
+    """``handler`` with a fresh log context per invocation (Lambda's context in it), its metrics flushed, traced."""
+    traced = tracer.capture_lambda_handler(handler, capture_response=False)
+    measured = metrics.log_metrics(traced)
+    logged: Handler = logger.inject_lambda_context(measured, correlation_id_path=correlation_id_path, clear_state=True)
+    return logged
