@@ -5,8 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cairn import InlineScheduler, Job, LogEntry, Pipeline, advance_phase
+from cairn import (
+    Done,
+    InlineScheduler,
+    Job,
+    LogEntry,
+    Next,
+    PhaseContext,
+    Pipeline,
+    RetryPolicy,
+    advance_phase,
+    run_pipeline,
+)
 from cairn.storage.base import Storage
+from cairn.testing.faults import SimulatedCrash
 
 
 class FakeClock:
@@ -81,3 +93,35 @@ def job_of(storage: Storage, job_id: str) -> Job:
 def log_messages(entries: list[LogEntry], *, kind: str | None = None) -> list[str]:
     """The messages of a job's log entries, optionally only those of one kind."""
     return [entry.message for entry in entries if kind is None or entry.kind == kind]
+
+
+CRASH_JOB = "job-1"
+
+
+def crashing_pipeline(*, attempts: int, crash: list[bool]) -> Pipeline[Any]:
+    """``load`` then ``work``, which dies (a SimulatedCrash) while ``crash[0]`` is true."""
+    pipeline: Pipeline[Any] = Pipeline("crashy")
+
+    @pipeline.phase
+    def load(ctx: PhaseContext[Any]) -> Next:
+        return Next("work", {"n": 1})
+
+    @pipeline.phase(retry=RetryPolicy(max_attempts=attempts, backoff=10, jitter=False), lease_seconds=900)
+    def work(ctx: PhaseContext[Any]) -> Done:
+        if crash[0]:
+            raise SimulatedCrash("the process died")
+        return Done({"n": ctx.state["n"], "attempt": ctx.attempt})
+
+    return pipeline
+
+
+def start_and_crash(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock) -> None:
+    """Start the job, run ``load``, and let the worker of ``work`` (request-1) die holding its claim."""
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(CRASH_JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain(max_steps=1)
+    try:
+        advance_phase(CRASH_JOB, pipeline, storage=storage, scheduler=scheduler, phase="work", worker="request-1")
+    except SimulatedCrash:
+        return
+    raise AssertionError("the worker of work did not die")

@@ -3,50 +3,23 @@ is taken over, and only while it is current; and the job's input across retries.
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
-
 from cairn import (
-    Done,
     JobStatus,
-    Next,
-    PhaseContext,
-    Pipeline,
-    RetryPolicy,
-    advance_phase,
     record_crash,
     run_pipeline,
 )
 from cairn.storage.base import Storage
-from cairn.testing.faults import SimulatedCrash
-from tests.support import FakeClock, RecordingScheduler, job_of, make_scheduler
+from tests.support import (
+    CRASH_JOB,
+    FakeClock,
+    RecordingScheduler,
+    crashing_pipeline,
+    job_of,
+    make_scheduler,
+    start_and_crash,
+)
 
-JOB = "job-1"
-
-
-def crashing_pipeline(*, attempts: int, crash: list[bool]) -> Pipeline[Any]:
-    pipeline: Pipeline[Any] = Pipeline("crashy")
-
-    @pipeline.phase
-    def load(ctx: PhaseContext[Any]) -> Next:
-        return Next("work", {"n": 1})
-
-    @pipeline.phase(retry=RetryPolicy(max_attempts=attempts, backoff=10, jitter=False), lease_seconds=900)
-    def work(ctx: PhaseContext[Any]) -> Done:
-        if crash[0]:
-            raise SimulatedCrash("the process died")
-        return Done({"n": ctx.state["n"], "attempt": ctx.attempt})
-
-    return pipeline
-
-
-def start_and_crash(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock) -> None:
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
-    scheduler.drain(max_steps=1)
-    with pytest.raises(SimulatedCrash):
-        advance_phase(JOB, pipeline, storage=storage, scheduler=scheduler, phase="work", worker="request-1")
+JOB = CRASH_JOB
 
 
 def test_a_crash_report_for_the_dead_worker_retries_the_phase_per_its_policy(
