@@ -11,7 +11,7 @@ SAM_STAMP := $(SAM_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 STATELINT := node_modules/.bin/statelint
 TEMPLATE := template.yaml
-STATE_MACHINE := statemachine/pipeline.asl.json
+STATE_MACHINE := layers/cairn/cairn/aws/pipeline.asl.json
 BUILD_DIR := .aws-sam/build
 # sam build needs the Lambda runtime's Python (3.12); with pyenv this puts it on PATH beside 3.11.
 export SAM_PYENV_VERSION ?= 3.11.7:3.12.1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from cairn import (
@@ -125,3 +126,24 @@ def start_and_crash(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock)
     except SimulatedCrash:
         return
     raise AssertionError("the worker of work did not die")
+
+
+def fetch_extract_pipeline(
+    ran: list[str], *, ttl: timedelta = timedelta(hours=1), fail_extract: list[bool]
+) -> Pipeline[Any]:
+    """fetch then extract, each noted in ``ran``; extract raises while ``fail_extract[0]`` is true."""
+    pipeline: Pipeline[Any] = Pipeline("intake", ttl=ttl)
+
+    @pipeline.phase
+    def fetch(ctx: PhaseContext[Any]) -> Next:
+        ran.append(f"fetch {ctx.state}")
+        return Next("extract", {**ctx.state, "fetched": True})
+
+    @pipeline.phase
+    def extract(ctx: PhaseContext[Any]) -> Done:
+        ran.append(f"extract {ctx.state}")
+        if fail_extract[0]:
+            raise RuntimeError("extractor down")
+        return Done(ctx.state)
+
+    return pipeline

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from cairn import (
     JobStatus,
-    record_crash,
     run_pipeline,
 )
+from cairn.engine import record_crash
 from cairn.storage.base import Storage
 from tests.support import (
     CRASH_JOB,

@@ -22,28 +22,10 @@ from cairn import (
     run_pipeline,
 )
 from cairn.storage.base import Storage
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, fetch_extract_pipeline, job_of, make_scheduler
 
 JOB = "job-1"
 HOUR = 3600
-
-
-def _pipeline(ran: list[str], *, ttl: timedelta = timedelta(hours=1), fail_extract: list[bool]) -> Pipeline[Any]:
-    pipeline: Pipeline[Any] = Pipeline("intake", ttl=ttl)
-
-    @pipeline.phase
-    def fetch(ctx: PhaseContext[Any]) -> Next:
-        ran.append(f"fetch {ctx.state}")
-        return Next("extract", {**ctx.state, "fetched": True})
-
-    @pipeline.phase
-    def extract(ctx: PhaseContext[Any]) -> Done:
-        ran.append(f"extract {ctx.state}")
-        if fail_extract[0]:
-            raise RuntimeError("extractor down")
-        return Done(ctx.state)
-
-    return pipeline
 
 
 def test_the_default_ttl_is_a_day(storage: Storage, clock: FakeClock) -> None:
@@ -65,7 +47,7 @@ def test_the_default_ttl_is_a_day(storage: Storage, clock: FakeClock) -> None:
 
 def test_a_job_past_its_expiry_is_gone(storage: Storage, clock: FakeClock) -> None:
     ran: list[str] = []
-    pipeline = _pipeline(ran, fail_extract=[False])
+    pipeline = fetch_extract_pipeline(ran, fail_extract=[False])
     scheduler = make_scheduler(pipeline, storage, clock)
     run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
     run_pipeline("job-2", pipeline, storage=storage, scheduler=make_scheduler(pipeline, storage, clock))
@@ -81,7 +63,7 @@ def test_a_job_past_its_expiry_is_gone(storage: Storage, clock: FakeClock) -> No
 
 def test_an_expired_job_is_not_advanced(storage: Storage, clock: FakeClock) -> None:
     ran: list[str] = []
-    pipeline = _pipeline(ran, fail_extract=[False])
+    pipeline = fetch_extract_pipeline(ran, fail_extract=[False])
     scheduler = make_scheduler(pipeline, storage, clock)
     run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
     clock.advance(HOUR + 1)
@@ -96,7 +78,7 @@ def test_an_expired_job_is_not_advanced(storage: Storage, clock: FakeClock) -> N
 
 
 def test_an_expired_job_cannot_be_paused_or_cancelled(storage: Storage, clock: FakeClock) -> None:
-    pipeline = _pipeline([], fail_extract=[False])
+    pipeline = fetch_extract_pipeline([], fail_extract=[False])
     run_pipeline(JOB, pipeline, storage=storage, scheduler=make_scheduler(pipeline, storage, clock))
     clock.advance(HOUR + 1)
 
@@ -109,7 +91,7 @@ def test_an_expired_job_cannot_be_paused_or_cancelled(storage: Storage, clock: F
 
 def test_run_pipeline_on_an_expired_job_starts_a_new_one(storage: Storage, clock: FakeClock) -> None:
     ran: list[str] = []
-    pipeline = _pipeline(ran, fail_extract=[True])
+    pipeline = fetch_extract_pipeline(ran, fail_extract=[True])
     scheduler = make_scheduler(pipeline, storage, clock)
     run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 1})
     scheduler.drain()
@@ -126,7 +108,7 @@ def test_run_pipeline_on_an_expired_job_starts_a_new_one(storage: Storage, clock
 
 
 def test_an_expired_job_of_another_pipeline_does_not_block_the_id(storage: Storage, clock: FakeClock) -> None:
-    old = _pipeline([], fail_extract=[False])
+    old = fetch_extract_pipeline([], fail_extract=[False])
     run_pipeline(JOB, old, storage=storage, scheduler=make_scheduler(old, storage, clock))
     clock.advance(HOUR + 1)
     other: Pipeline[Any] = Pipeline("billing")
@@ -173,7 +155,7 @@ def test_every_write_refreshes_the_expiry(storage: Storage, clock: FakeClock) ->
 
 @pytest.mark.parametrize("change", ["pause", "cancel"])
 def test_pause_and_cancel_refresh_the_expiry(storage: Storage, clock: FakeClock, change: str) -> None:
-    pipeline = _pipeline([], fail_extract=[False])
+    pipeline = fetch_extract_pipeline([], fail_extract=[False])
     run_pipeline(JOB, pipeline, storage=storage, scheduler=make_scheduler(pipeline, storage, clock))
     clock.advance(30 * 60)
 
@@ -185,7 +167,7 @@ def test_pause_and_cancel_refresh_the_expiry(storage: Storage, clock: FakeClock,
 
 
 def test_list_jobs_returns_live_jobs_newest_first_and_filters_by_status(storage: Storage, clock: FakeClock) -> None:
-    pipeline = _pipeline([], fail_extract=[True])
+    pipeline = fetch_extract_pipeline([], fail_extract=[True])
     scheduler = make_scheduler(pipeline, storage, clock)
     for job_id in ("job-a", "job-b", "job-c"):
         run_pipeline(job_id, pipeline, storage=storage, scheduler=scheduler, initial_state={})

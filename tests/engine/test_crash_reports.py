@@ -7,9 +7,9 @@ import pytest
 from cairn import (
     JobExistsError,
     JobStatus,
-    record_crash,
     run_pipeline,
 )
+from cairn.engine import record_crash
 from cairn.storage.base import Storage
 from tests.support import (
     CRASH_JOB,

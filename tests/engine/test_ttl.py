@@ -3,47 +3,22 @@ starts over from an older one (even while the job itself is still live)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
-
 from cairn import (
     Checkpoint,
-    Done,
     JobStatus,
-    Next,
-    PhaseContext,
-    Pipeline,
     run_pipeline,
 )
 from cairn.storage.base import Storage
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, fetch_extract_pipeline, job_of, make_scheduler
 
 JOB = "job-1"
 HOUR = 3600
 
 
-def _pipeline(ran: list[str], *, ttl: timedelta = timedelta(hours=1), fail_extract: list[bool]) -> Pipeline[Any]:
-    pipeline: Pipeline[Any] = Pipeline("intake", ttl=ttl)
-
-    @pipeline.phase
-    def fetch(ctx: PhaseContext[Any]) -> Next:
-        ran.append(f"fetch {ctx.state}")
-        return Next("extract", {**ctx.state, "fetched": True})
-
-    @pipeline.phase
-    def extract(ctx: PhaseContext[Any]) -> Done:
-        ran.append(f"extract {ctx.state}")
-        if fail_extract[0]:
-            raise RuntimeError("extractor down")
-        return Done(ctx.state)
-
-    return pipeline
-
-
 def test_a_checkpoint_older_than_the_ttl_is_treated_as_absent(storage: Storage, clock: FakeClock) -> None:
     ran: list[str] = []
     failing = [True]
-    pipeline = _pipeline(ran, fail_extract=failing)
+    pipeline = fetch_extract_pipeline(ran, fail_extract=failing)
     scheduler = make_scheduler(pipeline, storage, clock)
     run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 1})
     scheduler.drain(max_steps=1)
@@ -67,7 +42,7 @@ def test_a_checkpoint_older_than_the_ttl_is_treated_as_absent(storage: Storage, 
 
 def test_a_checkpoint_younger_than_the_ttl_is_resumed(storage: Storage, clock: FakeClock) -> None:
     ran: list[str] = []
-    pipeline = _pipeline(ran, fail_extract=[True])
+    pipeline = fetch_extract_pipeline(ran, fail_extract=[True])
     scheduler = make_scheduler(pipeline, storage, clock)
     run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 1})
     scheduler.drain()

@@ -1,7 +1,7 @@
 """The state machine definition as a plain CloudFormation template, for cfn-lint's ASL checks.
 
 ``python -m tests.template.asl OUT.json`` writes the wrapper: one ``AWS::StepFunctions::StateMachine``
-whose ``Definition`` is ``statemachine/pipeline.asl.json`` with every ``${Variable}`` filled from the
+whose ``Definition`` is ``cairn/aws/pipeline.asl.json`` with every ``${Variable}`` filled from the
 SAM template's ``DefinitionSubstitutions`` (evaluated with the stepfunctions driver).
 """
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .app import Cairn
 from .context import PhaseContext
-from .engine import advance_phase, cancel_job, pause_job, record_crash, resolve_start_phase, run_pipeline
+from .engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline
 from .errors import (
     CairnError,
     ClaimLostError,
@@ -75,7 +75,6 @@ __all__ = [
     "advance_phase",
     "cancel_job",
     "pause_job",
-    "record_crash",
     "resolve_start_phase",
     "run_pipeline",
 ]

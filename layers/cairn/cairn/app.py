@@ -12,8 +12,16 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from .engine import advance_phase, cancel_job, pause_job, run_pipeline, validate_job_id
-from .errors import InvalidInputError, JobNotFoundError, TransitionRefusedError
+from .engine import (
+    advance_phase,
+    cancel_job,
+    parse_retry_mode,
+    pause_job,
+    run_pipeline,
+    usable_checkpoint,
+    validate_job_id,
+)
+from .errors import InvalidInputError, JobNotFoundError
 from .models import Job, JobStatus, RetryMode
 from .pipeline import Pipeline
 from .registry import PipelineRegistry
@@ -75,21 +83,23 @@ class Cairn:
     def retry(self, job_id: str, *, mode: RetryMode | str = RetryMode.RESUME, state: Any = None) -> Job:
         """Retry a job: ``resume`` from its checkpoint, or start it over (``full``, with ``state`` if given).
 
-        A ``state`` that a resume would ignore (the job has a checkpoint) is
-        refused, as is resuming a job that is complete (use ``full``).
+        As in the seed, a resume of a job with no checkpoint to resume from (a
+        complete job, or one whose checkpoint outlived the TTL) starts fresh,
+        from ``state`` or else the job's input. A ``state`` that a resume would
+        ignore (there is a checkpoint) is refused with InvalidInputError.
         """
         job = self.get(job_id)
         chosen = self.pipelines.get(job.pipeline)
-        if RetryMode(mode) == RetryMode.RESUME:
-            if job.status == JobStatus.COMPLETE:
-                raise TransitionRefusedError(f'Job "{job_id}" is complete; retry it with mode="full" to run it again')
-            if state is not None and job.checkpoint is not None:
+        wanted = parse_retry_mode(mode)
+        if wanted == RetryMode.RESUME and state is not None:
+            saved = usable_checkpoint(job, chosen, self.storage.clock())
+            if saved is not None:
                 raise InvalidInputError(
-                    f'Job "{job_id}" resumes from its checkpoint at "{job.checkpoint.next_phase}", which would '
+                    f'Job "{job_id}" resumes from its checkpoint at "{saved.next_phase}", which would '
                     'ignore the state given; retry with mode="full" to start over with it'
                 )
         return run_pipeline(
-            job_id, chosen, storage=self.storage, scheduler=self.scheduler, initial_state=state, retry_mode=mode
+            job_id, chosen, storage=self.storage, scheduler=self.scheduler, initial_state=state, retry_mode=wanted
         )
 
     def advance(

@@ -97,8 +97,8 @@ def _expires_at(pipeline: Pipeline[Any], now_ms: int) -> int:
     return ttl.expires_at(now_ms, _ttl_seconds(pipeline))
 
 
-def _usable_checkpoint(job: Job | None, pipeline: Pipeline[Any], now_ms: int) -> Checkpoint | None:
-    """The job's checkpoint, unless it is older than the pipeline's TTL."""
+def usable_checkpoint(job: Job | None, pipeline: Pipeline[Any], now_ms: int) -> Checkpoint | None:
+    """The checkpoint a resume would continue from: the job's, unless it is older than the pipeline's TTL."""
     if job is None or job.checkpoint is None:
         return None
     if ttl.checkpoint_outlived(job.checkpoint.created_at, _ttl_seconds(pipeline), now_ms):
@@ -143,7 +143,7 @@ def run_pipeline(
         existing = storage.get_job(job_id)
         if create_only and existing is not None:
             raise JobExistsError(job_id, existing)
-        saved = _usable_checkpoint(existing, pipeline, now) if mode == RetryMode.RESUME else None
+        saved = usable_checkpoint(existing, pipeline, now) if mode == RetryMode.RESUME else None
         start_phase = resolve_start_phase(mode, saved, initial_phase or first_phase)
         fresh_state = given_state
         if fresh_state is None:  # not given: the job's own input, else the pipeline's empty state

@@ -40,7 +40,6 @@ from ..errors import SchedulingError, StorageError
 from ..ids import validate_job_id
 from ..models import Job, JobPage, JobStatus
 from ..registry import PipelineRegistry
-from . import retries
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_errors import ApiError, error_response, install_error_handlers
 from .api_models import CreateJobRequest, ErrorBody, Health, JobLog, JobView, RetryRequest
@@ -221,7 +220,7 @@ def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()]
     job = existing(services.cairn(owner), job_id)
     jobs = services.cairn(owner, services.pipeline_of(job))
     try:
-        job = retries.retry_job(jobs, job, mode=retry.mode, state=retry.state)
+        job = jobs.retry(job_id, mode=retry.mode, state=retry.state)
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)

@@ -31,7 +31,6 @@ from ..registry import PipelineRegistry
 from ..scheduling.messages import AdvanceMessage
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import logger, metrics
-from .retries import retry_job
 from .routing import function_for
 from .runtime import Runtime
 from .stepfunctions_scheduler import StepRecorder
@@ -238,9 +237,9 @@ class Dispatcher:
         return {"status": job.status.value, "jobId": request.jobId}
 
     def retry(self, request: RetryRequest) -> dict[str, Any]:
-        """Retry a job as the API's retry route does (:mod:`cairn.aws.retries`); an unknown job fails the event."""
+        """Retry a job as the API's retry route does (:meth:`cairn.Cairn.retry`); an unknown job fails the event."""
         jobs = self.runtime.cairn(request.owner, self.pipelines.get(request.pipeline))
-        job = retry_job(jobs, jobs.get(request.jobId), mode=request.mode, state=request.state)
+        job = jobs.retry(request.jobId, mode=request.mode, state=request.state)
         return {"status": job.status.value, "jobId": request.jobId, "nextPhase": _next_phase(job)}
 
     def advance(self, message: AdvanceMessage) -> dict[str, Any]:

@@ -5,7 +5,7 @@ moto runs a state machine's executions when it is started with
 ``arn:aws:states:::lambda:invoke`` tasks would then call moto's Lambda, which
 runs functions in Docker; :func:`route_lambda_tasks` sends them to a
 :class:`LocalStack`'s functions instead. :func:`create_state_machine` deploys
-``statemachine/pipeline.asl.json`` with its substitutions filled.
+``cairn/aws/pipeline.asl.json`` with its substitutions filled.
 
 Executions run on threads, so two of them can advance one job at once; the
 local stack serialises its DynamoDB calls (:mod:`cairn.testing.serialised`) so
@@ -31,8 +31,8 @@ from .stack import SCHEDULER, LocalStack
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
-DEFINITION = Path(__file__).resolve().parents[4] / "statemachine" / "pipeline.asl.json"
-"""The state machine's definition in the repository (a template: ``${...}`` substitutions)."""
+DEFINITION = Path(__file__).resolve().parents[1] / "aws" / "pipeline.asl.json"
+"""The state machine's definition, shipped with the package (a template: ``${...}`` substitutions)."""
 
 ACCOUNT = "123456789012"
 """moto's default account."""
