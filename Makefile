@@ -13,12 +13,22 @@ STATELINT := node_modules/.bin/statelint
 TEMPLATE := template.yaml
 STATE_MACHINE := layers/cairn/cairn/aws/pipeline.asl.json
 BUILD_DIR := .aws-sam/build
+# The instruction set the layer's compiled dependencies (pydantic-core) are built for and the functions
+# are deployed with: `make build` and `make deploy` pass the same value (a layer built for arm64 fails
+# every import on x86_64). The default is the template's; tests/template/test_build.py checks both.
+ARCH ?= arm64
+# More parameters for the deploy (e.g. PARAMETERS="Driver=stepfunctions AlarmEmail=ops@example.com"):
+# given on the command line, they replace any parameter_overrides saved in samconfig.toml.
+PARAMETERS ?=
+ifneq (,$(findstring Architecture=,$(PARAMETERS)))
+$(error Set the architecture with ARCH=..., not in PARAMETERS: the build must use it too)
+endif
 # sam build needs the Lambda runtime's Python (3.12); with pyenv this puts it on PATH beside 3.11.
 export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo test lint types unit validate build deploy venv clean bench proof
+.PHONY: demo test lint types unit validate build deploy venv clean bench proof reliability
 
 venv: $(STAMP)
 
@@ -67,10 +77,12 @@ validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
 # The layer is built from a staged copy of the cairn package without its local tools (layers/stage_layer.py).
 build: $(SAM_STAMP) $(STAMP)
 	$(BIN)/python layers/stage_layer.py build/layer
-	PYENV_VERSION=$(SAM_PYENV_VERSION) $(SAM) build --template $(TEMPLATE) --build-dir $(BUILD_DIR)
+	PYENV_VERSION=$(SAM_PYENV_VERSION) $(SAM) build --template $(TEMPLATE) --build-dir $(BUILD_DIR) \
+		--parameter-overrides Architecture=$(ARCH)
 
+# Not --guided: its prompts could deploy another Architecture than the one just built.
 deploy: build
-	$(SAM) deploy --guided --template-file $(BUILD_DIR)/template.yaml
+	$(SAM) deploy --template-file $(BUILD_DIR)/template.yaml --parameter-overrides Architecture=$(ARCH) $(PARAMETERS)
 
 # The template tests need the tools `validate` installs: with TEMPLATE_TOOLS_REQUIRED they fail
 # instead of skipping when one is missing.
@@ -82,6 +94,13 @@ test: lint types validate
 PROOF_SCALE ?= 10
 proof: $(STAMP)
 	CAIRN_PROOF_SCALE=$(PROOF_SCALE) $(BIN)/pytest tests/contract/test_fault_schedules.py
+
+# Runs the proofs (fault schedules at RELIABILITY_SCALE, API fuzzing, corrupt records, a chaos run of
+# RELIABILITY_JOBS jobs with a fifth of AWS calls failing) and writes docs/RELIABILITY.md.
+RELIABILITY_SCALE ?= 3
+RELIABILITY_JOBS ?= 100
+reliability: $(STAMP)
+	$(BIN)/python -m tests.reliability.report --scale $(RELIABILITY_SCALE) --jobs $(RELIABILITY_JOBS)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn

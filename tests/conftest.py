@@ -43,6 +43,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
     schedules = sys.modules.get("tests.contract.fault_schedules")
     line = schedules.summary() if schedules is not None else ""
+    if schedules is not None:
+        schedules.record_figures()
     if line:
         terminalreporter.write_sep("-", "fault schedules")
         terminalreporter.write_line(line)

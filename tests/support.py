@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from cairn import (
@@ -147,3 +150,15 @@ def fetch_extract_pipeline(
         return Done(ctx.state)
 
     return pipeline
+
+
+def record_figure(name: str, **counts: int) -> None:
+    """Add ``counts`` to ``<CAIRN_RELIABILITY_REPORT_DIR>/<name>.json``, for the reliability report (if set)."""
+    directory = os.environ.get("CAIRN_RELIABILITY_REPORT_DIR")
+    if not directory:
+        return
+    path = Path(directory) / f"{name}.json"
+    figures: dict[str, int] = json.loads(path.read_text()) if path.exists() else {}
+    for key, value in counts.items():
+        figures[key] = figures.get(key, 0) + value
+    path.write_text(json.dumps(figures))

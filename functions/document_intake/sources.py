@@ -1,7 +1,12 @@
 """Where a document's text comes from: a small registry of readers keyed by URL scheme.
 
-A source without a scheme (or with ``file://``) is a local file. Another
-source, such as ``s3://bucket/key``, is added with :func:`register_reader`.
+A source without a scheme (or with ``file://``) is a local file; ``s3://bucket/key``
+is an S3 object. Another scheme is added with :func:`register_reader`.
+
+A deployment reads ``s3://`` documents from one bucket, the one its
+``DocumentsBucket`` parameter names (``DOCUMENTS_BUCKET``; the fetch function
+may read that bucket's objects only). Deployed without one, it reads none;
+run locally without one, any bucket the caller's credentials can read.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ Reader = Callable[[str], str]
 """Maps the part of a source after ``scheme://`` (or a whole local path) to the document's text."""
 
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
+DOCUMENTS_BUCKET = "DOCUMENTS_BUCKET"
+"""The environment variable naming the bucket ``s3://`` documents are read from."""
 MAX_DOCUMENT_BYTES = 1_000_000
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<rest>.*)$")
 
@@ -61,6 +68,21 @@ def read_local_file(location: str) -> str:
         raise SourceError(f'Document "{location}" is not UTF-8 text ({path})') from exc
 
 
+def check_documents_bucket(bucket: str, location: str) -> None:
+    """A SourceError unless this deployment may read documents from ``bucket``."""
+    allowed = os.environ.get(DOCUMENTS_BUCKET) or None
+    if allowed is None and os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
+        raise SourceError(
+            f'Document "s3://{location}" cannot be read: this deployment reads no s3:// documents '
+            "(deploy it with the DocumentsBucket parameter)"
+        )
+    if allowed is not None and bucket != allowed:
+        raise SourceError(
+            f'Document "s3://{location}" is in bucket "{bucket}": this deployment reads s3:// documents '
+            f'from bucket "{allowed}" only (its DocumentsBucket parameter)'
+        )
+
+
 def read_s3_object(location: str, *, client: Any = None) -> str:
     """The UTF-8 text of ``bucket/key`` in S3; a missing, oversized or binary object is a SourceError."""
     import boto3
@@ -69,6 +91,7 @@ def read_s3_object(location: str, *, client: Any = None) -> str:
     bucket, _, key = location.partition("/")
     if not bucket or not key:
         raise SourceError(f'S3 source "s3://{location}" needs a bucket and a key')
+    check_documents_bucket(bucket, location)
     s3 = client or boto3.client("s3")
     try:
         head = s3.head_object(Bucket=bucket, Key=key)

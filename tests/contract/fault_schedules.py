@@ -41,7 +41,7 @@ from cairn.storage.base import Storage
 from cairn.testing.faults import WRITES, Fault, FaultKind, FaultyStorage, LosingResponses, SimulatedCrash
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import new_table
-from tests.support import FakeClock, job_of
+from tests.support import FakeClock, job_of, record_figure
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -636,3 +636,16 @@ def summary() -> str:
         f"fault schedules run: {parts} (DynamoDB and file: {durable}; total: {sum(runs.values())}; "
         f"faults injected: {faults}; scale {SCALE})"
     )
+
+
+def record_figures() -> None:
+    """The counts for the reliability report (:func:`tests.support.record_figure`), when any schedule ran."""
+    if SCHEDULES_RUN:
+        durable = sum(count for name, count in SCHEDULES_RUN.items() if name != "memory")
+        record_figure(
+            "fault_schedules",
+            durable=durable,
+            total=sum(SCHEDULES_RUN.values()),
+            faults=sum(FAULTS_INJECTED.values()),
+            scale=SCALE,
+        )

@@ -1,9 +1,10 @@
-"""Time to live as each store reads it: an expired job is gone, whether or not the store deleted it, and every
-write pushes the expiry back."""
+"""Time to live as each store reads it: an expired job is gone, whether or not the store deleted it, every
+write pushes the expiry back, and a live job keeps its checkpoint and history however old they are."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from cairn import (
     Checkpoint,
     Done,
+    FileStorage,
     JobNotFoundError,
     JobStatus,
     Next,
@@ -181,3 +183,52 @@ def test_list_jobs_returns_live_jobs_newest_first_and_filters_by_status(storage:
 
     clock.advance(HOUR - 120)
     assert [job.job_id for job in storage.list_jobs()] == ["job-c", "job-b"]
+
+
+def test_a_live_jobs_checkpoint_is_kept_however_long_ago_it_was_saved(storage: Storage, clock: FakeClock) -> None:
+    ran: list[str] = []
+    failing = [True]
+    pipeline = fetch_extract_pipeline(ran, fail_extract=failing)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 1})
+    scheduler.drain(max_steps=1)  # fetch: the checkpoint names extract
+    clock.advance(50 * 60)
+    pause_job(JOB, storage=storage)
+    clock.advance(40 * 60)  # the checkpoint was saved 90 minutes ago, the job written 40 minutes ago
+
+    job = job_of(storage, JOB)
+    assert job.checkpoint is not None
+    assert (job.checkpoint.next_phase, clock() - job.checkpoint.created_at) == ("extract", 90 * 60 * 1000)
+    assert [listed.job_id for listed in storage.list_jobs(status=JobStatus.PAUSED)] == [JOB]
+    route = storage.get_route(JOB)
+    assert route is not None
+    assert (route.status, route.next_phase) == (JobStatus.PAUSED, "extract")
+
+    failing[0] = False
+    ran.clear()
+    resumed = run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={"v": 2})
+    scheduler.drain()
+
+    assert resumed.checkpoint is not None
+    assert resumed.checkpoint.next_phase == "extract"
+    assert ran == ["extract {'v': 1, 'fetched': True}"]
+    assert [record.phase for record in job_of(storage, JOB).phases] == ["fetch", "extract"]
+
+
+def test_file_cleanup_removes_a_jobs_history_only_with_the_job(tmp_path: Path, clock: FakeClock) -> None:
+    storage = FileStorage(tmp_path / "jobs", clock=clock)
+    pipeline = fetch_extract_pipeline([], fail_extract=[True])
+    scheduler = make_scheduler(pipeline, storage, clock)
+    for job_id in ("idle", "busy"):
+        run_pipeline(job_id, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+    clock.advance(50 * 60)
+    cancel_job("busy", storage=storage)
+    clock.advance(20 * 60)  # idle expired 10 minutes ago; busy's history was written 70 minutes ago
+
+    assert storage.cleanup() == ["idle"]
+
+    assert not storage.history_path_for("idle").exists()
+    busy = job_of(storage, "busy")
+    assert [record.phase for record in busy.phases] == ["fetch", "extract"]
+    assert any("extractor down" in entry.message for entry in busy.log)

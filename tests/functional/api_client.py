@@ -17,7 +17,8 @@ from tests.events import load_event
 API = "cairn-api"
 ALICE = "arn:aws:iam::123456789012:user/alice"
 BOB = "arn:aws:iam::123456789012:user/bob"
-CAROL = "7f3c2a9e-4b1d-4c8e-9a2f-1e5d6c7b8a90"  # the JWT subject of the sample event
+# The owner of the sample JWT event: its issuer and subject.
+CAROL = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Ab12Cd34E|7f3c2a9e-4b1d-4c8e-9a2f-1e5d6c7b8a90"
 JOB = "invoice-2024-001"  # the job the sample events name
 PHASES = ["fetch", "split", "extract", "publish"]
 

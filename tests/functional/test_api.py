@@ -144,6 +144,7 @@ def test_listing_pages_through_the_callers_jobs_newest_first_with_a_cursor(api: 
         "createdAt": api.stored("batch-4").created_at,
         "updatedAt": api.stored("batch-4").updated_at,
         "expiresAt": api.stored("batch-4").expires_at,
+        "corrupt": False,
     }
 
 

@@ -124,7 +124,7 @@ def test_a_bad_job_id_in_the_path_is_400(api: Api, job_id: str) -> None:
     reply = api.call("get-job", job_id=job_id)
 
     assert (reply.status, reply.code) == (400, "invalid_request")
-    assert reply.message.startswith("Invalid job id")
+    assert reply.message.startswith("path parameter jobId: Invalid job id")
 
 
 def test_an_unauthenticated_request_is_401_before_anything_else_and_writes_nothing(api: Api) -> None:
@@ -149,10 +149,9 @@ def test_an_unauthenticated_request_is_401_before_anything_else_and_writes_nothi
     [
         {"iam": {"userArn": "", "userId": ""}},
         {"jwt": {"claims": {"iss": "https://issuer.example"}, "scopes": []}},
-        {"iam": {"userArn": "arn:aws:iam::123456789012:user/" + "x" * 200}},
         {"lambda": {"owner": ALICE}},
     ],
-    ids=["empty-iam", "jwt-without-sub", "unusable-arn", "lambda-authorizer"],
+    ids=["empty-iam", "jwt-without-sub", "lambda-authorizer"],
 )
 def test_an_authorizer_context_without_a_usable_identity_is_401(api: Api, authorizer: dict[str, Any]) -> None:
     event = load_event("api/create-job")
@@ -187,7 +186,7 @@ def test_health_reads_the_table_and_needs_no_caller(api: Api) -> None:
     reply = api.call("health")
 
     assert reply.status == 200
-    assert reply.body == {"status": "ok", "table": api.stack.runtime.settings.table_name, "driver": "direct"}
+    assert reply.body == {"status": "ok", "driver": "direct"}
 
 
 def test_health_is_503_when_the_table_cannot_be_read(api: Api) -> None:
@@ -284,8 +283,9 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         ("GET", "/openapi.json"),
     }
     operations = {(method.upper(), path): op for path, ops in document["paths"].items() for method, op in ops.items()}
-    assert set(operations["POST", "/jobs"]["responses"]) == {"202", "400", "401", "409", "500"}
-    assert set(operations["POST", "/jobs/{jobId}/retry"]["responses"]) == {"202", "400", "401", "404", "409", "500"}
+    assert set(operations["POST", "/jobs"]["responses"]) == {"202", "400", "401", "409", "413", "415", "500"}
+    retry_responses = {"202", "400", "401", "404", "409", "413", "415", "500"}
+    assert set(operations["POST", "/jobs/{jobId}/retry"]["responses"]) == retry_responses
     assert set(operations["GET", "/health"]["responses"]) == {"200", "500", "503"}
     assert not any("422" in op["responses"] for op in operations.values())
     schemas = document["components"]["schemas"]

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cairn import settings as settings_module
+from cairn.aws.api_auth import PUBLIC_ROUTES
 from cairn.settings import Settings
 from document_intake.pipeline import pipeline as document_intake
 from tests.template.cfn import (
@@ -248,22 +249,40 @@ def test_the_api_serves_every_route_with_the_api_function() -> None:
         assert operation["x-amazon-apigateway-integration"]["payloadFormatVersion"] == "2.0"
 
 
-def test_every_route_needs_signed_requests_by_default() -> None:
+# The routes the code answers without a caller are exactly the routes the gateway leaves public.
+PUBLIC = {(method.lower(), path) for method, path in PUBLIC_ROUTES}
+
+
+def test_the_code_and_the_gateway_agree_on_the_public_routes() -> None:
+    assert {("get", "/health"), ("get", "/openapi.json")} == PUBLIC
+    assert PUBLIC < ROUTES
+
+
+@pytest.mark.parametrize("overrides", DEPLOYMENTS)
+def test_health_and_the_openapi_document_are_public_for_every_auth(overrides: dict[str, str]) -> None:
+    resolver = stack(**overrides)
+    for route in PUBLIC:
+        assert operations(resolver)[route]["security"] == [{"NONE": []}], route
+
+
+def test_every_other_route_needs_signed_requests_by_default() -> None:
     resolver = stack()
     body = resolver.properties("HttpApi")["Body"]
     assert set(body["components"]["securitySchemes"]) == {"AWS_IAM"}
     for route, operation in operations(resolver).items():
-        assert operation["security"] == [{"AWS_IAM": []}], route
+        if route not in PUBLIC:
+            assert operation["security"] == [{"AWS_IAM": []}], route
 
 
-def test_every_route_needs_a_token_of_the_issuer_with_jwt() -> None:
+def test_every_other_route_needs_a_token_of_the_issuer_with_jwt() -> None:
     resolver = Resolver(sam_transform(**JWT), **JWT)
     schemes = resolver.properties("HttpApi")["Body"]["components"]["securitySchemes"]
     authorizer = schemes["JwtAuthorizer"]["x-amazon-apigateway-authorizer"]
     assert authorizer["type"] == "jwt"
     assert authorizer["jwtConfiguration"] == {"issuer": JWT["JwtIssuer"], "audience": ["client-a", "client-b"]}
     for route, operation in operations(resolver).items():
-        assert operation["security"] == [{"JwtAuthorizer": []}], route
+        if route not in PUBLIC:
+            assert operation["security"] == [{"JwtAuthorizer": []}], route
 
 
 # The SAM CLI's own implementation of AWS::LanguageExtensions (what `--language-extensions` runs).

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from cairn import ttl
 from cairn.aws import dynamodb_schema
 from tests.template.cfn import Resolver, sam_template, sam_transform
 
@@ -108,16 +109,16 @@ def test_the_table_and_bucket_survive_a_replacement_or_a_deleted_stack() -> None
         assert resources[logical_id]["UpdateReplacePolicy"] == "Retain"
 
 
-def test_retention_covers_every_allowed_ttl_by_at_least_a_day() -> None:
+def test_retention_covers_two_of_every_allowed_ttl_by_at_least_a_day() -> None:
     template = sam_template()
     allowed = template["Parameters"]["CheckpointTtlHours"]["AllowedValues"]
     mapping = template["Mappings"]["StateRetention"]
     assert set(mapping) == set(allowed)
     for hours in allowed:
-        assert mapping[hours]["Days"] == math.ceil(int(hours) / 24) + 1, hours
+        assert mapping[hours]["Days"] == ttl.retention_days(int(hours)) == math.ceil(2 * int(hours) / 24) + 1, hours
 
 
-@pytest.mark.parametrize(("hours", "days"), [("24", 2), ("48", 3), ("168", 8)])
+@pytest.mark.parametrize(("hours", "days"), [("24", 3), ("48", 5), ("168", 15)])
 def test_the_bucket_expires_state_after_the_retention_of_the_ttl(hours: str, days: int) -> None:
     stack = Resolver(sam_transform(CheckpointTtlHours=hours), CheckpointTtlHours=hours)
     (rule,) = stack.properties("StateBucket")["LifecycleConfiguration"]["Rules"]

@@ -84,8 +84,8 @@ class Cairn:
         """Retry a job: ``resume`` from its checkpoint, or start it over (``full``, with ``state`` if given).
 
         As in the seed, a resume of a job with no checkpoint to resume from (a
-        complete job, or one whose checkpoint outlived the TTL) starts fresh,
-        from ``state`` or else the job's input. A ``state`` that a resume would
+        complete job) starts fresh, from ``state`` or else the job's input; a
+        job past its TTL is gone, checkpoint and all. A ``state`` that a resume would
         ignore (there is a checkpoint) is refused with InvalidInputError.
         """
         job = self.get(job_id)

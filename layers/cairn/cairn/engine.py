@@ -98,10 +98,12 @@ def _expires_at(pipeline: Pipeline[Any], now_ms: int) -> int:
 
 
 def usable_checkpoint(job: Job | None, pipeline: Pipeline[Any], now_ms: int) -> Checkpoint | None:
-    """The checkpoint a resume would continue from: the job's, unless it is older than the pipeline's TTL."""
-    if job is None or job.checkpoint is None:
-        return None
-    if ttl.checkpoint_outlived(job.checkpoint.created_at, _ttl_seconds(pipeline), now_ms):
+    """The checkpoint a resume would continue from: the job's while the job is live.
+
+    One clock for every read path (:mod:`cairn.ttl`): a job lives until its TTL after its last
+    write, and its checkpoint with it, however long ago the checkpoint itself was saved.
+    """
+    if job is None or job.is_expired(now_ms):
         return None
     return job.checkpoint
 

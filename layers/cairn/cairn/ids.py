@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .errors import InvalidInputError
+from .text import shown
 
 JOB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 OWNER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@|/+=-]{0,127}$")
@@ -14,7 +15,7 @@ def validate_job_id(job_id: str) -> str:
     """The job id, if it is 1-128 letters, digits, '.', '_' or '-'; else a clear error."""
     if not isinstance(job_id, str) or not JOB_ID_PATTERN.fullmatch(job_id):
         raise InvalidInputError(
-            f"Invalid job id {job_id[:200]!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            f"Invalid job id '{shown(job_id)}': use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
             if isinstance(job_id, str)
             else f"Invalid job id of type {type(job_id).__name__}: it must be a string"
@@ -25,6 +26,6 @@ def validate_job_id(job_id: str) -> str:
 def validate_owner(owner: str) -> str:
     """The owner, if it is a non-empty id without '#'; else a clear error."""
     if not isinstance(owner, str) or not OWNER_PATTERN.fullmatch(owner):
-        shown = repr(owner[:200]) if isinstance(owner, str) else type(owner).__name__
-        raise InvalidInputError(f"Invalid owner {shown}: use 1-128 letters, digits or ._:@|/+=- (no '#')")
+        what = f"'{shown(owner)}'" if isinstance(owner, str) else type(owner).__name__
+        raise InvalidInputError(f"Invalid owner {what}: use 1-128 letters, digits or ._:@|/+=- (no '#')")
     return owner

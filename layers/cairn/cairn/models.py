@@ -125,6 +125,10 @@ class Job(WireModel):
     write_token: str | None = Field(default=None, description="The token of the last write, to recognise a retry")
     history_head: str | None = Field(default=None, description="The token of the last write that added history")
     input_token: str | None = Field(default=None, description="The token of the write that set the input")
+    history_renew_by: int | None = Field(
+        default=None,
+        description="Item stores: Unix seconds after which a write first renews what the job keeps beside it",
+    )
 
     def is_expired(self, now_ms: int) -> bool:
         """True once the job's TTL has passed, whether or not the store has deleted it."""
@@ -166,6 +170,9 @@ class JobSummary(WireModel):
     created_at: int
     updated_at: int
     expires_at: int
+    corrupt: bool = Field(
+        default=False, description="The stored job cannot be read; ``error`` says why (``unreadable: ...``)"
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobSummary:

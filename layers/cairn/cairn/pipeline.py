@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 S = TypeVar("S")
 PhaseFunction = Callable[["PhaseContext[Any]"], "PhaseResult"]
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+#: What a pipeline or a phase may be called (matched whole: a trailing newline is not a name).
+NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Pipeline(Generic[S]):
         ttl: timedelta = timedelta(hours=24),
         aliases: Mapping[str, str] | None = None,
     ) -> None:
-        if not _NAME.match(name):
+        if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
         if ttl <= timedelta(0):
             raise PipelineError(f"Pipeline {name!r}: ttl must be positive, got {ttl}")
@@ -92,7 +93,7 @@ class Pipeline(Generic[S]):
 
         def register(func: PhaseFunction) -> PhaseFunction:
             phase_name = name or func.__name__
-            if not _NAME.match(phase_name):
+            if not NAME_PATTERN.fullmatch(phase_name):
                 raise PipelineError(f"Invalid phase name {phase_name!r}")
             if phase_name in self._phases:
                 raise PipelineError(f'Pipeline "{self.name}" already has a phase "{phase_name}"')

@@ -7,6 +7,7 @@ from typing import Any
 
 from .errors import InvalidInputError, PipelineError
 from .pipeline import Pipeline
+from .text import shown
 
 
 class PipelineRegistry:
@@ -24,7 +25,7 @@ class PipelineRegistry:
         pipeline = self._pipelines.get(name)
         if pipeline is None:
             known = ", ".join(sorted(self._pipelines)) or "none"
-            raise InvalidInputError(f'Unknown pipeline "{name}" (known pipelines: {known})')
+            raise InvalidInputError(f'Unknown pipeline "{shown(name)}" (known pipelines: {known})')
         return pipeline
 
     def __iter__(self) -> Iterator[Pipeline[Any]]:

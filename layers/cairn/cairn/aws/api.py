@@ -42,8 +42,9 @@ from ..models import Job, JobPage, JobStatus
 from ..registry import PipelineRegistry
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_errors import ApiError, error_response, install_error_handlers
-from .api_models import CreateJobRequest, ErrorBody, Health, JobLog, JobView, RetryRequest
-from .api_services import ApiServices, current_services
+from .api_models import CreateJobRequest, ErrorBody, Health, JobId, JobLog, JobView, RetryRequest
+from .api_request import MAX_BODY_BYTES, admit
+from .api_services import ApiServices, checked_input, current_services
 from .entry import Handler, entry_point
 from .observability import logger, metrics
 from .runtime import Runtime
@@ -58,7 +59,10 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 HEALTH_OWNER = "cairn-health"
 
-JobIdPath = Annotated[str, Path(alias="jobId", description="The job's id")]
+#: The longest cursor the listing accepts (one it returned is a few hundred characters).
+MAX_CURSOR_CHARS = 2048
+
+JobIdPath = Annotated[JobId, Path(alias="jobId", description="The job's id")]
 
 
 def _errors(*statuses: HTTPStatus) -> dict[int, Any]:
@@ -100,18 +104,19 @@ def _started_anyway(jobs: Cairn, job_id: str, exc: SchedulingError) -> Job:
 def openapi_document(resolver: APIGatewayHttpResolver) -> dict[str, Any]:
     """The API's OpenAPI document, with the errors as the API returns them.
 
-    An invalid request is a 400 (not Powertools' 422) and a 500 has the one error body.
+    An invalid request is a 400 (not Powertools' 422), a 500 has the one error body, and a
+    route that reads a body may refuse it as too large (413) or not JSON (415).
     """
     document: dict[str, Any] = json.loads(resolver.get_openapi_json_schema())
-    internal = {
-        "description": HTTPStatus.INTERNAL_SERVER_ERROR.phrase,
-        "content": {content_types.APPLICATION_JSON: {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
-    }
+    content = {content_types.APPLICATION_JSON: {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    body_errors = (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, HTTPStatus.UNSUPPORTED_MEDIA_TYPE)
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             responses = operation.setdefault("responses", {})
             responses.pop("422", None)
-            responses["500"] = internal
+            statuses = (HTTPStatus.INTERNAL_SERVER_ERROR, *(body_errors if "requestBody" in operation else ()))
+            for status in statuses:
+                responses[str(status.value)] = {"description": status.phrase, "content": content}
     schemas = document.get("components", {}).get("schemas", {})
     for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(name, None)
@@ -156,7 +161,7 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
     logger.append_keys(job_id=job_id)
     jobs = services.cairn(owner, pipeline)
     try:
-        job = jobs.start(pipeline, job_id, state=request.state)
+        job = jobs.start(pipeline, job_id, state=checked_input(request.state))
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=1)
@@ -171,7 +176,9 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
 )
 def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs with this status")] = None,
-    cursor: Annotated[str | None, Query(description="The cursor of the previous page")] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=MAX_CURSOR_CHARS, description="The cursor of the previous page")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
 ) -> JobPage:
     return current_services().storage(caller()).list_page(status=status, cursor=cursor, limit=limit)
@@ -220,7 +227,7 @@ def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()]
     job = existing(services.cairn(owner), job_id)
     jobs = services.cairn(owner, services.pipeline_of(job))
     try:
-        job = jobs.retry(job_id, mode=retry.mode, state=retry.state)
+        job = jobs.retry(job_id, mode=retry.mode, state=checked_input(retry.state))
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
@@ -273,7 +280,7 @@ def health() -> Health:
     except StorageError as exc:
         logger.exception("Health check: the job table cannot be read", exc_info=exc)
         raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable", "The job table cannot be read") from exc
-    return Health(status="ok", table=storage.table_name, driver=services.runtime.settings.driver)
+    return Health(status="ok", driver=services.runtime.settings.driver)
 
 
 @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["operations"])
@@ -296,11 +303,11 @@ def _record_response(response: dict[str, Any]) -> None:
         metrics.add_metric(name="ApiClientErrors", unit=MetricUnit.Count, value=1)
 
 
-def _refusal(exc: Unauthenticated) -> dict[str, Any]:
-    """A 401 in the HTTP API's response format, for a request refused before routing."""
-    body = error_response(HTTPStatus.UNAUTHORIZED, "unauthenticated", exc.message).body
+def _refusal(status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
+    """An error in the HTTP API's response format, for a request refused before routing."""
+    body = error_response(status, code, message).body
     return {
-        "statusCode": HTTPStatus.UNAUTHORIZED.value,
+        "statusCode": status.value,
         "headers": {"Content-Type": content_types.APPLICATION_JSON},
         "body": json.dumps(body, separators=(",", ":")),
         "isBase64Encoded": False,
@@ -308,11 +315,15 @@ def _refusal(exc: Unauthenticated) -> dict[str, Any]:
     }
 
 
-def api_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) -> Handler:
+def api_handler(
+    pipelines: PipelineRegistry, *, runtime: Runtime | None = None, max_body_bytes: int = MAX_BODY_BYTES
+) -> Handler:
     """The API function's handler for the pipelines of a deployment.
 
     A request without a caller identity is refused (401) before its route or
-    body is looked at, except for the public routes (health, OpenAPI).
+    body is looked at, except for the public routes (health, OpenAPI); then a
+    request the API cannot read (:func:`~cairn.aws.api_request.admit`: a body
+    over ``max_body_bytes``, not JSON, not UTF-8) is refused with a 4xx.
     """
     services = ApiServices(pipelines, runtime)
 
@@ -320,11 +331,15 @@ def api_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) 
         try:
             if not is_public(event):
                 owner_of(event)
+            admitted = admit(event, max_body_bytes=max_body_bytes)
             with services.serving():
-                response = app.resolve(event, context)
+                response = app.resolve(admitted, context)
         except Unauthenticated as exc:
             logger.info("Refused an unauthenticated request", extra={"reason": exc.message})
-            response = _refusal(exc)
+            response = _refusal(HTTPStatus.UNAUTHORIZED, "unauthenticated", exc.message)
+        except ApiError as exc:
+            logger.info("Refused a request it cannot read", extra={"reason": exc.message})
+            response = _refusal(exc.status, exc.code, exc.message)
         _record_response(response)
         return response
 

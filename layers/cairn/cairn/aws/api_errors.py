@@ -33,12 +33,16 @@ from ..errors import (
     TransitionRefusedError,
 )
 from ..models import Job
+from ..text import cut, shown
 from .api_auth import Unauthenticated
 from .api_models import ErrorBody, ErrorDetail, JobView
 from .observability import logger
 
 INTERNAL_MESSAGE = "The request failed because of an internal error; it has been logged"
 UNAVAILABLE_MESSAGE = "The job store or the scheduler is unavailable; try again shortly"
+#: The longest message an error response carries, and how many invalid fields it names.
+MAX_MESSAGE_CHARS = 1000
+MAX_PROBLEMS = 10
 
 
 class ApiError(Exception):
@@ -70,8 +74,10 @@ CAIRN_ERRORS: tuple[tuple[type[CairnError], HTTPStatus, str], ...] = (
 def error_response(
     status: HTTPStatus, code: str, message: str, *, job: Job | None = None, headers: Mapping[str, str] | None = None
 ) -> Response[dict[str, Any]]:
-    """The JSON error response every failure uses."""
-    body = ErrorBody(error=ErrorDetail(code=code, message=message), job=JobView.of(job) if job else None)
+    """The JSON error response every failure uses; a message is cut at :data:`MAX_MESSAGE_CHARS`."""
+    body = ErrorBody(
+        error=ErrorDetail(code=code, message=cut(message, MAX_MESSAGE_CHARS)), job=JobView.of(job) if job else None
+    )
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
@@ -98,15 +104,21 @@ def cairn_error_response(exc: CairnError) -> Response[dict[str, Any]]:
 
 
 def _location(loc: Sequence[Any]) -> str:
-    """``("body", "mode")`` as ``body.mode``; ``("query", "status")`` as ``query parameter status``."""
-    parts = [str(part) for part in loc]
+    """``("body", "mode")`` as ``body.mode``; ``("query", "status")`` as ``query parameter status``.
+
+    A part the caller chose (an unknown field's name) is shown short and escaped.
+    """
+    parts = [shown(part) if isinstance(part, str) else str(part) for part in loc]
     if len(parts) >= 2 and parts[0] in ("query", "path", "header"):
         return f"{parts[0]} parameter {'.'.join(parts[1:])}"
     return ".".join(parts) or "request"
 
 
 def describe_validation_errors(errors: Sequence[Any]) -> str:
-    """One readable line per invalid field, e.g. ``body.mode: Input should be 'resume' or 'full'``."""
+    """One readable line per invalid field, e.g. ``body.mode: Input should be 'resume' or 'full'``.
+
+    At most :data:`MAX_PROBLEMS` fields are named; the rest are counted.
+    """
     lines: list[str] = []
     for error in errors:
         if not isinstance(error, Mapping):
@@ -121,6 +133,8 @@ def describe_validation_errors(errors: Sequence[Any]) -> str:
         if kind == "extra_forbidden":
             message = "is not a known field"
         lines.append(f"{_location(loc)}: {message}")
+    if len(lines) > MAX_PROBLEMS:
+        lines[MAX_PROBLEMS:] = [f"and {len(lines) - MAX_PROBLEMS} more"]
     return "; ".join(lines) or "The request is invalid"
 
 
@@ -158,7 +172,7 @@ def install_error_handlers(app: APIGatewayHttpResolver) -> None:
     def no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
         event = app.current_event
         return error_response(
-            HTTPStatus.NOT_FOUND, "not_found", f"No route for {event.http_method.upper()} {event.path}"
+            HTTPStatus.NOT_FOUND, "not_found", f"No route for {shown(event.http_method.upper())} {shown(event.path)}"
         )
 
     handlers: dict[type[Exception], Callable[[Any], Response[dict[str, Any]]]] = {

@@ -10,6 +10,12 @@ from pydantic.alias_generators import to_camel
 from ..errors import InvalidInputError
 from ..ids import JOB_ID_PATTERN, validate_job_id
 from ..models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
+from ..pipeline import NAME_PATTERN
+
+#: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
+JOB_ID_MAX_LENGTH = 128
+#: The longest pipeline name (``NAME_PATTERN``: a first letter and up to 63 more).
+PIPELINE_MAX_LENGTH = 64
 
 
 def _checked_job_id(job_id: str) -> str:
@@ -24,10 +30,23 @@ JobId = Annotated[
     str,
     Field(
         description="1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
-        json_schema_extra={"pattern": JOB_ID_PATTERN.pattern},
+        json_schema_extra={"pattern": JOB_ID_PATTERN.pattern, "minLength": 1, "maxLength": JOB_ID_MAX_LENGTH},
     ),
     AfterValidator(_checked_job_id),
 ]
+"""A job id as the API accepts it, in a body or a path: checked by :func:`cairn.ids.validate_job_id`,
+whose rule the schema declares (pattern and length) so that a generated client never sends another."""
+
+PipelineName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=PIPELINE_MAX_LENGTH,
+        pattern=NAME_PATTERN.pattern,
+        description="The name of a pipeline this deployment runs",
+    ),
+]
+"""A pipeline's name: a letter, then up to 63 letters, digits, '_', '.' or '-' (matched whole)."""
 
 
 class RequestModel(BaseModel):
@@ -39,7 +58,7 @@ class RequestModel(BaseModel):
 class CreateJobRequest(RequestModel):
     """Start a job of ``pipeline``; ``jobId`` defaults to a new UUID, ``state`` is the initial state."""
 
-    pipeline: str = Field(description="The name of a pipeline this deployment runs")
+    pipeline: PipelineName
     job_id: JobId | None = Field(default=None, description="The job's id; a new UUID when absent")
     state: Any = Field(default=None, description="The initial state, checked against the pipeline's state model")
 
@@ -109,10 +128,9 @@ class JobLog(WireModel):
 
 
 class Health(WireModel):
-    """Whether the job table answered a read."""
+    """Whether the job table answered a read (the route is public: it names no resource of the stack)."""
 
     status: Literal["ok"]
-    table: str
     driver: str
 
 

@@ -11,6 +11,7 @@ it is reported as a 500, never as the 400 an ``InvalidInputError`` would give.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -26,6 +27,7 @@ from .api_errors import ApiError
 from .dynamodb import DynamoDBStorage
 from .entry import LazyRuntime
 from .observability import logger
+from .payloads import MAX_INPUT_BYTES
 from .runtime import Runtime
 
 T = TypeVar("T")
@@ -40,6 +42,22 @@ def _configured(build: Callable[[], T]) -> T:
         raise ApiError(
             HTTPStatus.INTERNAL_SERVER_ERROR, "misconfigured", "The API function is misconfigured; see its log"
         ) from exc
+
+
+def checked_input(state: Any) -> Any:
+    """``state`` when it is at most ``MAX_INPUT_BYTES`` as compact JSON (what the store keeps); else a 413.
+
+    Checked before anything is written; a smaller state that still does not fit
+    its item (no state bucket) is refused by the store, also before any write.
+    """
+    size = len(json.dumps(state, separators=(",", ":"), allow_nan=False))
+    if size > MAX_INPUT_BYTES:
+        raise ApiError(
+            HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            "state_too_large",
+            f"The state is {size} bytes as JSON, over the limit of {MAX_INPUT_BYTES} bytes",
+        )
+    return state
 
 
 class ApiServices:

@@ -17,8 +17,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
+import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -33,21 +36,28 @@ from ..errors import (
     StorageError,
     VersionConflict,
 )
-from ..ids import validate_owner
+from ..ids import JOB_ID_PATTERN, validate_owner
 from ..models import Job, JobPage, JobStatus, JobSummary
 from ..settings import Settings
 from ..storage.base import Route, Storage
 from ..transitions import Claim, Commit, Fence, Save, StartJob, Written, new_token
 from . import dynamodb_schema as schema
 from .dynamodb_expressions import Expression
-from .dynamodb_items import Item, ItemCodec, from_item, to_item
-from .payloads import PayloadCodec
+from .dynamodb_items import UNREADABLE, Item, ItemCodec, from_item, item_size, location, to_item
+from .payloads import ITEM_BUDGET, PayloadCodec
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
+logger = logging.getLogger(__name__)
+
 BATCH_GET_LIMIT = 100
+#: The longest cursor ``list_page`` accepts (one it returns is a few hundred characters).
+MAX_CURSOR_CHARS = 4096
+_CURSOR_VERSION = 1
+_CURSOR_END = "end"
+_LARGEST_CREATED_AT = 10**15  # Unix ms, far beyond any real job
 BATCH_WRITE_LIMIT = 25
 _BATCH_ATTEMPTS = 5
 _CLAIM_CONDITION = (
@@ -113,6 +123,7 @@ class DynamoDBStorage(Storage):
         )
         self.codec = ItemCodec(self.owner, self.payloads)
         self._s3_keys: dict[str, set[str]] = {}
+        self._item_sizes: dict[str, int] = {}
 
     def for_owner(self, owner: str) -> DynamoDBStorage:
         """The same table and clients, seen as another owner."""
@@ -121,6 +132,7 @@ class DynamoDBStorage(Storage):
         other.owner = validate_owner(owner)
         other.codec = ItemCodec(other.owner, self.payloads)
         other._s3_keys = {}
+        other._item_sizes = {}
         return other
 
     @property
@@ -188,13 +200,22 @@ class DynamoDBStorage(Storage):
                 return
 
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
-        """Every live job of this owner, newest first (reads each job; use ``list_page`` for listings)."""
+        """Every live job of this owner, newest first (reads each job; use ``list_page`` for listings).
+
+        A job that cannot be read is left out and logged with its key, as ``FileStorage`` does.
+        """
         jobs: list[Job] = []
         cursor: str | None = None
         while True:
             page = self.list_page(status=status, cursor=cursor, limit=100)
             for summary in page.jobs:
-                job = self.get_job(summary.job_id)
+                if summary.corrupt:
+                    continue  # logged by list_page
+                try:
+                    job = self.get_job(summary.job_id)
+                except CorruptJobError as exc:
+                    logger.warning("Left an unreadable job out of a listing: %s", exc, extra={"key": exc.location})
+                    continue
                 if job is not None and (status is None or job.status == status):
                     jobs.append(job)
             cursor = page.cursor
@@ -202,13 +223,59 @@ class DynamoDBStorage(Storage):
                 return sorted(jobs, key=lambda job: (job.created_at, job.job_id), reverse=True)
 
     def list_page(self, *, status: JobStatus | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
-        """One page of this owner's live jobs, newest first: keys from a listing index, fields from the items."""
-        if not 1 <= limit <= 1000:
-            raise InvalidInputError(f"limit must be between 1 and 1000, got {limit}")
+        """One page of this owner's live jobs, newest first: keys from a listing index, fields from the items.
+
+        The owner's jobs are spread over ``LIST_SHARDS`` index partitions. A page
+        queries each for up to ``limit`` keys, newest first, and merges them by
+        ``(createdAt, jobId)`` descending, always taking the next key of a shard,
+        so each shard is read in its own order; the cursor records, per shard,
+        the last key taken (a shard nothing was taken from stays where it was).
+        Paging therefore returns every job once, newest first.
+
+        A job item that cannot be read is listed as a summary with ``corrupt``
+        set and ``error`` saying why (and logged with its key); the rest of the
+        page is unaffected. A cursor this listing did not return (another
+        owner's, another status's, altered) is an InvalidInputError.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInputError(f"limit must be between 1 and 1000, got {limit!r}")
+        index, key_name, scope = self._listing(status)
+        positions = self._decode_cursor(cursor, index, scope) if cursor is not None else [None] * schema.LIST_SHARDS
+        fetched: list[list[Item]] = []
+        more: list[bool] = []
+        for shard, position in enumerate(positions):
+            if position == _CURSOR_END:
+                fetched.append([])
+                more.append(False)
+                continue
+            page = self._call(self.client.query, **self._shard_query(index, key_name, scope, shard, position, limit))
+            fetched.append(list(page.get("Items", [])))
+            more.append(bool(page.get("LastEvaluatedKey")))
+        taken = _merge_newest_first(fetched, more, limit)
+        summaries = self._summaries([item for _, item in taken], status)
+        next_positions: list[Any] = []
+        for shard, position in enumerate(positions):
+            mine = [item for taken_shard, item in taken if taken_shard == shard]
+            if not more[shard] and len(mine) == len(fetched[shard]):
+                next_positions.append(_CURSOR_END)
+            elif mine:
+                next_positions.append(_position_of(mine[-1]))
+            else:
+                next_positions.append(position)
+        done = all(position == _CURSOR_END for position in next_positions)
+        return JobPage(jobs=summaries, cursor=None if done else _encode_cursor(index, scope, next_positions))
+
+    def _listing(self, status: JobStatus | None) -> tuple[str, str, str]:
+        """The index, its key attribute and the owner's key (before the shard) for a listing."""
         if status is None:
-            index, key_name, key_value = schema.BY_OWNER_INDEX, "owner", self.owner
-        else:
-            index, key_name, key_value = schema.BY_STATUS_INDEX, "statusKey", schema.status_key(self.owner, status)
+            return schema.BY_OWNER_INDEX, "owner", self.owner
+        return schema.BY_STATUS_INDEX, "statusKey", f"{self.owner}#{JobStatus(status).value}"
+
+    def _shard_query(
+        self, index: str, key_name: str, scope: str, shard: int, position: Any, limit: int
+    ) -> dict[str, Any]:
+        """The Query of one shard of a listing, newest first, after ``position`` when there is one."""
+        key_value = f"{scope}#{shard}"
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
             "IndexName": index,
@@ -218,17 +285,42 @@ class DynamoDBStorage(Storage):
             "ScanIndexForward": False,
             "Limit": limit,
         }
-        if cursor is not None:
-            kwargs["ExclusiveStartKey"] = self._decode_cursor(cursor, key_name, key_value)
-        page = self._call(self.client.query, **kwargs)
+        if position is not None:
+            created_at, job_id = position
+            kwargs["ExclusiveStartKey"] = {
+                key_name: {"S": key_value},
+                "createdAt": {"N": created_at},
+                "pk": {"S": self.codec.pk(job_id)},
+                "sk": {"S": schema.JOB_SK},
+            }
+        return kwargs
+
+    def _summaries(self, keys: list[Item], status: JobStatus | None) -> list[JobSummary]:
+        """The summaries of the job items the index ``keys`` name (expired ones left out, unreadable ones marked)."""
+        mine = f"JOB#{self.owner}#"
+        partition_keys = []
+        for key in keys:
+            pk = key.get("pk", {}).get("S")
+            if isinstance(pk, str) and pk.startswith(mine):
+                partition_keys.append(key["pk"])
+            else:  # an index entry that is not this owner's: never follow it
+                logger.warning("Left a foreign index entry out of a listing", extra={"key": location(key)})
         now = self.clock()
-        summaries = [
-            self._summary(item)
-            for item in self._summary_items([key["pk"] for key in page.get("Items", [])])
-            if not self._expired(item, now) and (status is None or from_item(item).get("status") == status.value)
-        ]
-        last = page.get("LastEvaluatedKey")
-        return JobPage(jobs=summaries, cursor=self._encode_cursor(last) if last else None)
+        summaries = []
+        for item in self._summary_items(partition_keys):
+            try:
+                if self._expired(item, now):
+                    continue
+                summary = self.codec.decode_summary(item, status=status)
+            except CorruptJobError as exc:
+                summary = self.codec.corrupt_summary(item, exc, status=status)
+            if summary.corrupt:
+                pk = item.get("pk", {}).get("S")
+                logger.warning("Listed an unreadable job %s: %s", pk, summary.error, extra={"key": pk})
+            elif status is not None and summary.status != status:
+                continue  # its status changed after the index was read
+            summaries.append(summary)
+        return summaries
 
     def _summary_items(self, partition_keys: list[Any]) -> list[Item]:
         """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out."""
@@ -248,35 +340,45 @@ class DynamoDBStorage(Storage):
                 raise StorageError("DynamoDB left part of a listing unread; try again", retryable=True)
         return [found[str(pk.get("S"))] for pk in partition_keys if str(pk.get("S")) in found]
 
-    def _summary(self, item: Item) -> JobSummary:
-        values = from_item(item)
-        return JobSummary(
-            job_id=values["jobId"],
-            pipeline=values["pipeline"],
-            status=JobStatus(values["status"]),
-            attempt=values.get("attempt", 1),
-            error=values.get("error"),
-            next_phase=values.get("nextPhase"),
-            created_at=values["createdAt"],
-            updated_at=values["updatedAt"],
-            expires_at=values["expiresAt"],
-        )
-
-    @staticmethod
-    def _encode_cursor(key: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(from_item(key), sort_keys=True).encode()).decode()
-
-    def _decode_cursor(self, cursor: str, key_name: str, key_value: str) -> Item:
+    def _decode_cursor(self, cursor: str, index: str, scope: str) -> list[Any]:
+        """The per-shard positions a cursor of this listing holds; anything else is an InvalidInputError."""
+        refused = InvalidInputError("Invalid cursor: it was not returned by this listing")
+        if not isinstance(cursor, str) or not 0 < len(cursor) <= MAX_CURSOR_CHARS:
+            raise refused
         try:
-            values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        except (ValueError, binascii.Error) as exc:
-            raise InvalidInputError("Invalid cursor: it was not returned by this listing") from exc
-        if not isinstance(values, dict) or values.get(key_name) != key_value:
-            raise InvalidInputError("Invalid cursor: it was not returned by this listing")
-        return to_item(values)
+            padded = cursor + "=" * (-len(cursor) % 4)
+            values = json.loads(base64.b64decode(padded.encode("ascii"), altchars=b"-_", validate=True))
+        except (ValueError, binascii.Error, RecursionError) as exc:
+            raise refused from exc
+        if not isinstance(values, dict) or set(values) != {"v", "i", "k", "p"}:
+            raise refused
+        if (
+            type(values["v"]) is not int
+            or values["v"] != _CURSOR_VERSION
+            or values["i"] != index
+            or values["k"] != scope
+        ):
+            raise refused
+        positions = values["p"]
+        if not isinstance(positions, list) or len(positions) != schema.LIST_SHARDS:
+            raise refused
+        for shard, position in enumerate(positions):
+            if position is None or position == _CURSOR_END:
+                continue
+            if not (isinstance(position, list) and len(position) == 2 and _is_index_number(position[0])):
+                raise refused
+            job_id = position[1]
+            if not isinstance(job_id, str) or not JOB_ID_PATTERN.fullmatch(job_id):
+                raise refused
+            if schema.list_shard(self.owner, job_id) != shard:
+                raise refused
+        return positions
 
     def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
-        """Running jobs of every owner with no live claim and no write for ``idle_seconds``."""
+        """Running jobs of every owner with no live claim and no write for ``idle_seconds``.
+
+        A job item that cannot be read is skipped and logged with its key; the sweep goes on.
+        """
         now = self.clock()
         cutoff = now - int(idle_seconds * 1000)
         found: list[StalledJob] = []
@@ -290,39 +392,50 @@ class DynamoDBStorage(Storage):
             while len(found) < limit:
                 page = self._call(self.client.query, **kwargs)
                 for item in self._summary_items([key["pk"] for key in page.get("Items", [])]):
-                    values = from_item(item)
-                    if values.get("status") != JobStatus.RUNNING.value or self._expired(item, now):
+                    try:
+                        stalled = self._stalled(item, now, cutoff)
+                    except (CorruptJobError, *UNREADABLE) as exc:
+                        pk = item.get("pk", {}).get("S")
+                        logger.warning("The sweep skipped an unreadable job %s: %s", pk, exc, extra={"key": pk})
                         continue
-                    if values["updatedAt"] >= cutoff or values.get("leaseExpiresAt", 0) > now:
-                        continue
-                    if values.get("notBefore", 0) > now:  # a retry still waiting out its backoff
-                        continue
-                    _, owner, job_id = str(values["pk"]).split("#", 2)
-                    found.append(
-                        StalledJob(
-                            owner,
-                            job_id,
-                            values["pipeline"],
-                            values.get("nextPhase"),
-                            values["updatedAt"],
-                            values.get("sequence", 0),
-                        )
-                    )
+                    if stalled is not None:
+                        found.append(stalled)
                 if not page.get("LastEvaluatedKey"):
                     break
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return found[:limit]
 
+    def _stalled(self, item: Item, now: int, cutoff: int) -> StalledJob | None:
+        """The stalled job an item holds, or None when it is not stalled (not running, claimed, waiting, recent)."""
+        values = from_item(item)
+        if values.get("status") != JobStatus.RUNNING.value or self._expired(item, now):
+            return None
+        if values["updatedAt"] >= cutoff or values.get("leaseExpiresAt", 0) > now:
+            return None
+        if values.get("notBefore", 0) > now:  # a retry still waiting out its backoff
+            return None
+        _, owner, job_id = str(values["pk"]).split("#", 2)
+        next_phase = values.get("nextPhase")
+        return StalledJob(
+            owner,
+            job_id,
+            str(values["pipeline"]),
+            next_phase if isinstance(next_phase, str) else None,
+            int(values["updatedAt"]),
+            int(values.get("sequence", 0)),
+        )
+
     # -- transitions -------------------------------------------------------------------------
 
     def start_job(self, request: StartJob) -> Job:
-        written = transitions.start(request.seen, request)
+        written = self._with_renewal(transitions.start(request.seen, request), request)
         job = written.job
         encoded = self.codec.encode_job(job, token=request.token)
         side: list[Item] = []
         new_keys = set(encoded.s3_keys)
         if written.history is not None:
-            side.append(self.codec.history_item(job.job_id, written.history, expires_at=job.expires_at))
+            expires = ttl.side_expires_at(request.now_ms, request.ttl_seconds)
+            side.append(self.codec.history_item(job.job_id, written.history, expires_at=expires))
         input_item = self.codec.input_item(job)
         if input_item is not None:
             side.append(input_item[0])
@@ -381,7 +494,7 @@ class DynamoDBStorage(Storage):
         expression.set("expiresAt", request.expires_at)
         expression.set("writeToken", request.token)
         try:
-            item = self._update(request.job_id, expression)
+            item = self._update(request.job_id, expression, now_ms=request.now_ms, token=request.token)
         except _ConditionFailed as failed:
             if failed.old is not None and _written_by(failed.old, request.token):
                 return self._decode_and_remember(request.job_id, failed.old)
@@ -412,7 +525,8 @@ class DynamoDBStorage(Storage):
     def save(self, job_id: str, fence: Fence, request: Save) -> Job:
         written = transitions.save(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
-        state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token)
+        room = self._room(job_id, request.seen, expression)
+        state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token, budget=room)
         expression.set("checkpoint", state)
         expression.set("nextPhase", request.checkpoint.next_phase)
         expression.set("leaseExpiresAt", request.lease_expires_at)
@@ -428,7 +542,8 @@ class DynamoDBStorage(Storage):
         keys: set[str] = set()
         if request.kind == "next":
             assert request.checkpoint is not None
-            state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token)
+            room = self._room(job_id, request.seen, expression)
+            state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token, budget=room)
             expression.set("checkpoint", state)
             expression.set("nextPhase", request.checkpoint.next_phase)
             expression.set("attempt", 1)
@@ -439,11 +554,12 @@ class DynamoDBStorage(Storage):
             status = request.status
             assert status is not None
             expression.set("status", status.value)
-            expression.set("statusKey", schema.status_key(self.owner, status.value))
+            expression.set("statusKey", self.codec.status_key(job_id, status.value))
             expression.remove("sweepKey")
             if request.kind == "done":
                 if request.result is not None:
-                    result = self.codec.encode_result(job_id, request.result, token=request.token)
+                    room = self._room(job_id, request.seen, expression)
+                    result = self.codec.encode_result(job_id, request.result, token=request.token, budget=room)
                     keys = {result.s3_key} if result.s3_key else set()
                     expression.set("result", result.attribute)
                 expression.remove("checkpoint", "nextPhase")
@@ -480,9 +596,10 @@ class DynamoDBStorage(Storage):
         token = written.job.write_token
         assert token is not None
         if written.history is not None:
-            self._put_items([self.codec.history_item(job_id, written.history, expires_at=written.job.expires_at)])
+            expires = ttl.side_expires_at(written.job.updated_at, written.job.ttl_seconds)
+            self._put_items([self.codec.history_item(job_id, written.history, expires_at=expires)])
         try:
-            item = self._update(job_id, expression)
+            item = self._update(job_id, expression, now_ms=written.job.updated_at, token=token)
         except _ConditionFailed as failed:
             if failed.old is not None and _written_by(failed.old, token):
                 item = failed.old
@@ -496,6 +613,7 @@ class DynamoDBStorage(Storage):
                 raise ClaimLostError(job_id, reason) from None
         job = self.codec.decode_job(item, with_payloads=False)
         self._release_old_objects(job_id, ItemCodec.s3_keys_of(item))
+        self._item_sizes[job_id] = item_size(item)
         return Written(job, written.history).returned()
 
     def pause(self, job_id: str) -> Job:
@@ -506,7 +624,7 @@ class DynamoDBStorage(Storage):
             expression.name(attribute)
         expression.value("running", JobStatus.RUNNING.value)
         expression.set("status", JobStatus.PAUSED.value)
-        expression.set("statusKey", schema.status_key(self.owner, JobStatus.PAUSED.value))
+        expression.set("statusKey", self.codec.status_key(job_id, JobStatus.PAUSED.value))
         expression.remove("sweepKey")
         return self._admin_update(
             job_id, now, expression, outcome=lambda stored, token: transitions.pause(stored, job_id, now, token)
@@ -522,7 +640,7 @@ class DynamoDBStorage(Storage):
         expression.value("cancelled", JobStatus.CANCELLED.value)
         expression.value("complete", JobStatus.COMPLETE.value)
         expression.set("status", JobStatus.CANCELLED.value)
-        expression.set("statusKey", schema.status_key(self.owner, JobStatus.CANCELLED.value))
+        expression.set("statusKey", self.codec.status_key(job_id, JobStatus.CANCELLED.value))
         expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "sweepKey")
         return self._admin_update(
             job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token)
@@ -539,7 +657,7 @@ class DynamoDBStorage(Storage):
         expression.set_to("expiresAt", f"{expression.name('ttlSeconds')} + :nowSeconds")
         expression.set("writeToken", token)
         try:
-            item = self._update(job_id, expression)
+            item = self._update(job_id, expression, now_ms=now, token=token)
         except _ConditionFailed as failed:
             if failed.old is not None and _written_by(failed.old, token):
                 return self._decode_and_remember(job_id, failed.old)
@@ -552,8 +670,76 @@ class DynamoDBStorage(Storage):
     def _key(self, job_id: str) -> Item:
         return to_item({"pk": self.codec.pk(job_id), "sk": schema.JOB_SK})
 
-    def _update(self, job_id: str, expression: Expression) -> Item:
-        """One conditional ``UpdateItem`` of the job item; the new item, or _ConditionFailed with the old."""
+    def _update(self, job_id: str, expression: Expression, *, now_ms: int, token: str) -> Item:
+        """One conditional ``UpdateItem`` of the job item; the new item, or _ConditionFailed with the old.
+
+        The write may push the job's expiry up to its ``historyRenewBy`` plus a TTL, where its side
+        items still live; past that, the side items are renewed first and the write sent again
+        (:mod:`cairn.ttl`: at most once per TTL).
+        """
+        guard = expression.value("renewGuard", ttl.epoch_seconds(now_ms))
+        renew_by = expression.name("historyRenewBy")
+        expression.require(f"attribute_not_exists({renew_by}) OR {renew_by} >= {guard}")
+        try:
+            return self._update_once(job_id, expression)
+        except _ConditionFailed as failed:
+            old = failed.old
+            if old is None or _written_by(old, token) or self._expired(old, now_ms):
+                raise
+            stored = from_item(old)
+            kept = stored.get("historyRenewBy")
+            if not ttl.renewal_due(kept, now_ms):
+                raise
+            expression.value("renewGuard", kept)  # the retry holds while no one else renewed in between
+            expression.set("historyRenewBy", self._renew_side_items(job_id, now_ms, int(stored["ttlSeconds"])))
+        return self._update_once(job_id, expression)
+
+    def _with_renewal(self, written: Written, request: StartJob) -> Written:
+        """The started job with its ``historyRenewBy``; a job that keeps side items past it renews them first."""
+        if written.landed:
+            return written
+        current, now, seconds = transitions.live(request.seen, request.now_ms), request.now_ms, request.ttl_seconds
+        if current is None:
+            renew_by: int | None = ttl.renew_by(ttl.side_expires_at(now, seconds), seconds)
+        else:
+            kept = current.history_renew_by
+            renew_by = None if kept is None else ttl.renew_by(kept + current.ttl_seconds, seconds)
+            if ttl.renewal_due(renew_by, now):
+                renew_by = self._renew_side_items(request.job_id, now, seconds)
+        return replace(written, job=written.job.model_copy(update={"history_renew_by": renew_by}))
+
+    def _renew_side_items(self, job_id: str, now_ms: int, ttl_seconds: int) -> int:
+        """Push the expiry of the job's history and input items and restart the age of its offloaded objects.
+
+        Returns the job's next ``historyRenewBy``. Idempotent: a crash half-way leaves the job due again.
+        """
+        target = ttl.side_expires_at(now_ms, ttl_seconds)
+        items = list(self._query_partition(job_id))
+        job_item = next((item for item in items if item["sk"].get("S") == schema.JOB_SK), None)
+        if job_item is not None:
+            keys = ItemCodec.s3_keys_of(job_item)
+            for item in ItemCodec.side_items(job_item, items):
+                keys |= {key for key in [PayloadCodec.s3_key_of(from_item(item).get("input"))] if key}
+                if int(str(item.get(schema.TTL_ATTRIBUTE, {}).get("N", "0"))) < target:
+                    self._renew_item(item, target)
+            for key in sorted(keys):
+                self.payloads.renew(key)
+        return ttl.renew_by(target, ttl_seconds)
+
+    def _renew_item(self, item: Item, expires_at: int) -> None:
+        expression = Expression().require("attribute_exists(#pk)").set(schema.TTL_ATTRIBUTE, expires_at)
+        expression.name("pk")
+        try:
+            self._call(
+                self.client.update_item,
+                TableName=self.table_name,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+                **expression.update_kwargs(),
+            )
+        except _ConditionFailed:
+            return  # deleted meanwhile: nothing to keep
+
+    def _update_once(self, job_id: str, expression: Expression) -> Item:
         response = self._call(
             self.client.update_item,
             TableName=self.table_name,
@@ -565,8 +751,14 @@ class DynamoDBStorage(Storage):
         return dict(response["Attributes"])
 
     def _expired(self, item: Item, now_ms: int) -> bool:
+        """Whether the item is past its TTL; an unreadable ``expiresAt`` is a CorruptJobError."""
         expires = item.get(schema.TTL_ATTRIBUTE)
-        return expires is not None and ttl.is_past(int(str(expires.get("N", "0"))), now_ms)
+        if expires is None:
+            return False
+        text = str(expires.get("N")) if isinstance(expires, dict) else ""
+        if not text.isdigit() or len(text) > 16:
+            raise CorruptJobError(location(item), f"its expiresAt is not a time ({text[:40]!r})")
+        return ttl.is_past(int(text), now_ms)
 
     def _decode_and_remember(self, job_id: str, item: Item) -> Job:
         job = self.codec.decode_job(item)
@@ -575,6 +767,21 @@ class DynamoDBStorage(Storage):
 
     def _remember(self, job_id: str, item: Item) -> None:
         self._s3_keys[job_id] = ItemCodec.s3_keys_of(item)
+        self._item_sizes[job_id] = item_size(item)
+
+    def _room(self, job_id: str, seen: Job, expression: Expression) -> int:
+        """The bytes a large value may take in an update of the job item, ``expression`` so far included.
+
+        The update is measured as the stored item plus everything it sets, the
+        value it replaces counted too (so it fits by DynamoDB's count of the
+        item after the write, and by the local emulator's stricter one). The
+        stored size is the last item this store read or wrote for the job, or
+        else an estimate from ``seen`` that is never smaller than the item.
+        """
+        stored = self._item_sizes.get(job_id)
+        if stored is None:
+            stored = self.codec.measure(seen)
+        return ITEM_BUDGET - stored - expression.size()
 
     def _put_items(self, items: list[Item]) -> None:
         """Plain (unconditional, idempotent) writes of items beside a job: one request where there is one item."""
@@ -629,6 +836,59 @@ _RETRYABLE = {
     "ServiceUnavailable",
     "TransactionConflictException",
 }
+
+
+_INDEX_NUMBER = re.compile(r"^-?[0-9]{1,38}(\.[0-9]{1,38})?$")
+
+
+def _is_index_number(value: Any) -> bool:
+    """Whether ``value`` is a number as the index returns it (text, at most 38 digits), fit for a start key."""
+    return isinstance(value, str) and bool(_INDEX_NUMBER.fullmatch(value)) and len(value.replace("-", "")) <= 39
+
+
+def _order(item: Item) -> tuple[Decimal, str]:
+    """A listing's order key of an index entry: ``(createdAt, jobId)``."""
+    try:
+        created_at = Decimal(str(item["createdAt"].get("N")))
+    except (KeyError, ArithmeticError):
+        created_at = Decimal(0)
+    return created_at, str(item.get("pk", {}).get("S", "")).split("#", 2)[-1]
+
+
+def _position_of(item: Item) -> list[str]:
+    """The cursor's position after an index entry: its ``createdAt`` as the index gave it, and its job id."""
+    return [str(item["createdAt"].get("N")), str(item["pk"].get("S", "")).split("#", 2)[-1]]
+
+
+def _merge_newest_first(fetched: list[list[Item]], more: list[bool], limit: int) -> list[tuple[int, Item]]:
+    """Up to ``limit`` entries of the shards' lists, newest first, each shard taken in its own order.
+
+    The merge stops where a shard has more entries than were fetched and none
+    of those is left: its next one could be newer than any other shard's.
+    """
+    taken: list[tuple[int, Item]] = []
+    next_of = [0] * len(fetched)
+    while len(taken) < limit:
+        best: int | None = None
+        for shard, entries in enumerate(fetched):
+            if next_of[shard] == len(entries):
+                if more[shard]:
+                    return taken
+                continue
+            if best is None or _order(entries[next_of[shard]]) > _order(fetched[best][next_of[best]]):
+                best = shard
+        if best is None:
+            break
+        taken.append((best, fetched[best][next_of[best]]))
+        next_of[best] += 1
+    return taken
+
+
+def _encode_cursor(index: str, scope: str, positions: list[Any]) -> str:
+    """The opaque cursor of a listing: its index, the owner's key, and a position per shard."""
+    values = {"v": _CURSOR_VERSION, "i": index, "k": scope, "p": positions}
+    text = json.dumps(values, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(text).decode().rstrip("=")
 
 
 def _written_by(item: Item | None, token: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .dynamodb_items import to_item
+from .dynamodb_items import item_size, to_item
 
 
 class Expression:
@@ -71,6 +71,10 @@ class Expression:
         """Keyword arguments that read only ``attributes`` (``get_item``, ``batch_get_item``)."""
         projection = ", ".join(self.name(attribute) for attribute in attributes)
         return self._with_placeholders({"ProjectionExpression": projection}, conditions=False)
+
+    def size(self) -> int:
+        """The bytes the values it sets (and tests) would add to an item, counted as DynamoDB counts an item."""
+        return item_size(to_item(self._values)) + sum(len(name.encode()) for name in self._names.values())
 
     def _with_placeholders(self, kwargs: dict[str, Any], *, conditions: bool = True) -> dict[str, Any]:
         """``kwargs`` with the condition and the names and values they use (DynamoDB refuses unused ones)."""

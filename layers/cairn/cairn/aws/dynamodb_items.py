@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from pydantic import ValidationError
 
+from .. import ttl
 from ..errors import CorruptJobError
-from ..models import Checkpoint, HistoryItem, Job, JobStatus
+from ..models import Checkpoint, HistoryItem, Job, JobStatus, JobSummary, LogEntry
 from ..transitions import linked_history
 from . import dynamodb_schema as schema
-from .payloads import EncodedPayload, PayloadCodec
+from .payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -41,6 +42,85 @@ def to_item(values: dict[str, Any]) -> Item:
 def from_item(item: Item) -> dict[str, Any]:
     """Plain Python values for an item: numbers as int, binary as bytes."""
     return {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
+
+
+#: What reading an item's values can raise when they are not what cairn wrote.
+UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError, ValidationError)
+
+
+def item_size(item: Item) -> int:
+    """The item's size as DynamoDB counts it against its 400 KB limit: attribute names plus values.
+
+    Strings count their UTF-8 bytes, binary its bytes, a number about one byte
+    per two digits plus one, a map or list 3 bytes plus one per element (and
+    its keys), booleans and null one byte. Slightly generous where the rules
+    are approximate, so a write measured under the budget fits.
+    """
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Any) -> int:
+    (kind, inner), *_ = value.items()
+    if kind == "S":
+        return len(str(inner).encode())
+    if kind == "B":
+        return len(inner.value if isinstance(inner, Binary) else bytes(inner))  # type: ignore[attr-defined]
+    if kind == "N":
+        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 2
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(key.encode()) + _value_size(inner_value) + 1 for key, inner_value in inner.items())
+    if kind == "L":
+        return 3 + sum(_value_size(inner_value) + 1 for inner_value in inner)
+    return sum(_value_size({kind[0]: member}) for member in inner)  # SS, NS, BS
+
+
+def location(item: Item) -> str:
+    """Where an item lives, ``<pk>/<sk>``, for error messages (read without trusting the item)."""
+    keys = [item.get(name) for name in ("pk", "sk")]
+    return "/".join(str(key.get("S")) if isinstance(key, dict) else "?" for key in keys)
+
+
+def _reason(exc: BaseException) -> str:
+    """Why an item cannot be read: the error's type and the first line of its message, clipped."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or "value"
+        return f"{field}: {first['msg']}"[:300]
+    text = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+#: Room an encoded payload's wrapping takes in an item: the map, its names, an S3 reference.
+_PAYLOAD_OVERHEAD = 512
+
+HISTORY_DROPPED = "{count} earlier log entries of this write were left out: they would not fit in one stored item"
+
+
+def fitting_history(history: HistoryItem) -> str:
+    """The history item's JSON, with its oldest log entries left out (and said so) if it would not fit an item."""
+    text = history.model_dump_json(by_alias=True)
+    room = ITEM_BUDGET - 1024  # the item's keys and TTL
+    if len(text.encode()) <= room:
+        return text
+    note = LogEntry(message=HISTORY_DROPPED.format(count=len(history.log)), level="warning", timestamp=0)
+    room -= len(history.model_copy(update={"log": [note]}).model_dump_json(by_alias=True).encode())
+    kept: list[LogEntry] = []
+    for entry in reversed(history.log):
+        room -= len(entry.model_dump_json(by_alias=True).encode()) + 1
+        if room < 0:
+            break
+        kept.insert(0, entry)
+    first = kept[0] if kept else history.log[-1]
+    note = note.model_copy(
+        update={
+            "message": HISTORY_DROPPED.format(count=len(history.log) - len(kept)),
+            "phase": first.phase,
+            "timestamp": first.timestamp,
+        }
+    )
+    return history.model_copy(update={"log": [note, *kept]}).model_dump_json(by_alias=True)
 
 
 def _plain(value: Any) -> Any:
@@ -78,36 +158,69 @@ class ItemCodec:
         """The partition key of ``job_id`` for this owner."""
         return schema.job_pk(self.owner, job_id)
 
-    def encode_checkpoint(self, job_id: str, checkpoint: Checkpoint, *, token: str) -> tuple[dict[str, Any], set[str]]:
-        """The checkpoint map ``{nextPhase, createdAt, state}``; a large state goes to S3 under the write's token."""
-        state = self.payloads.encode(checkpoint.state, key=f"states/{self.owner}/{job_id}/{token}.json")
+    def status_key(self, job_id: str, status: str) -> str:
+        """The ``ByStatus`` key of ``job_id`` with ``status`` (the job's own shard)."""
+        return schema.status_key(self.owner, status, schema.list_shard(self.owner, job_id))
+
+    def owner_key(self, job_id: str) -> str:
+        """The ``ByOwner`` key of ``job_id`` (the job's own shard)."""
+        return schema.owner_key(self.owner, schema.list_shard(self.owner, job_id))
+
+    def encode_checkpoint(
+        self, job_id: str, checkpoint: Checkpoint, *, token: str, budget: int | None = None
+    ) -> tuple[dict[str, Any], set[str]]:
+        """The checkpoint map ``{nextPhase, createdAt, state}``; a large state goes to S3 under the write's token.
+
+        ``budget`` is the room the whole map has in the item.
+        """
+        room = None if budget is None else budget - _PAYLOAD_OVERHEAD - len(checkpoint.next_phase.encode())
+        key = f"states/{self.owner}/{job_id}/{token}.json"
+        state = self.payloads.encode(checkpoint.state, key=key, budget=room)
         value = {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "state": state.attribute}
         return value, _key_of(state)
 
-    def encode_result(self, job_id: str, result: Any, *, token: str) -> EncodedPayload:
-        """The attribute map of a job's result."""
-        return self.payloads.encode(result, key=f"results/{self.owner}/{job_id}/{token}.json")
+    def encode_result(self, job_id: str, result: Any, *, token: str, budget: int | None = None) -> EncodedPayload:
+        """The attribute map of a job's result (``budget``: the room it has in the item)."""
+        room = None if budget is None else budget - _PAYLOAD_OVERHEAD
+        return self.payloads.encode(result, key=f"results/{self.owner}/{job_id}/{token}.json", budget=room)
 
     def encode_job(self, job: Job, *, token: str) -> EncodedJob:
-        """The whole job item for ``job`` (a start), written by the write ``token``; large values may go to S3."""
+        """The whole job item for ``job`` (a start), written by the write ``token``; large values may go to S3.
+
+        The state and the result share what the rest of the item leaves of
+        :data:`~cairn.aws.payloads.ITEM_BUDGET`.
+        """
+        values = self._job_values(job, token=token)
+        budget = ITEM_BUDGET - item_size(to_item(values))
         s3_keys: set[str] = set()
-        checkpoint = None
         if job.checkpoint is not None:
-            checkpoint, keys = self.encode_checkpoint(job.job_id, job.checkpoint, token=token)
+            values["checkpoint"], keys = self.encode_checkpoint(job.job_id, job.checkpoint, token=token, budget=budget)
             s3_keys |= keys
-        result = None
+            budget -= item_size(to_item({"checkpoint": values["checkpoint"]}))
         if job.result is not None:
-            encoded = self.encode_result(job.job_id, job.result, token=token)
+            encoded = self.encode_result(job.job_id, job.result, token=token, budget=budget)
             s3_keys |= _key_of(encoded)
-            result = encoded.attribute
-        values: dict[str, Any] = {
+            values["result"] = encoded.attribute
+        return EncodedJob(to_item(values), s3_keys)
+
+    def measure(self, job: Job) -> int:
+        """About how large ``job``'s item is (its state and result as uncompressed JSON: never less than stored)."""
+        values = self._job_values(job, token="0" * 32)
+        for name, value in (("checkpoint", job.checkpoint.state if job.checkpoint else None), ("result", job.result)):
+            if value is not None:
+                values[name] = json.dumps(value, separators=(",", ":"))
+        return item_size(to_item(values)) + _PAYLOAD_OVERHEAD * 2
+
+    def _job_values(self, job: Job, *, token: str) -> dict[str, Any]:
+        """The job item's attributes, but for the checkpoint and the result."""
+        return {
             "pk": self.pk(job.job_id),
             "sk": schema.JOB_SK,
-            "owner": self.owner,
+            "owner": self.owner_key(job.job_id),
             "jobId": job.job_id,
             "pipeline": job.pipeline,
             "status": job.status.value,
-            "statusKey": schema.status_key(self.owner, job.status.value),
+            "statusKey": self.status_key(job.job_id, job.status.value),
             "sweepKey": schema.sweep_key(self.owner, job.job_id) if job.status == JobStatus.RUNNING else None,
             "sequence": job.sequence,
             "run": job.run,
@@ -121,15 +234,13 @@ class ItemCodec:
             "claimSequence": job.claim_sequence,
             "notBefore": job.not_before,
             "error": job.error,
-            "checkpoint": checkpoint,
             "nextPhase": job.checkpoint.next_phase if job.checkpoint else None,
-            "result": result,
             "inputToken": job.input_token,
             "usage": json.dumps(job.usage) if job.usage else None,
             "writeToken": token,
             "historyHead": job.history_head,
+            "historyRenewBy": job.history_renew_by,
         }
-        return EncodedJob(to_item(values), s3_keys)
 
     def input_item(self, job: Job) -> tuple[Item, set[str]] | None:
         """The item holding the job's input, when the job's last write set it (None: nothing to write)."""
@@ -140,7 +251,7 @@ class ItemCodec:
             "pk": self.pk(job.job_id),
             "sk": schema.input_sk(job.input_token),
             "input": encoded.attribute,
-            "expiresAt": job.expires_at,
+            "expiresAt": ttl.side_expires_at(job.updated_at, job.ttl_seconds),
         }
         return to_item(values), _key_of(encoded)
 
@@ -150,16 +261,16 @@ class ItemCodec:
             {
                 "pk": self.pk(job_id),
                 "sk": schema.history_sk(history.token),
-                "history": history.model_dump_json(by_alias=True),
+                "history": fitting_history(history),
                 "expiresAt": expires_at,
             }
         )
 
     def decode_job(self, item: Item, *, with_payloads: bool = True, partition: Iterable[Item] = ()) -> Job:
         """The job an item holds (with its input and history from ``partition``); unreadable items are named."""
-        values = from_item(item)
-        where = f"{values.get('pk')}/{values.get('sk')}"
+        where = location(item)
         try:
+            values = from_item(item)
             checkpoint = None
             if "checkpoint" in values:
                 raw = values["checkpoint"]
@@ -190,9 +301,10 @@ class ItemCodec:
                 write_token=values.get("writeToken"),
                 history_head=values.get("historyHead"),
                 input_token=values.get("inputToken"),
+                history_renew_by=values.get("historyRenewBy"),
             )
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
-            raise CorruptJobError(where, f"{type(exc).__name__}: {exc}") from exc
+        except UNREADABLE as exc:
+            raise CorruptJobError(where, _reason(exc)) from exc
         return self._with_partition(job, list(partition), where) if partition else job
 
     def _with_partition(self, job: Job, items: list[Item], where: str) -> Job:
@@ -206,10 +318,73 @@ class ItemCodec:
                     history[entry.token] = entry
                 elif job.input_token is not None and sk == schema.input_sk(job.input_token):
                     job_input = self.payloads.decode(from_item(item)["input"], where=f"{where}/{sk}")
-            except (KeyError, TypeError, ValueError, ValidationError) as exc:
-                raise CorruptJobError(f"{where}/{sk}", f"{type(exc).__name__}: {exc}") from exc
+            except UNREADABLE as exc:
+                raise CorruptJobError(f"{where}/{sk}", _reason(exc)) from exc
         log, phases = linked_history(history, job.history_head)
         return job.model_copy(update={"input": job_input, "log": log, "phases": phases})
+
+    @staticmethod
+    def side_items(job_item: Item, partition: Iterable[Item]) -> list[Item]:
+        """The items the job item links to: its history chain (from ``historyHead``) and its input."""
+        head, input_token = job_item.get("historyHead", {}).get("S"), job_item.get("inputToken", {}).get("S")
+        by_sk = {str(item["sk"].get("S", "")): item for item in partition}
+        linked = [by_sk[schema.input_sk(input_token)]] if input_token and schema.input_sk(input_token) in by_sk else []
+        seen: set[str] = set()
+        while head is not None and schema.history_sk(head) in by_sk and head not in seen:
+            seen.add(head)
+            item = by_sk[schema.history_sk(head)]
+            linked.append(item)
+            try:
+                head = json.loads(from_item(item)["history"]).get("prev")
+            except UNREADABLE:
+                break  # an unreadable item: the chain is renewed up to it
+        return linked
+
+    def decode_summary(self, item: Item, *, status: JobStatus | None = None) -> JobSummary:
+        """The listing's summary of a job item (summary fields only); an unreadable one is marked ``corrupt``.
+
+        A corrupt summary keeps what can be read (the job id always: it is part of
+        the key); ``status`` stands in for an unreadable status.
+        """
+        try:
+            values = from_item(item)
+            return JobSummary(
+                job_id=values["jobId"],
+                pipeline=values["pipeline"],
+                status=JobStatus(values["status"]),
+                attempt=values.get("attempt", 1),
+                error=values.get("error"),
+                next_phase=values.get("nextPhase"),
+                created_at=values["createdAt"],
+                updated_at=values["updatedAt"],
+                expires_at=values["expiresAt"],
+            )
+        except UNREADABLE as exc:
+            return self.corrupt_summary(item, CorruptJobError(location(item), _reason(exc)), status=status)
+
+    def corrupt_summary(self, item: Item, error: CorruptJobError, *, status: JobStatus | None = None) -> JobSummary:
+        """A listing entry for a job item that cannot be read: its id, ``corrupt``, and why."""
+
+        def plain(name: str, kind: str) -> Any:
+            value = item.get(name)
+            return value.get(kind) if isinstance(value, dict) else None
+
+        def number(name: str) -> int:
+            text = plain(name, "N")
+            return int(text) if isinstance(text, str) and text.isdigit() and len(text) <= 16 else 0
+
+        pk = str(plain("pk", "S") or "")
+        stored_status = plain("status", "S")
+        return JobSummary(
+            job_id=pk.split("#", 2)[-1],
+            pipeline=str(plain("pipeline", "S") or ""),
+            status=JobStatus(stored_status) if stored_status in set(JobStatus) else status or JobStatus.ERROR,
+            error=f"unreadable: {error.reason}"[:1000],
+            created_at=number("createdAt"),
+            updated_at=number("updatedAt"),
+            expires_at=number("expiresAt"),
+            corrupt=True,
+        )
 
     @staticmethod
     def s3_keys_of(item: Item) -> set[str]:

@@ -4,10 +4,22 @@
 - Under the same ``pk``: history items ``sk = HIST#<write token>`` (what one write added to the log
   and phase records, linked from the job's ``historyHead``) and the input ``sk = INPUT#<write token>``.
 - ``expiresAt`` (epoch seconds) is the TTL attribute on every item.
-- Index ``ByStatus`` (``statusKey = <owner>#<status>``, ``createdAt``): one owner's jobs by status.
-- Index ``ByOwner`` (``owner``, ``createdAt``): one owner's jobs, any status.
+- Index ``ByStatus`` (``statusKey = <owner>#<status>#<shard>``, ``createdAt``): one owner's jobs by
+  status, spread over ``LIST_SHARDS`` partitions per owner and status.
+- Index ``ByOwner`` (``owner = <owner>#<shard>``, ``createdAt``): one owner's jobs, any status, spread
+  over ``LIST_SHARDS`` partitions per owner. (The attribute keeps its name so the index's key schema,
+  and a deployed table, stay as they were.)
 - Index ``Stalled`` (``sweepKey = running#<shard>``, ``createdAt``): sparse, only running jobs, spread
   over ``SWEEP_SHARDS`` partitions; for the sweep.
+
+A job's shard is fixed by a hash of its key, so no owner, however busy, sends all its index writes
+to one partition: an owner has ``LIST_SHARDS`` partitions in ``ByOwner`` and as many per status in
+``ByStatus`` (each partition takes about 1,000 writes/s), and the whole table has ``SWEEP_SHARDS``
+in ``Stalled``. A listing page queries each of the owner's ``LIST_SHARDS`` partitions for up to
+``limit`` keys and merges them newest first (:meth:`cairn.aws.dynamodb.DynamoDBStorage.list_page`):
+keys-only entries are about 150 bytes, so a page of 50 costs ``LIST_SHARDS`` queries of about
+1 read unit each (4 units, against 1 unsharded) plus the consistent BatchGetItem of the 50 job
+items (1 unit each up to 4 KB), as before.
 
 Every index key changes only when the status does and the indexes project keys only, so a phase
 transition writes no index at all; listings and the sweep read the few fields they show from the
@@ -34,6 +46,7 @@ BY_OWNER_INDEX = "ByOwner"
 STALLED_INDEX = "Stalled"
 SWEEP_KEY_RUNNING = "running"
 SWEEP_SHARDS = 8
+LIST_SHARDS = 4
 
 #: The small attributes listings and the sweep read from job items (no state, no result).
 SUMMARY_ATTRIBUTES = [
@@ -59,9 +72,19 @@ def job_pk(owner: str, job_id: str) -> str:
     return f"JOB#{owner}#{job_id}"
 
 
-def status_key(owner: str, status: str) -> str:
-    """The ``ByStatus`` partition of one owner's jobs with one status."""
-    return f"{owner}#{status}"
+def list_shard(owner: str, job_id: str) -> int:
+    """The listing shard of a job (0 to ``LIST_SHARDS - 1``), fixed by a hash of its key."""
+    return zlib.crc32(job_pk(owner, job_id).encode()) % LIST_SHARDS
+
+
+def status_key(owner: str, status: str, shard: int) -> str:
+    """The ``ByStatus`` partition of one shard of one owner's jobs with one status."""
+    return f"{owner}#{status}#{shard}"
+
+
+def owner_key(owner: str, shard: int) -> str:
+    """The ``ByOwner`` partition of one shard of one owner's jobs."""
+    return f"{owner}#{shard}"
 
 
 def history_sk(token: str) -> str:

@@ -3,12 +3,18 @@
 A job's history (log entries and phase records) is appended to a file of its
 own, ``<job>.history.jsonl``, so a transition rewrites only the small job file
 and its cost does not grow with the job's past.
+
+A job file that cannot be read (garbage, truncated, nested too deep to parse)
+is a :class:`~cairn.errors.CorruptJobError` naming the file; listings, ``health()``
+and ``cleanup()`` log it and go on with the other jobs. A history line torn by a
+crash mid-append is skipped: the job never linked it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tempfile
 import time
@@ -25,6 +31,8 @@ from ..errors import CorruptJobError, InvalidInputError, StorageError
 from ..ids import validate_job_id
 from ..models import HistoryItem, Job, JobStatus
 from .document import DocumentStorage
+
+logger = logging.getLogger(__name__)
 
 _SUFFIX = ".json"
 _HISTORY_SUFFIX = ".history.jsonl"
@@ -95,7 +103,7 @@ class FileStorage(DocumentStorage):
             raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
         try:
             return Job.model_validate(json.loads(raw))
-        except (ValueError, ValidationError) as exc:
+        except (ValueError, ValidationError, RecursionError) as exc:
             raise CorruptJobError(str(path), _first_line(exc)) from exc
 
     def _store(self, job: Job) -> None:
@@ -144,7 +152,10 @@ class FileStorage(DocumentStorage):
         path = self.history_path_for(job_id)
         line = item.model_dump_json(by_alias=True).encode() + b"\n"
         try:
-            with open(path, "ab") as history:
+            with open(path, "a+b") as history:
+                size = os.fstat(history.fileno()).st_size
+                if size > 0 and os.pread(history.fileno(), 1, size - 1) != b"\n":
+                    line = b"\n" + line  # the last append was torn by a crash: start a line of our own
                 history.write(line)
                 history.flush()
                 os.fsync(history.fileno())
@@ -157,10 +168,11 @@ class FileStorage(DocumentStorage):
                 yield path.name[: -len(_SUFFIX)]
 
     def get_job_or_skip(self, job_id: str) -> Job | None:
-        """Like get_job, but an unreadable file is skipped (and reported by ``health()``)."""
+        """Like get_job, but an unreadable file is skipped, logged with its path (and reported by ``health()``)."""
         try:
             return self.get_job(job_id)
-        except CorruptJobError:
+        except CorruptJobError as exc:
+            logger.warning("Left an unreadable job file out of a listing: %s", exc, extra={"key": exc.location})
             return None
 
     def unreadable_files(self) -> list[str]:

@@ -6,6 +6,14 @@ so the direct driver's scheduler and the API use it unchanged. An async
 own queue would run it; a function that fails (raises, or its process dies)
 sends Lambda's on-failure record to the function's destination, with async
 retries off, as the SAM template configures them.
+
+Each invocation belongs to a chain, as Lambda traces it: an invoke made while
+a function runs (and, through :class:`LocalStack`, a message it sends to SQS)
+carries the running invocation's trace header, whose lineage counts how often
+each function ran in the chain. Lambda's recursive loop detection stops the
+invocation that would run a function a 17th time in one chain unless the
+function's ``RecursiveLoop`` is ``Allow``; so does :meth:`LocalLambda.run`
+(the stopped invocations are kept in :attr:`LocalLambda.stopped`).
 """
 
 from __future__ import annotations
@@ -16,15 +24,53 @@ import time
 import traceback
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Literal
 
 from ..errors import CairnError
 from .faults import SimulatedCrash
 
 LambdaHandler = Callable[[dict[str, Any], Any], Any]
+RecursiveLoop = Literal["Allow", "Terminate"]
+"""A function's recursive loop setting (``RecursiveLoop`` of AWS::Lambda::Function; Lambda's default: Terminate)."""
+
+MAX_CHAIN_INVOCATIONS = 16
+"""How often a function with ``RecursiveLoop: Terminate`` may run in one chain; the next invocation is stopped."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """One traced chain of requests: its root, and how often each function ran in it (the trace's lineage)."""
+
+    root: str = field(default_factory=lambda: f"1-{uuid.uuid4().hex[:8]}-{uuid.uuid4().hex[:24]}")
+    lineage: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def count(self, function: str) -> int:
+        """How many times ``function`` ran in this chain."""
+        return self.lineage.get(function, 0)
+
+    def entering(self, function: str) -> Chain:
+        """The chain once ``function`` runs in it once more."""
+        return Chain(self.root, MappingProxyType({**self.lineage, function: self.count(function) + 1}))
+
+    @property
+    def header(self) -> str:
+        """The chain as a trace header (``Root=...;Lineage=<function>:<count>|...``)."""
+        lineage = "|".join(f"{name}:{count}" for name, count in sorted(self.lineage.items()))
+        return f"Root={self.root};Lineage={lineage}"
+
+    @classmethod
+    def parse(cls, header: str | None) -> Chain:
+        """The chain a trace header names; a new chain without one."""
+        if not header:
+            return cls()
+        fields = dict(part.split("=", 1) for part in header.split(";") if "=" in part)
+        entries = (entry.rsplit(":", 1) for entry in fields.get("Lineage", "").split("|") if ":" in entry)
+        return cls(fields.get("Root") or cls().root, MappingProxyType({name: int(count) for name, count in entries}))
 
 
 @dataclass
@@ -59,6 +105,7 @@ class Invocation:
     function: str
     payload: dict[str, Any]
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    chain: Chain = field(default_factory=Chain)
 
 
 @dataclass
@@ -67,19 +114,56 @@ class FunctionSpec:
 
     handler: LambdaHandler
     on_failure: str | None = None
+    recursive_loop: RecursiveLoop = "Terminate"
 
 
 class LocalLambda:
-    """Registered functions, an async invoke queue, and on-failure destinations."""
+    """Registered functions, an async invoke queue, on-failure destinations and recursive loop detection."""
 
     def __init__(self) -> None:
         self.functions: dict[str, FunctionSpec] = {}
         self.queue: deque[Invocation] = deque()
         self.failures: list[dict[str, Any]] = []
+        self.stopped: list[Invocation] = []
+        self.deepest: dict[str, int] = {}
+        self._running: list[Chain] = []
 
-    def register(self, name: str, handler: LambdaHandler, *, on_failure: str | None = None) -> None:
+    def register(
+        self,
+        name: str,
+        handler: LambdaHandler,
+        *,
+        on_failure: str | None = None,
+        recursive_loop: RecursiveLoop = "Terminate",
+    ) -> None:
         """Deploy ``handler`` as function ``name``; failures of async invokes go to ``on_failure``."""
-        self.functions[name] = FunctionSpec(handler, on_failure)
+        self.functions[name] = FunctionSpec(handler, on_failure, recursive_loop)
+
+    @property
+    def current_chain(self) -> Chain | None:
+        """The chain of the invocation running now (None outside any function)."""
+        return self._running[-1] if self._running else None
+
+    def allows(self, function: str, chain: Chain) -> bool:
+        """Whether Lambda would run ``function`` in ``chain`` (recursive loop detection)."""
+        spec = self.functions[function]
+        return spec.recursive_loop == "Allow" or chain.count(function) < MAX_CHAIN_INVOCATIONS
+
+    @contextmanager
+    def running(self, function: str, chain: Chain | None) -> Iterator[Chain]:
+        """Run inside ``chain`` (a new one when None) as ``function``: what it invokes or queues continues it."""
+        entered = (chain or Chain()).entering(function)
+        self.deepest[function] = max(self.deepest.get(function, 0), entered.count(function))
+        self._running.append(entered)
+        try:
+            yield entered
+        finally:
+            self._running.pop()
+
+    def call(self, name: str, event: dict[str, Any], *, chain: Chain | None = None) -> Any:
+        """Run function ``name`` synchronously with ``event`` (a new chain unless one is given)."""
+        with self.running(name, chain):
+            return self.functions[name].handler(event, LocalContext(name))
 
     def invoke(self, *, FunctionName: str, InvocationType: str = "RequestResponse", Payload: Any = b"{}") -> Any:
         """Invoke a function as boto3's ``lambda.invoke`` does (async: queued; sync: run now)."""
@@ -89,9 +173,9 @@ class LocalLambda:
         raw = Payload.encode() if isinstance(Payload, str) else bytes(Payload)
         payload = json.loads(raw or b"{}")
         if InvocationType == "Event":
-            self.queue.append(Invocation(name, payload))
+            self.queue.append(Invocation(name, payload, chain=self.current_chain or Chain()))
             return {"StatusCode": 202}
-        result = self.functions[name].handler(payload, LocalContext(name))
+        result = self.call(name, payload, chain=self.current_chain)
         return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(result).encode())}
 
     def pending(self) -> int:
@@ -107,17 +191,24 @@ class LocalLambda:
         return ran
 
     def run(self, invocation: Invocation) -> Any:
-        """Run one async invocation; a failure becomes an on-failure record for the destination."""
+        """Run one async invocation; a failure becomes an on-failure record for the destination.
+
+        An invocation that recursive loop detection stops does not run; it is kept in :attr:`stopped`.
+        """
         spec = self.functions[invocation.function]
-        context = LocalContext(invocation.function, aws_request_id=invocation.request_id)
-        try:
-            return spec.handler(invocation.payload, context)
-        except (Exception, SimulatedCrash) as exc:
-            record = on_failure_record(invocation, context, exc)
-            self.failures.append(record)
-            if spec.on_failure:
-                self.queue.append(Invocation(spec.on_failure, record))
+        if not self.allows(invocation.function, invocation.chain):
+            self.stopped.append(invocation)
             return None
+        context = LocalContext(invocation.function, aws_request_id=invocation.request_id)
+        with self.running(invocation.function, invocation.chain) as chain:
+            try:
+                return spec.handler(invocation.payload, context)
+            except (Exception, SimulatedCrash) as exc:
+                record = on_failure_record(invocation, context, exc)
+                self.failures.append(record)
+                if spec.on_failure:
+                    self.queue.append(Invocation(spec.on_failure, record, chain=chain))
+                return None
 
 
 def on_failure_record(invocation: Invocation, context: LocalContext, exc: BaseException) -> dict[str, Any]:

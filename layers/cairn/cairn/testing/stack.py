@@ -5,6 +5,12 @@ retries off, failures to the scheduler) and the scheduler function with a
 :class:`LocalLambda`, and gives them a :class:`Runtime` whose AWS clients talk
 to moto. ``run_until_idle`` plays Lambda's async queue and the SQS delay
 queue's event source mapping until nothing is left to run.
+
+A message sent to the delay queue carries the sender's trace header (the
+``AWSTraceHeader`` system attribute), so the scheduler invocation it leads to
+continues the sender's chain, as on AWS; the phase functions and the scheduler
+have the ``RecursiveLoop`` setting of template.yaml (``Allow``), which
+tests/template checks against :data:`TEMPLATE_RECURSIVE_LOOP`.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..aws.dynamodb_schema import create_table
 from ..aws.phase_handler import phase_handler
@@ -22,7 +28,7 @@ from ..clock import Clock, system_clock_ms
 from ..errors import CairnError
 from ..registry import PipelineRegistry
 from ..settings import DriverName, Settings
-from .invoker import LambdaHandler, LocalContext, LocalLambda
+from .invoker import Chain, Invocation, LambdaHandler, LocalLambda, RecursiveLoop
 from .serialised import one_call_at_a_time
 
 if TYPE_CHECKING:
@@ -33,12 +39,41 @@ if TYPE_CHECKING:
 
 PREFIX = "cairn-"
 SCHEDULER = f"{PREFIX}scheduler"
+TRACE_HEADER: Final = "AWSTraceHeader"
+TEMPLATE_RECURSIVE_LOOP: RecursiveLoop = "Allow"
+"""The ``RecursiveLoop`` of the phase functions and the scheduler in template.yaml."""
+
+
+class TracedSQS:
+    """An SQS client whose messages carry the trace header of the invocation that sends them."""
+
+    def __init__(self, client: SQSClient, invoker: LocalLambda) -> None:
+        self._client = client
+        self._invoker = invoker
+
+    def send_message(self, **kwargs: Any) -> Any:
+        """Send a message; inside a function, with the function's trace header."""
+        chain = self._invoker.current_chain
+        if chain is not None:
+            attributes = {TRACE_HEADER: {"DataType": "String", "StringValue": chain.header}}
+            kwargs["MessageSystemAttributes"] = {**kwargs.get("MessageSystemAttributes", {}), **attributes}
+        return self._client.send_message(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
 
 
 class LocalStack:
     """Phase functions, the scheduler and their AWS resources, on moto and a local Lambda."""
 
-    def __init__(self, pipelines: PipelineRegistry, runtime: Runtime, invoker: LocalLambda) -> None:
+    def __init__(
+        self,
+        pipelines: PipelineRegistry,
+        runtime: Runtime,
+        invoker: LocalLambda,
+        *,
+        recursive_loop: RecursiveLoop = TEMPLATE_RECURSIVE_LOOP,
+    ) -> None:
         self.pipelines = pipelines
         self.runtime = runtime
         self.invoker = invoker
@@ -46,9 +81,11 @@ class LocalStack:
         for pipeline in pipelines:
             for phase in pipeline.phase_names:
                 handler = phase_handler(pipeline, phase, runtime=runtime)
-                invoker.register(runtime.settings.phase_function(phase), handler, on_failure=scheduler)
+                invoker.register(
+                    runtime.settings.phase_function(phase), handler, on_failure=scheduler, recursive_loop=recursive_loop
+                )
         self.scheduler: LambdaHandler = scheduler_handler(pipelines, runtime=runtime)
-        invoker.register(scheduler, self.scheduler)
+        invoker.register(scheduler, self.scheduler, recursive_loop=recursive_loop)
 
     @classmethod
     def create(
@@ -62,10 +99,12 @@ class LocalStack:
         driver: DriverName = "direct",
         state_machine_arn: str | None = None,
         clock: Clock = system_clock_ms,
+        recursive_loop: RecursiveLoop = TEMPLATE_RECURSIVE_LOOP,
     ) -> LocalStack:
         """Create a table, a bucket and a delay queue (unique names) and wire the functions to them.
 
         DynamoDB calls are serialised, so moto's conditional writes are atomic as DynamoDB's are.
+        ``recursive_loop`` is the phase functions' and the scheduler's recursive loop setting.
         """
         dynamodb = one_call_at_a_time(dynamodb)
         suffix = uuid.uuid4().hex[:10]
@@ -84,38 +123,64 @@ class LocalStack:
             state_machine_arn=state_machine_arn,
         )
         invoker = LocalLambda()
+        traced = cast("SQSClient", TracedSQS(sqs, invoker))
         runtime = Runtime(
-            settings=settings, dynamodb=dynamodb, s3=s3, lambda_client=invoker, sqs=sqs, sfn=sfn, clock=clock
+            settings=settings, dynamodb=dynamodb, s3=s3, lambda_client=invoker, sqs=traced, sfn=sfn, clock=clock
         )
-        return cls(pipelines, runtime, invoker)
+        return cls(pipelines, runtime, invoker, recursive_loop=recursive_loop)
 
     def register(self, name: str, handler: LambdaHandler) -> None:
         """Deploy another function (the API, say) beside the phases and the scheduler."""
         self.invoker.register(name, handler)
 
     def call(self, name: str, event: dict[str, Any]) -> Any:
-        """Invoke a function synchronously with ``event``; returns its response."""
-        return self.invoker.functions[name].handler(event, LocalContext(name))
+        """Invoke a function synchronously with ``event`` (a new chain); returns its response."""
+        return self.invoker.call(name, event)
 
     def deliver_delayed(self) -> int:
-        """Hand the delay queue's visible messages to the scheduler, as its SQS event source would."""
+        """Hand the delay queue's visible messages to the scheduler, as its SQS event source would.
+
+        Messages of one chain go in one batch, which continues that chain; a batch that recursive
+        loop detection stops is not delivered (its messages are dropped, as to a dead-letter queue).
+        """
         sqs = self.runtime.sqs
         queue_url = self.runtime.settings.delay_queue_url
         if sqs is None or queue_url is None:
             return 0
-        received = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        received = sqs.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=[TRACE_HEADER],
+        )
         messages = received.get("Messages", [])
-        if not messages:
-            return 0
-        records = [
-            {"messageId": message["MessageId"], "body": message["Body"], "eventSource": "aws:sqs"}
-            for message in messages
-        ]
-        response = self.call(self.runtime.settings.scheduler_function or SCHEDULER, {"Records": records})
-        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        batches: dict[str | None, list[Any]] = {}
         for message in messages:
-            if message["MessageId"] not in failed:
-                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            batches.setdefault(message.get("Attributes", {}).get(TRACE_HEADER), []).append(message)
+        scheduler = self.runtime.settings.scheduler_function or SCHEDULER
+        for header, batch in batches.items():
+            chain = Chain.parse(header)
+            delivered = self.invoker.allows(scheduler, chain)
+            failed: set[str] = set()
+            if delivered:
+                records = [
+                    {
+                        "messageId": message["MessageId"],
+                        "body": message["Body"],
+                        "attributes": {TRACE_HEADER: chain.header},
+                        "eventSource": "aws:sqs",
+                    }
+                    for message in batch
+                ]
+                response = self.invoker.call(scheduler, {"Records": records}, chain=chain)
+                failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+            for message in batch:
+                if message["MessageId"] not in failed:
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            if not delivered:
+                self.invoker.stopped.extend(
+                    Invocation(scheduler, {"Records": [{"body": message["Body"]}]}, chain=chain) for message in batch
+                )
         return len(messages)
 
     def delayed_waiting(self) -> int:

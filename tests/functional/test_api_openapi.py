@@ -1,0 +1,111 @@
+"""The OpenAPI document declares every constraint the handler enforces: a generated client sends nothing refused."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cairn import JobStatus
+from cairn.aws.api import MAX_CURSOR_CHARS, MAX_PAGE_SIZE
+from cairn.aws.api_models import JOB_ID_MAX_LENGTH, PIPELINE_MAX_LENGTH
+from cairn.ids import JOB_ID_PATTERN, validate_job_id
+from cairn.pipeline import NAME_PATTERN
+from tests.functional.api_client import Api
+
+Operation = tuple[str, str, dict[str, Any]]
+
+
+@pytest.fixture
+def document(api: Api) -> dict[str, Any]:
+    reply = api.call("openapi")
+    assert reply.status == 200
+    return dict(reply.body)
+
+
+def operations(document: dict[str, Any]) -> Iterator[Operation]:
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            yield method.upper(), path, operation
+
+
+def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with a ``$ref`` (or an ``anyOf`` of one type and null) followed to what it names."""
+    if "anyOf" in schema:
+        (schema,) = [option for option in schema["anyOf"] if option.get("type") != "null"]
+    if "$ref" in schema:
+        name = schema["$ref"].removeprefix("#/components/schemas/")
+        return dict(document["components"]["schemas"][name])
+    return schema
+
+
+def parameter(operation: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [param for param in operation.get("parameters", []) if param["name"] == name]
+    return dict(found)
+
+
+def test_every_job_id_path_parameter_declares_the_job_id_rule(document: dict[str, Any]) -> None:
+    with_job_id = [(method, path, op) for method, path, op in operations(document) if "{jobId}" in path]
+    assert len(with_job_id) == 5
+
+    for method, path, operation in with_job_id:
+        job_id = parameter(operation, "jobId")
+        assert (job_id["in"], job_id["required"]) == ("path", True), (method, path)
+        schema = job_id["schema"]
+        assert schema["type"] == "string"
+        assert schema["pattern"] == JOB_ID_PATTERN.pattern, (method, path)
+        assert (schema["minLength"], schema["maxLength"]) == (1, JOB_ID_MAX_LENGTH), (method, path)
+
+
+def test_the_declared_job_id_rule_is_the_one_the_handler_applies(document: dict[str, Any]) -> None:
+    schema = parameter(document["paths"]["/jobs/{jobId}"]["get"], "jobId")["schema"]
+    declared = re.compile(schema["pattern"])
+    for candidate in ["a", "a" * schema["maxLength"], "a" * (schema["maxLength"] + 1), "-a", "a\n", "a.b_c-d"]:
+        fits = bool(declared.fullmatch(candidate)) and len(candidate) <= schema["maxLength"]
+        try:
+            validate_job_id(candidate)
+            accepted = True
+        except Exception:
+            accepted = False
+        assert fits == accepted, candidate
+
+
+def test_the_listing_declares_its_bounds_and_the_status_enum(document: dict[str, Any]) -> None:
+    listing = document["paths"]["/jobs"]["get"]
+
+    limit = parameter(listing, "limit")["schema"]
+    assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 1, MAX_PAGE_SIZE)
+    status = resolve(document, parameter(listing, "status")["schema"])
+    assert status["enum"] == [status.value for status in JobStatus]
+    cursor = resolve(document, parameter(listing, "cursor")["schema"])
+    assert cursor == {"type": "string", "maxLength": MAX_CURSOR_CHARS}
+
+
+def test_the_create_body_declares_the_pipeline_and_job_id_rules(document: dict[str, Any]) -> None:
+    create = document["components"]["schemas"]["CreateJobRequest"]
+
+    assert create["additionalProperties"] is False
+    assert create["required"] == ["pipeline"]
+    pipeline = create["properties"]["pipeline"]
+    assert pipeline["pattern"] == NAME_PATTERN.pattern
+    assert (pipeline["minLength"], pipeline["maxLength"]) == (1, PIPELINE_MAX_LENGTH)
+    job_id = resolve(document, create["properties"]["jobId"])
+    assert (job_id["pattern"], job_id["maxLength"]) == (JOB_ID_PATTERN.pattern, JOB_ID_MAX_LENGTH)
+
+
+def test_the_retry_body_declares_its_modes(document: dict[str, Any]) -> None:
+    retry = document["components"]["schemas"]["RetryRequest"]
+
+    assert retry["additionalProperties"] is False
+    assert resolve(document, retry["properties"]["mode"])["enum"] == ["resume", "full"]
+
+
+def test_a_route_that_reads_a_body_declares_json_only_and_its_body_refusals(document: dict[str, Any]) -> None:
+    with_body = [(method, path, op) for method, path, op in operations(document) if "requestBody" in op]
+    assert {(method, path) for method, path, _ in with_body} == {("POST", "/jobs"), ("POST", "/jobs/{jobId}/retry")}
+
+    for _, _, operation in with_body:
+        assert list(operation["requestBody"]["content"]) == ["application/json"]
+        assert {"400", "413", "415", "500"} <= set(operation["responses"])
