@@ -67,7 +67,7 @@ class Machine:
         assert found is not None
         return found
 
-    def finished(self, count: int, *, timeout: float = 15.0) -> list[dict[str, Any]]:
+    def finished(self, count: int, *, timeout: float = 180.0) -> list[dict[str, Any]]:
         """The machine's executions, oldest first, once there are ``count`` and none is running."""
         deadline = time.monotonic() + timeout
         while True:
@@ -312,7 +312,7 @@ def test_two_executions_for_one_job_run_each_phase_once(deploy: Deploy) -> None:
     @pipeline.phase
     def first(ctx: PhaseContext[Any]) -> Next:
         runs["first"] += 1
-        both_invoked.wait(timeout=60)  # hold the claim until the other execution has tried this phase too
+        both_invoked.wait(timeout=150)  # hold the claim until the other execution has tried this phase too
         return Next("second", {"first": True})
 
     @pipeline.phase

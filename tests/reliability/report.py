@@ -288,7 +288,7 @@ def _pytest(arguments: list[str], env: dict[str, str]) -> subprocess.CompletedPr
 
 def collected_tests(env: dict[str, str]) -> set[str]:
     """Every test node id in the suite."""
-    listing = _pytest(["--collect-only", "-q"], env)
+    listing = _pytest(["--collect-only"], env)
     return {line.split("[", 1)[0] for line in listing.stdout.splitlines() if "::" in line}
 
 
