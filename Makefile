@@ -86,8 +86,10 @@ deploy: build
 
 # The template tests need the tools `validate` installs: with TEMPLATE_TOOLS_REQUIRED they fail
 # instead of skipping when one is missing.
+# The suite runs on TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 2
 test: lint types validate
-	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest
+	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS)
 
 # The fault-schedule property test (tests/contract/test_fault_schedules.py) at PROOF_SCALE times the size
 # `make test` runs: more sampled pairs of faults and hypothesis examples per storage (about 10 minutes).

@@ -6,9 +6,10 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.config import Config
 from moto.server import ThreadedMotoServer
 
@@ -75,3 +76,23 @@ def new_bucket(client: S3Client) -> str:
     name = f"cairn-test-{uuid.uuid4().hex[:12]}"
     client.create_bucket(Bucket=name)
     return name
+
+
+class _CannedBody:
+    """The body of a canned HTTP response, as botocore reads it."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
+
+    def read(self, *_: Any, **__: Any) -> bytes:
+        return self._body
+
+
+def canned_response(url: str, status: int, body: bytes, content_type: str) -> AWSResponse:
+    """An HTTP response a ``before-send`` hook returns instead of sending the request (a throttle, a 5xx)."""
+    headers = HTTPHeaders()
+    headers["Content-Type"] = content_type
+    return AWSResponse(url, status, headers, _CannedBody(body))

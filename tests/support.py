@@ -162,3 +162,19 @@ def record_figure(name: str, **counts: int) -> None:
     for key, value in counts.items():
         figures[key] = figures.get(key, 0) + value
     path.write_text(json.dumps(figures))
+
+
+def two_phase_pipeline(name: str = "two") -> Pipeline[Any]:
+    """``first`` (logs a line) then ``second`` (done with the state it got)."""
+    pipeline: Pipeline[Any] = Pipeline(name)
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Next:
+        ctx.log("first ran")
+        return Next("second", ctx.state)
+
+    @pipeline.phase
+    def second(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    return pipeline

@@ -7,12 +7,11 @@ import gzip
 import logging
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cairn import CorruptJobError, Done, FileStorage, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
-from tests.support import FakeClock, make_scheduler, record_figure
+from cairn import CorruptJobError, FileStorage, JobStatus, run_pipeline
+from tests.support import FakeClock, make_scheduler, record_figure, two_phase_pipeline
 
 #: Job files that cannot be read: each must be named, never raise anything else.
 BAD_FILES: dict[str, bytes] = {
@@ -41,24 +40,9 @@ def read_error(storage: FileStorage, job_id: str, case: str) -> CorruptJobError:
     raise AssertionError(f"{case}: read as a job")
 
 
-def two_phases() -> Pipeline[Any]:
-    pipeline: Pipeline[Any] = Pipeline("files")
-
-    @pipeline.phase
-    def first(ctx: PhaseContext[Any]) -> Next:
-        ctx.log("first ran")
-        return Next("second", ctx.state)
-
-    @pipeline.phase
-    def second(ctx: PhaseContext[Any]) -> Done:
-        return Done(ctx.state)
-
-    return pipeline
-
-
 def with_jobs(directory: Path, clock: FakeClock, *job_ids: str) -> FileStorage:
     storage = FileStorage(directory, clock=clock)
-    pipeline = two_phases()
+    pipeline = two_phase_pipeline("files")
     for job_id in job_ids:
         clock.advance(1)
         run_pipeline(job_id, pipeline, storage=storage, scheduler=make_scheduler(pipeline, storage), initial_state={})
@@ -104,8 +88,8 @@ def test_a_history_line_torn_by_a_crash_is_skipped_and_the_next_write_starts_a_l
     record_figure("corrupt_records", tried=1)
 
     assert storage.get_job("torn") == before
-    scheduler = make_scheduler(two_phases(), storage)
-    run_pipeline("torn", two_phases(), storage=storage, scheduler=scheduler, initial_state={})  # resumes
+    scheduler = make_scheduler(two_phase_pipeline("files"), storage)
+    run_pipeline("torn", two_phase_pipeline("files"), storage=storage, scheduler=scheduler, initial_state={})  # resumes
     scheduler.drain()
 
     done = storage.get_job("torn")

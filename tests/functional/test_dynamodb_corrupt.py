@@ -13,30 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
+from cairn import CorruptJobError, JobStatus, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb_schema import input_sk, job_pk
 from cairn.testing.stack import LocalStack
 from tests.functional.api_client import Api
 from tests.functional.conftest import Moto
-from tests.support import FakeClock, make_scheduler, record_figure
+from tests.support import FakeClock, make_scheduler, record_figure, two_phase_pipeline
 
 OWNER = "alice"
 DEEP = "[" * 100_000
-
-
-def pipeline_of_two() -> Pipeline[Any]:
-    pipeline: Pipeline[Any] = Pipeline("two")
-
-    @pipeline.phase
-    def first(ctx: PhaseContext[Any]) -> Next:
-        return Next("second", ctx.state)
-
-    @pipeline.phase
-    def second(ctx: PhaseContext[Any]) -> Done:
-        return Done(ctx.state)
-
-    return pipeline
 
 
 def started(moto: Moto, clock: FakeClock, *job_ids: str) -> DynamoDBStorage:
@@ -44,7 +30,7 @@ def started(moto: Moto, clock: FakeClock, *job_ids: str) -> DynamoDBStorage:
     storage = DynamoDBStorage(
         moto.table, owner=OWNER, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock
     )
-    pipeline = pipeline_of_two()
+    pipeline = two_phase_pipeline("two")
     for job_id in job_ids:
         clock.advance(1)
         scheduler = make_scheduler(pipeline, storage, clock)
@@ -239,9 +225,9 @@ def test_any_damage_to_a_stored_gzip_value_reads_as_corrupt_or_as_the_value(
     if storage.get_route("fuzzed") is None:  # the first example starts the job; the others damage it again
         run_pipeline(
             "fuzzed",
-            pipeline_of_two(),
+            two_phase_pipeline("two"),
             storage=storage,
-            scheduler=make_scheduler(pipeline_of_two(), storage, clock),
+            scheduler=make_scheduler(two_phase_pipeline("two"), storage, clock),
             initial_state={"words": ["cairn"] * 200},
         )
     packed = bytearray(gzip.compress(b'{"words": ["cairn", "stone"]}' * 20))

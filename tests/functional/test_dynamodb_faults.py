@@ -5,29 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from botocore.awsrequest import AWSResponse, HTTPHeaders
+from botocore.awsrequest import AWSResponse
 
 from cairn import JobStatus, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
+from tests.aws import canned_response
 from tests.functional.conftest import Moto
 from tests.functional.pipelines import PHASES, four_phase_pipeline
 from tests.support import FakeClock, job_of, make_scheduler
 
 # RETURNS: botocore acts on what these hooks return (a response to use, a delay before retrying);
 # its type stubs declare event handlers as returning None, hence the ignores where they are registered.
-
-
-class _Raw:
-    """The body of a canned HTTP response."""
-
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self._body
-
-    def read(self, *_: Any, **__: Any) -> bytes:
-        return self._body
 
 
 class Throttle:
@@ -47,9 +35,7 @@ class Throttle:
         body = json.dumps(
             {"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "Rate of requests exceeds"}
         ).encode()
-        headers = HTTPHeaders()
-        headers["Content-Type"] = "application/x-amz-json-1.0"
-        return AWSResponse(request.url, 400, headers, _Raw(body))
+        return canned_response(request.url, 400, body, "application/x-amz-json-1.0")
 
 
 def test_a_throttled_table_still_completes_the_job(moto_http: Moto, clock: FakeClock) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import boto3
-from botocore.awsrequest import AWSResponse, HTTPHeaders
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from cairn import Done, Job, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy
@@ -32,7 +32,7 @@ from cairn.errors import CairnError
 from cairn.registry import PipelineRegistry
 from cairn.testing.invoker import LocalLambda
 from cairn.testing.stack import SCHEDULER, LocalStack
-from tests.aws import REGION, dynamodb_client, moto_server, s3_client
+from tests.aws import REGION, canned_response, dynamodb_client, moto_server, s3_client
 from tests.support import FakeClock
 
 OWNER = "arn:aws:iam::123456789012:user/chaos"
@@ -81,19 +81,6 @@ class Figures:
         }
 
 
-class _Body:
-    """The body of a canned HTTP response."""
-
-    def __init__(self, body: bytes) -> None:
-        self._body = body
-
-    def stream(self, **_: Any) -> Any:
-        yield self._body
-
-    def read(self, *_: Any, **__: Any) -> bytes:
-        return self._body
-
-
 def _dynamodb_error(status: int, code: str) -> tuple[bytes, str]:
     return json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": code}).encode(), (
         "application/x-amz-json-1.0"
@@ -140,9 +127,7 @@ class CallFaults:
             return None
         status, code = self.CODES[self.service][kind]
         body, content_type = (_dynamodb_error if self.service == "dynamodb" else _s3_error)(status, code)
-        headers = HTTPHeaders()
-        headers["Content-Type"] = content_type
-        return AWSResponse(request.url, status, headers, _Body(body))
+        return canned_response(request.url, status, body, content_type)
 
     def needs_retry(self, attempts: int, **_: Any) -> float | None:
         """Retry an injected fault at once, as botocore would after its backoff (a lost response: sent again).
