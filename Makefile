@@ -28,7 +28,7 @@ export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo test lint types unit validate build deploy venv clean bench proof reliability
+.PHONY: demo test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check
 
 venv: $(STAMP)
 
@@ -63,9 +63,12 @@ types: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest
 
-# sam validate --lint and cfn-lint on the template; cfn-lint on the state machine as deployed (its
-# ${...} substitutions filled, wrapped in an AWS::StepFunctions::StateMachine); statelint on the ASL.
+# `cairn template check` (the template's phase functions, log groups, alarms and invoke grants agree with
+# functions/pipelines.py; `cairn template sync` fixes what it reports), then sam validate --lint and cfn-lint
+# on the template; cfn-lint on the state machine as deployed (its ${...} substitutions filled, wrapped in an
+# AWS::StepFunctions::StateMachine); statelint on the ASL.
 validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+	$(BIN)/python -m cairn template check --template $(TEMPLATE)
 	$(SAM) validate --lint --template $(TEMPLATE)
 	$(BIN)/cfn-lint --include-checks I -- $(TEMPLATE)
 	@wrapper=$$(mktemp -d) && trap 'rm -rf "$$wrapper"' EXIT && \
@@ -103,6 +106,24 @@ RELIABILITY_SCALE ?= 3
 RELIABILITY_JOBS ?= 100
 reliability: $(STAMP)
 	$(BIN)/python -m tests.reliability.report --scale $(RELIABILITY_SCALE) --jobs $(RELIABILITY_JOBS)
+
+# `make new NAME=demo-two` runs `cairn new demo-two` here (the library from layers/cairn, nothing to install).
+new: $(STAMP)
+	@test -n "$(NAME)" || { echo "usage: make new NAME=<pipeline name>, e.g. make new NAME=demo-two" >&2; exit 2; }
+	$(BIN)/python -m cairn new "$(NAME)"
+
+# What a new user does, in a fresh clone of this repository's HEAD (in a temporary folder, removed after):
+# `cairn new demo-two`, then `make validate` and `make test`, untouched. The clone uses this checkout's
+# .venv, .venv-sam and node_modules through symlinks, and `-o` tells make they are up to date: nothing is
+# reinstalled. Only committed work is in the clone.
+scaffold-check: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+	@clone=$$(mktemp -d) && trap 'rm -rf "$$clone"' EXIT && \
+		git clone --quiet "$(CURDIR)" "$$clone/cairn" && \
+		for tools in $(VENV) $(SAM_VENV) node_modules; do ln -sfn "$(CURDIR)/$$tools" "$$clone/cairn/$$tools"; done && \
+		cd "$$clone/cairn" && \
+		echo "scaffold-check: cairn new demo-two, make validate and make test in a fresh clone ($$clone/cairn)" && \
+		$(BIN)/python -m cairn new demo-two && \
+		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(NODE_STAMP) validate test
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn

@@ -1,7 +1,8 @@
 """Stage the Lambda layer's source: the cairn package as it runs in Lambda, without the local tools.
 
 The ``cairn`` distribution (``layers/cairn``) also ships what runs only on a laptop or in tests: the
-test kit and local stack (``cairn.testing``) and the command line (``cairn.cli``). ``sam build``
+test kit and local stack (``cairn.testing``), the command line (``cairn.cli``), ``cairn new``'s
+scaffold (``cairn.scaffold``) and ``cairn template``'s tools (``cairn.templating``). ``sam build``
 copies a layer's whole source folder, so the layer is built from a staged copy that leaves them out.
 Run: ``python layers/stage_layer.py build/layer`` (``make build`` and the build test do).
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "cairn"
 #: Parts of the cairn package that never go into the layer (the dev extra's tools).
-LOCAL_ONLY = ("testing", "cli.py", "__main__.py")
+LOCAL_ONLY = ("testing", "cli.py", "__main__.py", "scaffold.py", "templating")
 
 
 def _left_out(directory: str, names: list[str]) -> set[str]:

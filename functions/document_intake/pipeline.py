@@ -1,7 +1,9 @@
 """The document-intake pipeline: fetch -> split -> extract -> publish.
 
 ``extract`` checkpoints after every page, so a crash re-enters it at the
-first page not yet saved instead of starting the document again.
+first page not yet saved instead of starting the document again. Each phase
+says what its Lambda function needs (timeout, memory, environment, IAM
+statements); the template's phase functions follow from it.
 """
 
 from __future__ import annotations
@@ -12,15 +14,33 @@ from .fields import extract_fields, page_heading
 from .output import write_json_atomic
 from .pages import page_breaks, split_pages
 from .result import build_result
-from .sources import SourceError, TransientSourceError, read_document
+from .sources import DOCUMENTS_BUCKET, SourceError, TransientSourceError, read_document
 from .state import IntakeState, PageResult
 
 pipeline = Pipeline("document-intake", state=IntakeState)
 
 _IO_RETRY = RetryPolicy(max_attempts=3, backoff=0.5, retry_on=(OSError, TransientSourceError))
 
+#: s3:// documents are read from the deployment's DocumentsBucket only (``sources.py``): its name, and
+#: the right to read its objects (HeadObject and GetObject) when the stack has one.
+_DOCUMENTS_ENVIRONMENT = {DOCUMENTS_BUCKET: {"Ref": "DocumentsBucket"}}
+_READ_DOCUMENTS = {
+    "Fn::If": [
+        "HasDocumentsBucket",
+        {
+            "Sid": "Documents",
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": {"Fn::Sub": "arn:${AWS::Partition}:s3:::${DocumentsBucket}/*"},
+        },
+        {"Ref": "AWS::NoValue"},
+    ]
+}
 
-@pipeline.phase(retry=_IO_RETRY)
+
+@pipeline.phase(
+    retry=_IO_RETRY, timeout=120, memory=512, environment=_DOCUMENTS_ENVIRONMENT, statements=[_READ_DOCUMENTS]
+)
 def fetch(ctx: PhaseContext[IntakeState]) -> Next | Fail:
     """Read the document: ``document`` through its source reader, or ``text`` as given."""
     state = ctx.state
@@ -41,7 +61,7 @@ def fetch(ctx: PhaseContext[IntakeState]) -> Next | Fail:
     return Next("split", state.model_copy(update={"source": source, "content": text, "characters": len(text)}))
 
 
-@pipeline.phase
+@pipeline.phase(timeout=120, memory=512)
 def split(ctx: PhaseContext[IntakeState]) -> Next | Fail:
     """Split the text into pages at form feeds and ``--- page N ---`` markers."""
     state = ctx.state
@@ -58,7 +78,7 @@ def split(ctx: PhaseContext[IntakeState]) -> Next | Fail:
     return Next("extract", state.model_copy(update={"content": None, "pages": pages, "results": []}))
 
 
-@pipeline.phase
+@pipeline.phase(timeout=900, memory=1024)
 def extract(ctx: PhaseContext[IntakeState]) -> Next:
     """Extract fields page by page from the first page not yet done, saving after each page."""
     state = ctx.state
@@ -79,7 +99,7 @@ def extract(ctx: PhaseContext[IntakeState]) -> Next:
     return Next("publish", state)
 
 
-@pipeline.phase(retry=_IO_RETRY)
+@pipeline.phase(retry=_IO_RETRY, timeout=120, memory=512)
 def publish(ctx: PhaseContext[IntakeState]) -> Done | Fail:
     """Merge the page results into one JSON result; also write it to ``output_path`` when set."""
     state = ctx.state

@@ -91,7 +91,7 @@ def build_pipeline(effects: list[Effect]) -> Pipeline[Any]:
     """
     pipeline: Pipeline[Any] = Pipeline("fault-schedules")
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def collect(ctx: PhaseContext[Any]) -> Next:
         state = dict(ctx.state)
         for item in state["items"]:
@@ -103,7 +103,7 @@ def build_pipeline(effects: list[Effect]) -> Pipeline[Any]:
             ctx.save_state(state)
         return Next("loop", {**state, "queue": list(LOOPS)})
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def loop(ctx: PhaseContext[Any]) -> Next:
         state = ctx.state
         item, rest = state["queue"][0], state["queue"][1:]
@@ -112,7 +112,9 @@ def build_pipeline(effects: list[Effect]) -> Pipeline[Any]:
         return Next("loop" if rest else "check", {**state, "queue": rest, "looped": [*state["looped"], item]})
 
     @pipeline.phase(
-        retry=RetryPolicy(max_attempts=2, backoff=BACKOFF_SECONDS, jitter=False), lease_seconds=LEASE_SECONDS
+        retry=RetryPolicy(max_attempts=2, backoff=BACKOFF_SECONDS, jitter=False),
+        timeout=int(LEASE_SECONDS),
+        lease_seconds=LEASE_SECONDS,
     )
     def check(ctx: PhaseContext[Any]) -> Next:
         ctx.add_usage(checks=1)
@@ -123,7 +125,7 @@ def build_pipeline(effects: list[Effect]) -> Pipeline[Any]:
         effects.append(("check", "pass"))
         return Next("finish", {**ctx.state, "checksum": f"{len(ctx.state['looped'])}:{ctx.state['weight']}"})
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def finish(ctx: PhaseContext[Any]) -> Done:
         state = ctx.state
         effects.append(("finish", state["checksum"]))

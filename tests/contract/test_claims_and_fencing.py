@@ -221,7 +221,7 @@ def test_a_dead_workers_claim_blocks_others_until_its_lease_expires(storage: Sto
     pipeline: Pipeline[Any] = Pipeline("intake")
     ran: list[str] = []
 
-    @pipeline.phase(lease_seconds=60)
+    @pipeline.phase(timeout=60, lease_seconds=60)
     def fetch(ctx: PhaseContext[Any]) -> Done:
         ran.append("fetch")
         if len(ran) == 1:
@@ -257,7 +257,7 @@ def test_a_worker_whose_lease_expired_loses_to_the_one_that_claimed_after_it(
     sweeper_result: list[Any] = []
     sweeper = make_scheduler(pipeline, sweeper_storage, clock)
 
-    @pipeline.phase(lease_seconds=30)
+    @pipeline.phase(timeout=30, lease_seconds=30)
     def fetch(ctx: PhaseContext[Any]) -> Next:
         ran.append("fetch")
         if len(ran) == 1:

@@ -109,7 +109,7 @@ def counting_pipeline(executions: list[str], before_effect: Callable[[], None]) 
     pipeline: Pipeline[Any] = Pipeline("counting")
     lock = threading.Lock()
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def work(ctx: PhaseContext[Any]) -> Next:
         before_effect()
         with lock:
@@ -166,7 +166,7 @@ def test_a_stale_worker_cannot_commit_after_another_took_over(
     lock = threading.Lock()
     pipeline: Pipeline[Any] = Pipeline("stale")
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def work(ctx: PhaseContext[Any]) -> Next:
         with lock:
             entered.append("A" if not entered else "B")

@@ -64,11 +64,11 @@ def build_pipeline(effects: list[Effect]) -> Pipeline[Any]:
     """
     pipeline: Pipeline[Any] = Pipeline("crash-recovery")
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def prepare(ctx: PhaseContext[Any]) -> Next:
         return Next("process", {"items": list(ctx.state["items"]), "processed": [], "total": 0, "tripped": False})
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def process(ctx: PhaseContext[Any]) -> Next:
         state = dict(ctx.state)
         for item in state["items"]:
@@ -79,7 +79,11 @@ def build_pipeline(effects: list[Effect]) -> Pipeline[Any]:
             ctx.save_state(state)
         return Next("validate", state)
 
-    @pipeline.phase(retry=RetryPolicy(max_attempts=2, backoff=0, jitter=False), lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(
+        retry=RetryPolicy(max_attempts=2, backoff=0, jitter=False),
+        timeout=int(LEASE_SECONDS),
+        lease_seconds=LEASE_SECONDS,
+    )
     def validate(ctx: PhaseContext[Any]) -> Next:
         state = dict(ctx.state)
         if not state["tripped"]:
@@ -87,7 +91,7 @@ def build_pipeline(effects: list[Effect]) -> Pipeline[Any]:
             raise UpstreamNotReady("upstream not ready yet")
         return Next("publish", {**state, "checksum": f"{len(state['processed'])}:{state['total']}"})
 
-    @pipeline.phase(lease_seconds=LEASE_SECONDS)
+    @pipeline.phase(timeout=int(LEASE_SECONDS), lease_seconds=LEASE_SECONDS)
     def publish(ctx: PhaseContext[Any]) -> Done:
         state = ctx.state
         for item in state["processed"]:

@@ -25,7 +25,7 @@ def test_create_starts_the_job_and_the_stack_runs_it_to_the_document_intake_resu
     started = api.stored()
     assert started.status == JobStatus.RUNNING
     assert started.input["document"] == "invoice.txt"
-    assert [invocation.function for invocation in api.stack.invoker.queue] == ["cairn-fetch"]
+    assert [invocation.function for invocation in api.stack.invoker.queue] == ["cairn-document-intake-fetch"]
 
     api.run()
 

@@ -18,6 +18,8 @@ from tests.events import load_event
 from tests.functional.api_client import ALICE, BOB, JOB, Api, for_job
 from tests.support import FakeClock
 
+KNOWN_PIPELINES = ", ".join(PIPELINES.names)  # every registered pipeline is named
+
 
 @pytest.mark.parametrize(
     ("name", "message"),
@@ -27,7 +29,7 @@ from tests.support import FakeClock
             "body.jobId: Invalid job id 'invoice 2024/001': use 1-128 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit",
         ),
-        ("create-job-unknown-pipeline", 'Unknown pipeline "video-transcode" (known pipelines: document-intake)'),
+        ("create-job-unknown-pipeline", f'Unknown pipeline "video-transcode" (known pipelines: {KNOWN_PIPELINES})'),
         ("create-job-bad-state", 'Invalid state for pipeline "document-intake"'),
         ("create-job-malformed-json", "The request body is not valid JSON"),
         (

@@ -59,7 +59,7 @@ def test_a_crashed_phase_leaves_the_job_in_error_and_a_retry_resumes_it(api: Api
 
 def test_the_job_runs_to_complete_through_every_phase_function(api: Api) -> None:
     api.create()
-    assert [invocation.function for invocation in api.stack.invoker.queue] == ["cairn-fetch"]
+    assert [invocation.function for invocation in api.stack.invoker.queue] == ["cairn-document-intake-fetch"]
     ran = api.stack.run_until_idle()
     assert ran == len(PHASES)
     job = api.stored(JOB, ALICE)

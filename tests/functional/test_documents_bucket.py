@@ -21,7 +21,7 @@ def buckets(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> None:
     for bucket in (GRANTED, OTHER):
         s3.create_bucket(Bucket=bucket)
         s3.put_object(Bucket=bucket, Key="in/invoice.txt", Body=(SAMPLES_DIR / "invoice.txt").read_bytes())
-    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "cairn-fetch")
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "cairn-document-intake-fetch")
     monkeypatch.setenv(DOCUMENTS_BUCKET, GRANTED)
 
 

@@ -145,7 +145,7 @@ def test_the_sweep_finds_running_jobs_with_no_live_claim_across_owners(moto: Mot
     pipeline: Pipeline[Any] = Pipeline("sweep")
     hold = {"crash": True}
 
-    @pipeline.phase(lease_seconds=60)
+    @pipeline.phase(timeout=60, lease_seconds=60)
     def work(ctx: PhaseContext[Any]) -> Next:
         if hold["crash"]:
             raise KeyboardInterrupt  # a worker that dies mid-phase: its claim is left behind

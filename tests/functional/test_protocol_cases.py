@@ -209,6 +209,11 @@ def start(stack: LocalStack, pipeline: Pipeline[Any], state: Any) -> None:
     )
 
 
+def tick_function(stack: LocalStack, pipeline: Pipeline[Any]) -> str:
+    """The function that runs ``pipeline``'s phase ``tick`` on ``stack``."""
+    return stack.runtime.settings.phase_function(pipeline.name, "tick")
+
+
 def deliver(stack: LocalStack, invocation: Invocation) -> Any:
     """Run a copy of an earlier async invocation again, as a duplicate or late delivery."""
     return stack.invoker.run(Invocation(invocation.function, dict(invocation.payload)))
@@ -222,7 +227,7 @@ def test_a_duplicate_or_late_event_of_a_self_looping_phase_starts_no_second_chai
         start(stack, pipeline, {"count": 0})
         [first] = list(stack.invoker.queue)
         stack.invoker.drain(max_steps=1)  # tick 1 commits "tick" again and invokes it
-        assert [invocation.function for invocation in stack.invoker.queue] == ["cairn-tick"]
+        assert [invocation.function for invocation in stack.invoker.queue] == [tick_function(stack, pipeline)]
 
         duplicate = deliver(stack, first)  # the same event, delivered twice
 
@@ -294,7 +299,7 @@ def test_a_report_about_a_worker_that_committed_is_stale_and_the_sweep_revives_t
         throttled: list[str] = []
 
         def throttle_second_tick(**kwargs: Any) -> Any:
-            if kwargs["FunctionName"] == "cairn-tick" and len(ticks) == 1 and not throttled:
+            if kwargs["FunctionName"] == tick_function(stack, pipeline) and len(ticks) == 1 and not throttled:
                 throttled.append(kwargs["FunctionName"])
                 raise ClientError({"Error": {"Code": "TooManyRequestsException", "Message": "Rate exceeded"}}, "Invoke")
             return invoke(**kwargs)
@@ -303,7 +308,7 @@ def test_a_report_about_a_worker_that_committed_is_stale_and_the_sweep_revives_t
         start(stack, pipeline, {"count": 0})
         stack.invoker.drain()  # tick 1 commits, its invoke of tick 2 is throttled: the function fails after committing
 
-        assert throttled == ["cairn-tick"]
+        assert throttled == [tick_function(stack, pipeline)]
         [report] = stack.invoker.failures
         assert report["requestPayload"]["phase"] == "tick"
         storage = stack.runtime.storage(OWNER)

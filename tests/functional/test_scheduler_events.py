@@ -10,7 +10,6 @@ from cairn import InvalidInputError, Job, JobNotFoundError, JobStatus, advance_p
 from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from cairn.testing.invoker import LocalContext
 from cairn.testing.stack import LocalStack
-from document_intake import handlers
 from pipelines import PIPELINES
 from tests.events import event_names, load_event
 from tests.support import FakeClock
@@ -54,12 +53,9 @@ def crash_extract_after_first_page(stack: LocalStack, request_id: str) -> None:
         )
 
 
-PHASE_HANDLERS = {
-    "fetch": handlers.fetch,
-    "split": handlers.split,
-    "extract": handlers.extract,
-    "publish": handlers.publish,
-}
+def function(stack: LocalStack, phase: str) -> str:
+    """The name of the function that runs ``phase`` of document-intake on ``stack``."""
+    return stack.runtime.settings.phase_function(PIPELINE.name, phase)
 
 
 @pytest.mark.parametrize(
@@ -75,9 +71,9 @@ def test_each_phase_event_advances_the_job_through_its_function(
     stack: LocalStack, phase: str, done_before: int, next_phase: str | None
 ) -> None:
     start(stack, phases_done=done_before)
-    handler = stack.invoker.functions[f"cairn-{phase}"].handler
+    handler = stack.invoker.functions[function(stack, phase)].handler
 
-    response = handler(load_event(f"phases/{phase}"), LocalContext(f"cairn-{phase}"))
+    response = handler(load_event(f"phases/{phase}"), LocalContext(function(stack, phase)))
 
     assert response["jobId"] == JOB
     assert response["phase"] == phase
@@ -91,25 +87,25 @@ def test_each_phase_event_advances_the_job_through_its_function(
         assert response["status"] == "running"
         assert stored.checkpoint is not None
         assert stored.checkpoint.next_phase == next_phase
-        assert [invocation.function for invocation in stack.invoker.queue] == [f"cairn-{next_phase}"]
+        assert [invocation.function for invocation in stack.invoker.queue] == [function(stack, next_phase)]
 
 
 def test_a_phase_event_delivered_twice_runs_the_phase_once(stack: LocalStack) -> None:
     start(stack, phases_done=0)
-    handler = stack.invoker.functions["cairn-fetch"].handler
-    first = handler(load_event("phases/fetch"), LocalContext("cairn-fetch"))
-    second = handler(load_event("phases/fetch"), LocalContext("cairn-fetch"))
+    handler = stack.invoker.functions[function(stack, "fetch")].handler
+    first = handler(load_event("phases/fetch"), LocalContext(function(stack, "fetch")))
+    second = handler(load_event("phases/fetch"), LocalContext(function(stack, "fetch")))
     assert first["status"] == "running"
     assert second["status"] == "skipped"
     assert [record.phase for record in job(stack).phases] == ["fetch"]
 
 
-def test_the_deployed_handler_modules_refuse_an_event_for_another_phase(stack: LocalStack) -> None:
+def test_a_phase_function_refuses_an_event_for_another_phase(stack: LocalStack) -> None:
     start(stack, phases_done=0)
-    response = stack.invoker.functions["cairn-split"].handler(load_event("phases/fetch"), LocalContext("cairn-split"))
+    split = function(stack, "split")
+    response = stack.invoker.functions[split].handler(load_event("phases/fetch"), LocalContext(split))
     assert response["status"] == "rejected"
     assert job(stack).phases == []
-    assert set(PHASE_HANDLERS) == set(PIPELINE.phase_names)
 
 
 def test_a_delayed_advance_from_the_queue_invokes_the_phase_function(stack: LocalStack) -> None:
@@ -118,7 +114,7 @@ def test_a_delayed_advance_from_the_queue_invokes_the_phase_function(stack: Loca
     response = stack.scheduler(load_event("scheduler/delayed-advance"), LocalContext("cairn-scheduler"))
 
     assert response == {"batchItemFailures": []}
-    assert [invocation.function for invocation in stack.invoker.queue] == ["cairn-fetch"]
+    assert [invocation.function for invocation in stack.invoker.queue] == ["cairn-document-intake-fetch"]
     stack.run_until_idle()
     assert job(stack).status == JobStatus.COMPLETE
 
@@ -229,7 +225,7 @@ def test_resolve_names_the_next_phase_and_its_function(stack: LocalStack) -> Non
         "status": "running",
         "phase": "extract",
         "sequence": job(stack).sequence,
-        "functionName": "cairn-extract",
+        "functionName": "cairn-document-intake-extract",
     }
     stack.runtime.storage(OWNER).pause(JOB)
     paused = stack.scheduler(load_event("scheduler/resolve"), LocalContext("cairn-scheduler"))

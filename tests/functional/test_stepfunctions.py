@@ -312,7 +312,9 @@ def test_two_executions_for_one_job_run_each_phase_once(deploy: Deploy) -> None:
     @pipeline.phase
     def first(ctx: PhaseContext[Any]) -> Next:
         runs["first"] += 1
-        both_invoked.wait(timeout=150)  # hold the claim until the other execution has tried this phase too
+        # Hold the claim while the other execution tries this phase (it may also arrive after the claim moved
+        # the job's sequence on, and then resolves to nothing to run without invoking).
+        both_invoked.wait(timeout=10)
         return Next("second", {"first": True})
 
     @pipeline.phase
@@ -321,7 +323,8 @@ def test_two_executions_for_one_job_run_each_phase_once(deploy: Deploy) -> None:
         return Done(ctx.state)
 
     machine = deploy(PipelineRegistry([pipeline]))
-    handler = machine.stack.invoker.functions["cairn-first"].handler
+    first_function = machine.stack.runtime.settings.phase_function(pipeline.name, "first")
+    handler = machine.stack.invoker.functions[first_function].handler
     invocations: list[str] = []
     lock = threading.Lock()
 
@@ -332,17 +335,20 @@ def test_two_executions_for_one_job_run_each_phase_once(deploy: Deploy) -> None:
                 both_invoked.set()
         return handler(event, context)
 
-    machine.stack.register("cairn-first", counted)
+    machine.stack.register(first_function, counted)
 
     machine.start("job-twice", pipeline)
     machine.stack.runtime.start_scheduler(OWNER, pipeline).schedule_advance("job-twice", phase="first")
 
     executions = machine.finished(2)
     assert [execution["status"] for execution in executions] == ["SUCCEEDED", "SUCCEEDED"]
-    assert invocations == ["job-twice", "job-twice"], [machine.states(e) for e in executions]
     assert runs == Counter({"first": 1, "second": 1})
     endings = sorted(machine.states(execution)[-1] for execution in executions)
-    assert endings == ["NothingToRun", "OwnedElsewhere"]
+    if len(invocations) == 2:  # the other execution reached the phase function and was refused the claim
+        assert endings == ["NothingToRun", "OwnedElsewhere"]
+    else:  # the other execution resolved after the claim and found its sequence stale
+        assert invocations == ["job-twice"], [machine.states(e) for e in executions]
+        assert endings == ["NothingToRun", "NothingToRun"]
     job = machine.job("job-twice")
     assert job.status == JobStatus.COMPLETE
     assert [record.phase for record in job.phases] == ["first", "second"]
@@ -426,12 +432,12 @@ def test_a_definition_with_a_substitution_left_unfilled_is_refused(tmp_path: Pat
 @pytest.mark.parametrize(
     "reference",
     [
-        "cairn-fetch",
-        "cairn-fetch:live",
-        "123456789012:function:cairn-fetch",
-        "arn:aws:lambda:us-east-1:123456789012:function:cairn-fetch",
-        "arn:aws:lambda:us-east-1:123456789012:function:cairn-fetch:$LATEST",
+        "cairn-document-intake-fetch",
+        "cairn-document-intake-fetch:live",
+        "123456789012:function:cairn-document-intake-fetch",
+        "arn:aws:lambda:us-east-1:123456789012:function:cairn-document-intake-fetch",
+        "arn:aws:lambda:us-east-1:123456789012:function:cairn-document-intake-fetch:$LATEST",
     ],
 )
 def test_a_task_reaches_a_function_by_name_or_arn(reference: str) -> None:
-    assert function_name(reference) == "cairn-fetch"
+    assert function_name(reference) == "cairn-document-intake-fetch"

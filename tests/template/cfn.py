@@ -245,6 +245,8 @@ class Resolver:
             return region.format(service="logs") + f":log-group:{name}:*"
         if kind == "AWS::IAM::Role":
             return f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}"
+        if kind == "AWS::IAM::ManagedPolicy":
+            return f"arn:{PARTITION}:iam::{ACCOUNT}:policy/{name}"
         if kind == "AWS::Lambda::LayerVersion":
             return region.format(service="lambda") + f":layer:{name}:1"
         return f"arn:{PARTITION}:unknown:{REGION}:{ACCOUNT}:{logical_id}"
@@ -260,7 +262,7 @@ class Resolver:
         kind = self.resources[name]["Type"]
         if kind == "AWS::SQS::Queue":
             return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{self.name(name)}"
-        if kind in ("AWS::StepFunctions::StateMachine", "AWS::Lambda::LayerVersion"):
+        if kind in ("AWS::StepFunctions::StateMachine", "AWS::Lambda::LayerVersion", "AWS::IAM::ManagedPolicy"):
             return self.arn(name)
         if kind == "AWS::ApiGatewayV2::Api":
             return "a1b2c3d4e5"
@@ -347,8 +349,13 @@ def role_of(resolver: Resolver, function_id: str) -> str:
     return str(logical_id)
 
 
+def stack_policies(resolver: Resolver) -> dict[str, str]:
+    """The stack's own managed policies: logical id by ARN."""
+    return {resolver.arn(policy_id): policy_id for policy_id in resolver.of_type("AWS::IAM::ManagedPolicy")}
+
+
 def statements(resolver: Resolver, role_id: str) -> list[dict[str, Any]]:
-    """Every statement of the role's inline policies and of the IAM policies attached to it, resolved."""
+    """Every statement of the role's inline policies and of the stack's policies attached to it, resolved."""
     found: list[dict[str, Any]] = []
     for policy in resolver.properties(role_id).get("Policies", []):
         found += _as_list(policy["PolicyDocument"]["Statement"])
@@ -356,12 +363,24 @@ def statements(resolver: Resolver, role_id: str) -> list[dict[str, Any]]:
         policy = resolver.resources[policy_id]["Properties"]
         if {"Ref": role_id} in policy.get("Roles", []):
             found += _as_list(resolver.properties(policy_id)["PolicyDocument"]["Statement"])
+    own = stack_policies(resolver)
+    for arn in resolver.properties(role_id).get("ManagedPolicyArns", []):
+        if arn in own:
+            found += _as_list(resolver.properties(own[arn])["PolicyDocument"]["Statement"])
     return found
 
 
 def managed_policies(resolver: Resolver, role_id: str) -> list[str]:
-    """Names of the managed policies attached to the role (the part of the ARN after ``policy/``)."""
-    return [arn.split(":policy/", 1)[1] for arn in resolver.properties(role_id).get("ManagedPolicyArns", [])]
+    """Names of the AWS managed policies attached to the role (the part of the ARN after ``policy/``).
+
+    The stack's own managed policies are not among them: :func:`statements` reads their statements.
+    """
+    own = stack_policies(resolver)
+    return [
+        arn.split(":policy/", 1)[1]
+        for arn in resolver.properties(role_id).get("ManagedPolicyArns", [])
+        if arn not in own
+    ]
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -1,11 +1,14 @@
-"""The deployments the template tests check, and how to find the phase functions in one."""
+"""The deployments the template tests check, and how to find every registered phase's function in one."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from cairn.pipeline import Phase, Pipeline
 from cairn.settings import Settings
-from document_intake.pipeline import pipeline as document_intake
+from pipelines import PIPELINES
 from tests.template.cfn import STACK, Resolver, sam_transform
 
 JWT = {"ApiAuth": "JWT", "JwtIssuer": "https://issuer.example.com/pool", "JwtAudience": "client-a,client-b"}
@@ -16,14 +19,26 @@ DEPLOYMENTS = [
     pytest.param({"Driver": "stepfunctions", **JWT}, id="stepfunctions-jwt"),
 ]
 
+PhaseKey = tuple[str, str]
+"""(pipeline, phase)."""
+
 
 def stack(**overrides: str) -> Resolver:
     """The transformed template of one deployment, ready to evaluate."""
     return Resolver(sam_transform(**overrides), **overrides)
 
 
-def phase_functions(resolver: Resolver) -> dict[str, str]:
-    """Logical id of the function of each phase of document-intake, by phase (found by its deployed name)."""
+def registered_phases() -> dict[PhaseKey, tuple[Pipeline[Any], Phase]]:
+    """Every phase of every pipeline of the bundle's registry (functions/pipelines.py)."""
+    return {
+        (pipeline.name, name): (pipeline, pipeline.get_phase(name))
+        for pipeline in PIPELINES
+        for name in pipeline.phase_names
+    }
+
+
+def phase_functions(resolver: Resolver) -> dict[PhaseKey, str]:
+    """Logical id of the function of each registered phase, found by its deployed name (KeyError if missing)."""
     names = {resolver.name(logical_id): logical_id for logical_id in resolver.of_type("AWS::Lambda::Function")}
     settings = Settings(function_prefix=f"{STACK}-")
-    return {phase: names[settings.phase_function(phase)] for phase in document_intake.phase_names}
+    return {key: names[settings.phase_function(*key)] for key in registered_phases()}

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.template.cfn import ROOT, load_yaml_template, sam_template
+from tests.template.stacks import registered_phases
 
 # What `make build` sets as PYENV_VERSION so that pyenv puts python3.12 on PATH beside 3.11.
 PYENV_VERSIONS = os.environ.get("SAM_PYENV_VERSION", "3.11.7:3.12.1")
@@ -118,6 +119,7 @@ def test_sam_build_packages_the_layer_for_python312_and_the_architecture(sam_cli
     # The layer carries what runs in Lambda only: no local tools, no command line, no moto.
     assert not (layer / "cairn" / "testing").exists()
     assert not (layer / "cairn" / "cli.py").exists()
+    assert not (layer / "cairn" / "templating").exists()
     assert not (layer / "moto").exists()
     assert not list(layer.glob("moto-*.dist-info"))
     for requirement in (ROOT / "layers" / "cairn" / "requirements.txt").read_text().splitlines():
@@ -133,7 +135,7 @@ def test_sam_build_packages_the_layer_for_python312_and_the_architecture(sam_cli
         for logical_id, resource in built["Resources"].items()
         if resource["Type"] == "AWS::Serverless::Function"
     }
-    assert len(functions) == 6
+    assert len(functions) == 2 + len(registered_phases())  # the API, the scheduler and every registered phase
     for properties in functions.values():
         module = properties["Handler"].rsplit(".", 1)[0]
         assert (build / properties["CodeUri"] / (module.replace(".", "/") + ".py")).is_file(), properties["Handler"]

@@ -12,8 +12,9 @@ import pytest
 
 from cairn import settings as settings_module
 from cairn.aws.api_auth import PUBLIC_ROUTES
-from cairn.settings import Settings
-from document_intake.pipeline import pipeline as document_intake
+from cairn.aws.phase_handler import phase_from_environment
+from cairn.settings import PHASE, PIPELINE, Settings
+from pipelines import PIPELINES
 from tests.template.cfn import (
     STACK,
     STATE_MACHINE,
@@ -24,7 +25,7 @@ from tests.template.cfn import (
     sam_template,
     sam_transform,
 )
-from tests.template.stacks import DEPLOYMENTS, JWT, phase_functions, stack
+from tests.template.stacks import DEPLOYMENTS, JWT, phase_functions, registered_phases, stack
 
 ROUTES = {
     ("post", "/jobs"),
@@ -40,12 +41,15 @@ ROUTES = {
 
 
 def setting_names() -> set[str]:
-    """Every environment variable cairn.settings reads (its CAIRN_* constants)."""
+    """Every environment variable cairn.settings reads (its CAIRN_* constants) but the phase functions' own.
+
+    ``CAIRN_PIPELINE`` and ``CAIRN_PHASE`` name the phase a phase function runs: the registry tests check them.
+    """
     names = {
         value
         for name, value in vars(settings_module).items()
         if name.isupper() and isinstance(value, str) and value.startswith("CAIRN_")
-    }
+    } - {PIPELINE, PHASE}
     assert len(names) >= 11, "cairn.settings constants were not found"
     return names
 
@@ -79,16 +83,38 @@ def test_every_phase_function_reports_a_failed_invocation_to_the_scheduler_witho
         assert config["DestinationConfig"]["OnFailure"] == {"Destination": resolver.arn("SchedulerFunction")}
 
 
-def test_every_phase_of_the_pipeline_has_a_function_running_its_handler() -> None:
+def test_every_registered_phase_has_a_function_whose_handler_runs_that_phase() -> None:
     resolver = stack()
     functions = phase_functions(resolver)
-    assert set(functions) == set(document_intake.phase_names)
-    handlers = importlib.import_module("document_intake.handlers")
-    for phase, function_id in functions.items():
+    assert set(functions) == set(registered_phases())
+    for (pipeline_name, phase), function_id in functions.items():
         module, attribute = resolver.properties(function_id)["Handler"].rsplit(".", 1)
-        assert module == "document_intake.handlers"
-        assert attribute == phase
-        assert callable(getattr(handlers, attribute))
+        assert callable(getattr(importlib.import_module(module), attribute)), function_id
+        pipeline, runs = phase_from_environment(PIPELINES, environment(resolver, function_id))
+        assert (pipeline.name, runs) == (pipeline_name, phase), function_id
+
+
+def test_no_function_runs_a_phase_the_registry_does_not_have() -> None:
+    resolver = stack()
+    phase_function_ids = {
+        function_id
+        for function_id in resolver.of_type("AWS::Lambda::Function")
+        if PHASE in resolver.properties(function_id).get("Environment", {}).get("Variables", {})
+    }
+    assert phase_function_ids == set(phase_functions(resolver).values())
+
+
+@pytest.mark.parametrize("overrides", [{}, {"DocumentsBucket": "cairn-documents"}])
+def test_every_phase_function_has_the_timeout_memory_and_environment_its_phase_declares(
+    overrides: dict[str, str],
+) -> None:
+    resolver = stack(**overrides)
+    for key, function_id in phase_functions(resolver).items():
+        _, phase = registered_phases()[key]
+        function = resolver.properties(function_id)
+        assert (function["Timeout"], function["MemorySize"]) == (phase.function.timeout, phase.function.memory), key
+        declared = resolver.resolve(dict(phase.function.environment))
+        assert declared.items() <= environment(resolver, function_id).items(), key
 
 
 def test_every_handler_in_the_template_imports_and_is_callable() -> None:
@@ -101,9 +127,9 @@ def test_every_handler_in_the_template_imports_and_is_callable() -> None:
 def test_no_phase_function_outlives_its_claim() -> None:
     """A worker still running after its lease could be taken over; Lambda's timeout must end it first."""
     resolver = stack()
-    for phase, function_id in phase_functions(resolver).items():
+    for key, function_id in phase_functions(resolver).items():
         timeout = resolver.properties(function_id)["Timeout"]
-        assert timeout <= document_intake.get_phase(phase).lease_seconds, phase
+        assert timeout <= registered_phases()[key][1].lease_seconds, key
 
 
 def test_the_state_machine_waits_longer_than_the_longest_phase() -> None:
@@ -145,8 +171,8 @@ def test_the_settings_name_the_resources_of_the_stack(driver: str) -> None:
         assert settings.state_bucket == resolver.ref("StateBucket")
         assert settings.delay_queue_url == resolver.ref("DelayQueue")
         assert settings.scheduler_function == resolver.name("SchedulerFunction")
-        for phase, phase_id in functions.items():
-            assert settings.phase_function(phase) == resolver.name(phase_id)
+        for key, phase_id in functions.items():
+            assert settings.phase_function(*key) == resolver.name(phase_id)
         if driver == "stepfunctions":
             assert settings.state_machine_arn == resolver.ref("PipelineStateMachine")
         else:
@@ -350,12 +376,30 @@ def test_alarms_watch_the_phases_the_scheduler_and_the_dead_letters() -> None:
     assert expected <= watched
 
 
-def test_the_phase_errors_alarm_sums_every_phase() -> None:
-    alarm = stack().properties("PhaseErrorsAlarm")
-    (expression,) = [metric for metric in alarm["Metrics"] if metric.get("ReturnData")]
-    summed = {metric["Id"] for metric in alarm["Metrics"] if "MetricStat" in metric}
-    assert set(expression["Expression"].replace(" ", "").split("+")) == summed
-    assert len(summed) == len(document_intake.phase_names)
+def test_each_pipeline_has_errors_alarms_summing_each_of_its_phases_once() -> None:
+    """One metric-math alarm per pipeline (another per 10 phases more: CloudWatch's limit), every phase in one."""
+    resolver = stack()
+    functions = phase_functions(resolver)
+    summed: dict[str, list[str]] = {}
+    for alarm_id in resolver.of_type("AWS::CloudWatch::Alarm"):
+        metrics = resolver.properties(alarm_id).get("Metrics", [])
+        stats = {metric["Id"]: metric["MetricStat"]["Metric"] for metric in metrics if "MetricStat" in metric}
+        if not stats:
+            continue
+        (expression,) = [metric for metric in metrics if metric.get("ReturnData")]
+        assert set(expression["Expression"].replace(" ", "").split("+")) == set(stats), alarm_id
+        assert len(stats) <= 10, alarm_id
+        for metric in stats.values():
+            assert (metric["Namespace"], metric["MetricName"]) == ("AWS/Lambda", "Errors"), alarm_id
+            (dimension,) = metric["Dimensions"]
+            summed.setdefault(dimension["Value"], []).append(alarm_id)
+    for pipeline in PIPELINES:
+        names = [resolver.name(functions[pipeline.name, phase]) for phase in pipeline.phase_names]
+        assert [len(summed.get(name, [])) for name in names] == [1] * len(names), pipeline.name
+        alarms = {summed[name][0] for name in names}
+        assert len(alarms) == -(-len(names) // 10), pipeline.name
+        others = {name for name in summed if name not in names}
+        assert not alarms & {alarm for name in others for alarm in summed[name]}, pipeline.name
 
 
 @pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
@@ -373,7 +417,6 @@ def test_the_outputs_name_what_a_user_needs(driver: str) -> None:
     assert outputs["DelayQueueUrl"] == resolver.ref("DelayQueue")
     assert outputs["DeadLetterQueueUrl"] == resolver.ref("DeadLetterQueue")
     assert outputs["SchedulerFunctionName"] == f"{STACK}-scheduler"
-    for phase in document_intake.phase_names:
-        assert outputs[f"{phase.capitalize()}FunctionName"] == f"{STACK}-{phase}"
+    assert outputs["ApiFunctionName"] == f"{STACK}-api"
     assert outputs["LayerArn"].startswith(f"arn:aws:lambda:us-east-1:123456789012:layer:{STACK}-cairn:")
     assert ("StateMachineArn" in outputs) is (driver == "stepfunctions")

@@ -20,6 +20,8 @@ import botocore.session
 import pytest
 from botocore import xform_name
 
+from cairn import naming
+from pipelines import PIPELINES
 from tests.template.cfn import (
     ACCOUNT,
     FUNCTION_ARN_PREFIX,
@@ -35,7 +37,7 @@ from tests.template.cfn import (
     role_of,
     statements,
 )
-from tests.template.stacks import DEPLOYMENTS, phase_functions, stack
+from tests.template.stacks import DEPLOYMENTS, PhaseKey, phase_functions, registered_phases, stack
 
 WITH_DOCUMENTS = {"Driver": "direct", "ApiAuth": "IAM", "DocumentsBucket": "cairn-documents"}
 
@@ -145,12 +147,23 @@ UNITS: dict[str, Callable[[Call], bool]] = {
     "invoke": lambda call: call.path.stem == "lambda_scheduler" and call.function == "invoke_phase",
     "queue": lambda call: call.path.stem == "lambda_scheduler" and call.function == "LambdaScheduler.queue",
     "start": lambda call: call.path.stem == "stepfunctions_scheduler",
-    "documents": lambda call: call.path == Path("functions/document_intake/sources.py"),
 }
 
 
+def pipeline_packages() -> dict[str, str]:
+    """The registered pipelines by the package under functions/ their phases' code is in."""
+    return {
+        pipeline.get_phase(pipeline.initial_phase).run.__module__.split(".")[0]: pipeline.name for pipeline in PIPELINES
+    }
+
+
 def unit_of(call: Call) -> str:
-    (unit,) = [name for name, test in UNITS.items() if test(call)] or [f"unknown: {call}"]
+    """A unit of the library (UNITS), or ``pipeline:<name>`` for the code of a registered pipeline's package."""
+    found = [name for name, test in UNITS.items() if test(call)]
+    parts = call.path.parts
+    if not found and len(parts) > 2 and parts[0] == "functions" and parts[1] in pipeline_packages():
+        found = [f"pipeline:{pipeline_packages()[parts[1]]}"]
+    (unit,) = found or [f"unknown: {call}"]
     return unit
 
 
@@ -159,21 +172,33 @@ def actions_of(unit: str) -> set[str]:
     return {action for call in code_calls() if unit_of(call) == unit for action in call.iam_actions}
 
 
-def units_run_by(function_id: str, driver: str, *, documents: bool) -> set[str]:
-    """What each function runs: the store always; starts, advances, delays and documents as its role needs.
+def units_run_by(function_id: str, driver: str) -> set[str]:
+    """What each function's library code runs: the store always; starts, advances and delays as its role needs.
 
     The API starts and retries (direct: an invoke; stepfunctions: an execution) and never queues a delay.
     A phase function invokes the next phase and queues retries under direct, and nothing under
     stepfunctions (its response carries the advance). The scheduler invokes and queues under both
     drivers (crash reports and delayed advances still in flight when a stack changes driver) and
-    starts executions under stepfunctions (the sweep). fetch reads documents from DocumentsBucket.
+    starts executions under stepfunctions (the sweep). What a phase's own code calls, its phase
+    declares (``declared``).
     """
     if function_id == "ApiFunction":
         return {"store", "invoke" if driver == "direct" else "start"}
     if function_id == "SchedulerFunction":
         return {"store", "invoke", "queue"} | ({"start"} if driver == "stepfunctions" else set())
-    units = {"store"} | ({"invoke", "queue"} if driver == "direct" else set())
-    return units | ({"documents"} if function_id == "FetchFunction" and documents else set())
+    return {"store"} | ({"invoke", "queue"} if driver == "direct" else set())
+
+
+def declared(resolver: Resolver, key: PhaseKey) -> set[tuple[str, str]]:
+    """Every (action, resource) the phase's own IAM statements allow in this deployment."""
+    _, phase = registered_phases()[key]
+    return {
+        (action, resource)
+        for statement in resolver.resolve([dict(statement) for statement in phase.function.statements])
+        if statement["Effect"] == "Allow"
+        for action in actions(statement)
+        for resource in resources(statement)
+    }
 
 
 def roles(resolver: Resolver) -> Iterator[str]:
@@ -197,7 +222,7 @@ class Arns:
         self.scheduler = resolver.arn("SchedulerFunction")
         self.functions = [resolver.arn(logical_id) for logical_id in phase_functions(resolver).values()]
         self.state_machine = resolver.arn("PipelineStateMachine")
-        bucket = resolver.params.get("DocumentsBucket", "")
+        bucket = resolver.params.get("DocumentsBucket", "")  # what document-intake's fetch reads
         self.documents = [f"arn:{PARTITION}:s3:::{bucket}/*"] if bucket else []
 
 
@@ -240,7 +265,6 @@ def needs(arns: Arns, units: set[str]) -> set[tuple[str, str]]:
         "invoke": lambda action: [*arns.functions, arns.scheduler],
         "queue": lambda action: [arns.delay_queue],
         "start": lambda action: [arns.state_machine],
-        "documents": lambda action: arns.documents,
     }
     return {(action, resource) for unit in units for action in actions_of(unit) for resource in where[unit](action)}
 
@@ -330,9 +354,10 @@ def test_no_role_can_reach_another_stack(overrides: dict[str, str]) -> None:
     role_ids = [role_of(resolver, function_id) for function_id in resolver.of_type("AWS::Lambda::Function")]
     if resolver.exists("PipelineStateMachine"):
         role_ids.append(resolver.resources["PipelineStateMachine"]["Properties"]["RoleArn"]["Fn::GetAtt"][0])
+    suffixes = [naming.function_suffix(*key) for key in registered_phases()]
     for role_id in role_ids:
         granted = statements(resolver, role_id)
-        for name in ("fetch", "scheduler", "prod-fetch"):
+        for name in [*suffixes, "scheduler", f"prod-{suffixes[0]}"]:
             assert not allows(granted, "lambda:InvokeFunction", f"{FUNCTION_ARN_PREFIX}{sibling}-{name}"), role_id
         assert not allows(granted, "lambda:InvokeFunction", f"{FUNCTION_ARN_PREFIX}{STACK}-api"), role_id
         assert not allows(granted, "dynamodb:UpdateItem", f"{arns.table.rsplit('/', 1)[0]}/{sibling}"), role_id
@@ -364,12 +389,24 @@ def test_every_function_is_granted_exactly_what_its_code_calls(overrides: dict[s
     resolver = stack(**overrides)
     arns = Arns(resolver)
     driver = resolver.params["Driver"]
+    phase_of = {function_id: key for key, function_id in phase_functions(resolver).items()}
     for function_id in resolver.of_type("AWS::Lambda::Function"):
-        units = units_run_by(function_id, driver, documents=bool(arns.documents))
-        expected = needs(arns, units) | not_calls(arns, function_id)
+        expected = needs(arns, units_run_by(function_id, driver)) | not_calls(arns, function_id)
+        if function_id in phase_of:
+            expected |= declared(resolver, phase_of[function_id])
         granted = grants(resolver, function_id)
         assert sorted(granted - expected) == [], f"{function_id} is granted what its code never calls"
         assert sorted(expected - granted) == [], f"{function_id} is not granted what its code calls"
+
+
+def test_each_phase_declares_only_what_its_pipeline_code_calls_and_together_they_declare_all_of_it() -> None:
+    """A phase's statements grant calls of its own pipeline's code; every such call is granted to one of its phases."""
+    resolver = stack(**WITH_DOCUMENTS)
+    for pipeline in PIPELINES:
+        calls = actions_of(f"pipeline:{pipeline.name}")
+        granted = {action for phase in pipeline.phase_names for action, _ in declared(resolver, (pipeline.name, phase))}
+        assert granted <= calls, f"{pipeline.name}: phases declare actions its code never calls"
+        assert calls <= granted, f"{pipeline.name}: its code calls actions none of its phases declares"
 
 
 @pytest.mark.parametrize("overrides", DEPLOYMENTS)
@@ -381,7 +418,9 @@ def test_the_scheduler_polls_the_delay_queue_only(overrides: dict[str, str]) -> 
         assert allows(granted, action, arns.delay_queue), action
         assert not allows(granted, action, arns.dead_letter_queue), action
     assert allows(granted, "logs:PutLogEvents", f"{resolver.arn('SchedulerLogGroup')[:-1]}log-stream:x")
-    assert not allows(granted, "logs:PutLogEvents", f"{resolver.arn('FetchLogGroup')[:-1]}log-stream:x")
+    for key in registered_phases():
+        group = resolver.arn(naming.resource_id(*key, "LogGroup"))
+        assert not allows(granted, "logs:PutLogEvents", f"{group[:-1]}log-stream:x"), key
 
 
 def test_the_state_machine_invokes_the_stack_functions_and_nothing_else() -> None:

@@ -23,7 +23,7 @@ def load(ctx):
     return Next("charge", ctx.state)
 
 
-@pipeline.phase(retry=RetryPolicy(max_attempts=3), lease_seconds=60)
+@pipeline.phase(retry=RetryPolicy(max_attempts=3), timeout=60, lease_seconds=60)
 def charge(ctx):
     return Next("ship", ctx.state)
 
@@ -72,9 +72,9 @@ def test_validate_pipeline_lists_the_phases_in_order_from_the_current_directory(
     assert done.stderr == ""
     assert done.stdout.splitlines() == [
         'pipeline "orders": 3 phases',
-        "  1. load (max_attempts=1, lease_seconds=900, initial)",
+        "  1. load (max_attempts=1, lease_seconds=150, initial)",
         "  2. charge (max_attempts=3, lease_seconds=60)",
-        "  3. ship (max_attempts=5, lease_seconds=900)",
+        "  3. ship (max_attempts=5, lease_seconds=150)",
         "  alias fetch -> load",
     ]
 

@@ -11,7 +11,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "layers" / "cairn" / "cairn"
 #: Folders and modules of the package that are not the core.
 AWS = PACKAGE / "aws"
-LOCAL_TOOLS = (PACKAGE / "testing", PACKAGE / "cli.py", PACKAGE / "__main__.py")
+LOCAL_TOOLS = (
+    PACKAGE / "testing",
+    PACKAGE / "cli.py",
+    PACKAGE / "__main__.py",
+    PACKAGE / "scaffold.py",
+    PACKAGE / "templating",
+)
 
 
 def module_name(path: Path) -> str:
@@ -69,7 +75,10 @@ def test_nothing_that_runs_in_lambda_imports_the_local_tools() -> None:
     runtime = [path for path in PACKAGE.rglob("*.py") if not is_under(path, *LOCAL_TOOLS)]
     offenders = {
         module_name(path): sorted(
-            name for name in imported_modules(path) if name.startswith("cairn.testing") or name.split(".")[0] == "moto"
+            name
+            for name in imported_modules(path)
+            if name.startswith(("cairn.testing", "cairn.cli", "cairn.scaffold", "cairn.templating"))
+            or name.split(".")[0] in ("moto", "yaml")
         )
         for path in runtime
     }
@@ -95,7 +104,11 @@ def test_the_staged_layer_holds_the_runtime_and_none_of_the_local_tools(tmp_path
     files = {path.relative_to(staged).as_posix() for path in staged.rglob("*") if path.is_file()}
     assert "requirements.txt" in files
     assert {"cairn/engine.py", "cairn/aws/dynamodb.py", "cairn/aws/phase_handler.py"} <= files
-    assert not [name for name in files if name.startswith("cairn/testing") or name in ("cairn/cli.py",)]
+    assert not [
+        name
+        for name in files
+        if name.startswith(("cairn/testing", "cairn/templating")) or name in ("cairn/cli.py", "cairn/scaffold.py")
+    ]
     assert not [name for name in files if "__pycache__" in name]
     assert "moto" not in (staged / "requirements.txt").read_text()
 

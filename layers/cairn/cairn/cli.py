@@ -1,4 +1,4 @@
-"""The ``cairn`` command: ``cairn --version`` and ``cairn validate-pipeline MODULE:ATTR``.
+"""The ``cairn`` command: ``cairn --version``, ``cairn validate-pipeline MODULE:ATTR`` and ``cairn template``.
 
 Standard library only at import time (no boto3): ``cairn`` itself is imported only by the
 subcommand that needs it. Every expected error is one line on stderr and exit status 2.
@@ -99,16 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
         "cairn.Pipeline with at least one phase, and print its phases in order.",
     )
     validate.add_argument("pipeline", metavar="MODULE:ATTR", help="e.g. my_pipelines:pipeline")
+    validate.set_defaults(run=run_validate_pipeline)
+    from .templating.command import add_command as add_template_command
+
+    add_template_command(commands)
+    from .scaffold import add_command as add_new_command
+
+    add_new_command(commands)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; returns the exit status (0, or 2 on an error)."""
-    parser = build_parser()
-    arguments = parser.parse_args(argv)
-    if arguments.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+def run_validate_pipeline(arguments: argparse.Namespace) -> int:
+    """``cairn validate-pipeline``: the phases (0), or one line on stderr (2)."""
     try:
         lines = describe_pipeline(arguments.pipeline)
     except CliError as exc:
@@ -116,6 +118,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     print("\n".join(lines))
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns its exit status (0; 1 for problems found; 2 on an error)."""
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    if arguments.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    status: int = arguments.run(arguments)
+    return status
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
@@ -25,14 +25,41 @@ PhaseFunction = Callable[["PhaseContext[Any]"], "PhaseResult"]
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 
 
+#: An environment variable's name as Lambda accepts it; cairn's own and AWS's are reserved.
+ENVIRONMENT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+RESERVED_PREFIXES = ("CAIRN_", "AWS_", "POWERTOOLS_", "_")
+#: Lambda's bounds on a function's timeout (seconds) and memory (MB).
+TIMEOUT_RANGE = (1, 900)
+MEMORY_RANGE = (128, 10240)
+#: How much longer than its function's timeout a claim lasts by default: a claim never ends while the
+#: function holding it may still run.
+LEASE_MARGIN_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class FunctionSettings:
+    """What a phase needs from its Lambda function; the template is generated from these.
+
+    ``environment`` values and ``statements`` (IAM policy statements) are
+    CloudFormation values: plain strings, or intrinsic functions written as
+    dicts (``{"Ref": "DocumentsBucket"}``).
+    """
+
+    timeout: int = 120
+    memory: int = 512
+    environment: Mapping[str, Any] = field(default_factory=dict)
+    statements: tuple[Mapping[str, Any], ...] = ()
+
+
 @dataclass(frozen=True)
 class Phase:
-    """One registered phase: its name, its code and its retry policy."""
+    """One registered phase: its name, its code, its retry policy, its claim's lease and its function."""
 
     name: str
     run: PhaseFunction
     retry: RetryPolicy
     lease_seconds: float
+    function: FunctionSettings = field(default_factory=FunctionSettings)
 
 
 class Pipeline(Generic[S]):
@@ -73,7 +100,11 @@ class Pipeline(Generic[S]):
         *,
         name: str | None = None,
         retry: RetryPolicy | None = None,
-        lease_seconds: float = 900.0,
+        timeout: int = 120,
+        memory: int = 512,
+        lease_seconds: float | None = None,
+        environment: Mapping[str, Any] | None = None,
+        statements: Iterable[Mapping[str, Any]] = (),
     ) -> Callable[[PhaseFunction], PhaseFunction]: ...
 
     def phase(
@@ -83,12 +114,19 @@ class Pipeline(Generic[S]):
         *,
         name: str | None = None,
         retry: RetryPolicy | None = None,
-        lease_seconds: float = 900.0,
+        timeout: int = 120,
+        memory: int = 512,
+        lease_seconds: float | None = None,
+        environment: Mapping[str, Any] | None = None,
+        statements: Iterable[Mapping[str, Any]] = (),
     ) -> PhaseFunction | Callable[[PhaseFunction], PhaseFunction]:
-        """Register a phase, as ``@pipeline.phase`` or ``@pipeline.phase(retry=...)``.
+        """Register a phase, as ``@pipeline.phase`` or ``@pipeline.phase(retry=..., timeout=..., memory=...)``.
 
-        ``lease_seconds`` is how long a worker's claim on the job lasts; set it
-        to at least the phase function's timeout.
+        ``timeout`` (seconds) and ``memory`` (MB) size the phase's Lambda
+        function; ``environment`` and ``statements`` add variables and IAM
+        statements to it (see :class:`FunctionSettings`). ``lease_seconds`` is
+        how long a worker's claim on the job lasts: by default the timeout and
+        half a minute, and never less than the timeout.
         """
 
         def register(func: PhaseFunction) -> PhaseFunction:
@@ -97,9 +135,13 @@ class Pipeline(Generic[S]):
                 raise PipelineError(f"Invalid phase name {phase_name!r}")
             if phase_name in self._phases:
                 raise PipelineError(f'Pipeline "{self.name}" already has a phase "{phase_name}"')
-            if lease_seconds <= 0:
-                raise PipelineError(f'Phase "{phase_name}": lease_seconds must be positive')
-            self._phases[phase_name] = Phase(phase_name, func, retry or RetryPolicy(), lease_seconds)
+            settings = _function_settings(phase_name, timeout, memory, environment, statements)
+            lease = float(timeout) + LEASE_MARGIN_SECONDS if lease_seconds is None else lease_seconds
+            if lease < timeout:
+                raise PipelineError(
+                    f'Phase "{phase_name}": lease_seconds ({lease_seconds}) must be at least its timeout ({timeout})'
+                )
+            self._phases[phase_name] = Phase(phase_name, func, retry or RetryPolicy(), lease, settings)
             return func
 
         if fn is not None:
@@ -151,6 +193,24 @@ class Pipeline(Generic[S]):
             except ValidationError as exc:
                 raise InvalidInputError(f'Stored state does not fit pipeline "{self.name}": {_describe(exc)}') from exc
         return raw
+
+
+def _function_settings(
+    phase: str,
+    timeout: int,
+    memory: int,
+    environment: Mapping[str, Any] | None,
+    statements: Iterable[Mapping[str, Any]],
+) -> FunctionSettings:
+    """The phase's function settings, each checked against what Lambda accepts."""
+    for what, value, (low, high) in (("timeout", timeout, TIMEOUT_RANGE), ("memory", memory, MEMORY_RANGE)):
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise PipelineError(f'Phase "{phase}": {what} must be a whole number from {low} to {high}, got {value!r}')
+    variables = dict(environment or {})
+    for key in variables:
+        if not isinstance(key, str) or not ENVIRONMENT_NAME.fullmatch(key) or key.startswith(RESERVED_PREFIXES):
+            raise PipelineError(f'Phase "{phase}": invalid or reserved environment variable name {key!r}')
+    return FunctionSettings(timeout, memory, variables, tuple(dict(statement) for statement in statements))
 
 
 def to_json(value: Any, *, what: str = "Value") -> Any:

@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from . import naming
 from .errors import InvalidInputError, PipelineError
 from .pipeline import Pipeline
 from .text import shown
 
 
 class PipelineRegistry:
-    """Looks pipelines up by name; an unknown name is a clear error."""
+    """Looks pipelines up by name; an unknown name is a clear error.
+
+    Each phase of each pipeline gets its own Lambda function and template
+    resources (:mod:`cairn.naming`): two phases whose names would meet there
+    (``a-b``/``c`` and ``a``/``b-c``, say) are refused here, when the registry
+    is built, so a deployment can never route one pipeline's job to another's
+    function. Pipelines may share phase names.
+    """
 
     def __init__(self, pipelines: Iterable[Pipeline[Any]]) -> None:
         self._pipelines: dict[str, Pipeline[Any]] = {}
@@ -19,6 +27,11 @@ class PipelineRegistry:
             if pipeline.name in self._pipelines:
                 raise PipelineError(f'Two pipelines are named "{pipeline.name}"')
             self._pipelines[pipeline.name] = pipeline
+        problems = naming.clashes(
+            (pipeline.name, phase) for pipeline in self._pipelines.values() for phase in pipeline.phase_names
+        )
+        if problems:
+            raise PipelineError("Phase functions would clash: " + "; ".join(problems))
 
     def get(self, name: str) -> Pipeline[Any]:
         """The pipeline called ``name``."""

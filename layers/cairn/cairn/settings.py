@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from . import naming
 from .errors import ConfigurationError
 
 TABLE_NAME = "CAIRN_TABLE_NAME"
@@ -21,6 +22,10 @@ SCHEDULER_FUNCTION = "CAIRN_SCHEDULER_FUNCTION"
 DELAY_QUEUE_URL = "CAIRN_DELAY_QUEUE_URL"
 STATE_MACHINE_ARN = "CAIRN_STATE_MACHINE_ARN"
 SWEEP_IDLE_SECONDS = "CAIRN_SWEEP_IDLE_SECONDS"
+PIPELINE = "CAIRN_PIPELINE"
+"""Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
+PHASE = "CAIRN_PHASE"
+"""Set on each phase function: the phase it runs."""
 
 DEFAULT_INLINE_STATE_LIMIT = 350_000
 #: With a state bucket, values above this many (compressed) bytes go to S3: one S3 PUT and GET cost
@@ -47,9 +52,9 @@ class Settings:
     state_machine_arn: str | None = None
     sweep_idle_seconds: int = 120
 
-    def phase_function(self, phase: str) -> str:
-        """The name of the Lambda function that runs ``phase`` (deployed as ``<prefix><phase>``)."""
-        return f"{self.function_prefix}{phase}"
+    def phase_function(self, pipeline: str, phase: str) -> str:
+        """The name of the Lambda function that runs ``phase`` of ``pipeline`` (``<prefix><pipeline>-<phase>``)."""
+        return naming.function_name(self.function_prefix, pipeline, phase)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -1,17 +1,23 @@
-"""The Lambda entry point of a phase function: one advance of one job, for one phase."""
+"""The Lambda entry point of a phase function: one advance of one job, for one phase of one pipeline."""
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
+from ..errors import ConfigurationError
 from ..pipeline import Pipeline
+from ..registry import PipelineRegistry
 from ..scheduling.base import Scheduler
 from ..scheduling.messages import AdvanceMessage
+from ..settings import PHASE, PIPELINE
+from ..text import shown
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import keys_for, logger, metrics, record_phase_metrics
 from .runtime import Runtime
@@ -27,8 +33,57 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
     can take over exactly this invocation's claim. Under the stepfunctions
     driver the response carries the advance the phase asked for.
     """
-    own_phase = pipeline.get_phase(phase).name  # an unknown phase is refused at import time
+    return entry_point(_advance_handler(pipeline, phase, LazyRuntime(runtime)))
+
+
+def registry_phase_handler(
+    registry: PipelineRegistry, *, runtime: Runtime | None = None, environ: Mapping[str, str] | None = None
+) -> Handler:
+    """The one handler of every phase function: it runs the phase its function's environment names.
+
+    Each phase function is deployed with ``CAIRN_PIPELINE`` and ``CAIRN_PHASE``
+    (``environ``, ``os.environ`` by default); they are read once, on the
+    process's first invocation (so a deployment error is logged with it), and
+    the function then behaves as ``phase_handler(pipeline, phase)``.
+    """
     runtimes = LazyRuntime(runtime)
+    resolved: list[Handler] = []
+
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        if not resolved:
+            pipeline, phase = phase_from_environment(registry, environ)
+            resolved.append(_advance_handler(pipeline, phase, runtimes))
+        return resolved[0](event, context)
+
+    return entry_point(handler)
+
+
+def phase_from_environment(
+    registry: PipelineRegistry, environ: Mapping[str, str] | None = None
+) -> tuple[Pipeline[Any], str]:
+    """The pipeline and phase that ``CAIRN_PIPELINE`` and ``CAIRN_PHASE`` name; ConfigurationError if they do not."""
+    env = os.environ if environ is None else environ
+    names = {variable: env.get(variable, "") for variable in (PIPELINE, PHASE)}
+    missing = [variable for variable, value in names.items() if not value]
+    if missing:
+        raise ConfigurationError(f"A phase function needs {' and '.join(missing)} in its environment")
+    if names[PIPELINE] not in registry.names:
+        known = ", ".join(registry.names) or "none"
+        raise ConfigurationError(
+            f'{PIPELINE} names no registered pipeline: "{shown(names[PIPELINE])}" (known: {known})'
+        )
+    pipeline = registry.get(names[PIPELINE])
+    if names[PHASE] not in pipeline.phase_names:
+        known = ", ".join(pipeline.phase_names)
+        raise ConfigurationError(
+            f'{PHASE} names no phase of pipeline "{pipeline.name}": "{shown(names[PHASE])}" (its phases: {known})'
+        )
+    return pipeline, names[PHASE]
+
+
+def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime) -> Handler:
+    """The undecorated handler that advances jobs of ``pipeline`` at ``phase``."""
+    own_phase = pipeline.get_phase(phase).name  # an unknown phase is refused when the handler is made
 
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         active = runtimes.get()
@@ -60,4 +115,4 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
             "scheduled": recorder.scheduled.to_wire() if recorder.scheduled else None,
         }
 
-    return entry_point(handler)
+    return handler

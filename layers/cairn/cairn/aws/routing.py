@@ -1,7 +1,8 @@
 """Which Lambda function runs a phase: the one home of the rule the direct driver and the state machine share.
 
-A phase runs in its own function, ``<prefix><phase>`` under the phase's
-current name (a checkpoint may still name it by an alias). A phase the
+A phase runs in its own function, ``<prefix><pipeline>-<phase>`` under the
+phase's current name (a checkpoint may still name it by an alias; the name
+itself is :func:`cairn.naming.function_name`'s). A phase the
 pipeline does not know goes to the scheduler function, which records it on
 the job as an unknown phase (the ``{"action": "advance"}`` event).
 """
@@ -19,7 +20,7 @@ from ..settings import Settings
 def function_for(pipeline: Pipeline[Any], phase: str, settings: Settings) -> str:
     """The function that runs ``phase`` of ``pipeline``; for an unknown phase the scheduler's ("" without one)."""
     if pipeline.has_phase(phase):
-        return settings.phase_function(pipeline.resolve_name(phase))
+        return settings.phase_function(pipeline.name, pipeline.resolve_name(phase))
     return settings.scheduler_function or ""
 
 

@@ -1,7 +1,9 @@
 """The deployed bundle, in-process: phase functions and the scheduler on moto, wired as the SAM template wires them.
 
-``LocalStack`` registers one function per phase (``<prefix><phase>``, async
-retries off, failures to the scheduler) and the scheduler function with a
+``LocalStack`` registers one function per phase of each pipeline
+(``<prefix><pipeline>-<phase>``: the generic phase handler with that
+function's ``CAIRN_PIPELINE`` and ``CAIRN_PHASE``, async retries off, failures
+to the scheduler) and the scheduler function with a
 :class:`LocalLambda`, and gives them a :class:`Runtime` whose AWS clients talk
 to moto. ``run_until_idle`` plays Lambda's async queue and the SQS delay
 queue's event source mapping until nothing is left to run.
@@ -21,13 +23,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..aws.dynamodb_schema import create_table
-from ..aws.phase_handler import phase_handler
+from ..aws.phase_handler import registry_phase_handler
 from ..aws.runtime import Runtime
 from ..aws.scheduler_handler import scheduler_handler
 from ..clock import Clock, system_clock_ms
 from ..errors import CairnError
 from ..registry import PipelineRegistry
-from ..settings import DriverName, Settings
+from ..settings import PHASE, PIPELINE, DriverName, Settings
 from .invoker import Chain, Invocation, LambdaHandler, LocalLambda, RecursiveLoop
 from .serialised import one_call_at_a_time
 
@@ -80,10 +82,10 @@ class LocalStack:
         scheduler = runtime.settings.scheduler_function or SCHEDULER
         for pipeline in pipelines:
             for phase in pipeline.phase_names:
-                handler = phase_handler(pipeline, phase, runtime=runtime)
-                invoker.register(
-                    runtime.settings.phase_function(phase), handler, on_failure=scheduler, recursive_loop=recursive_loop
-                )
+                environment = {PIPELINE: pipeline.name, PHASE: phase}
+                handler = registry_phase_handler(pipelines, runtime=runtime, environ=environment)
+                name = runtime.settings.phase_function(pipeline.name, phase)
+                invoker.register(name, handler, on_failure=scheduler, recursive_loop=recursive_loop)
         self.scheduler: LambdaHandler = scheduler_handler(pipelines, runtime=runtime)
         invoker.register(scheduler, self.scheduler, recursive_loop=recursive_loop)
 

@@ -1,0 +1,89 @@
+"""``cairn template sync`` and ``cairn template check`` on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TypeVar
+
+from .check import check
+from .errors import TemplateError
+from .loading import DEFAULT_FUNCTIONS, DEFAULT_REGISTRY, load_registry
+from .sync import sync
+
+EXIT_PROBLEMS = 1
+EXIT_ERROR = 2
+
+
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
+
+
+def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``cairn template sync|check [--root] [--template] [--registry] [--functions]``."""
+    template = commands.add_parser(
+        "template",
+        help="bring template.yaml in line with the pipeline registry, or check that it is",
+        description="The phase functions, log groups, errors alarms and invoke grants of template.yaml follow "
+        "from the pipeline registry: `sync` writes them into the template's generated section, `check` "
+        "lists every disagreement (exit status 1).",
+    )
+    actions = template.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(template))
+    for action, run, summary in (
+        ("sync", run_sync, "write the registry's resources into template.yaml and print what changed"),
+        ("check", run_check, "print one line per disagreement between template.yaml and the registry"),
+    ):
+        parser = actions.add_parser(action, help=summary, description=summary[:1].upper() + summary[1:] + ".")
+        parser.add_argument("--root", type=Path, default=Path(), help="the bundle's folder (default: .)")
+        parser.add_argument(
+            "--template", type=Path, default=Path("template.yaml"), help="default: template.yaml (under --root)"
+        )
+        parser.add_argument(
+            "--registry", default=DEFAULT_REGISTRY, metavar="MODULE:ATTR", help=f"default: {DEFAULT_REGISTRY}"
+        )
+        parser.add_argument(
+            "--functions",
+            type=Path,
+            default=DEFAULT_FUNCTIONS,
+            help=f"the folder the registry and the handlers import from (default: {DEFAULT_FUNCTIONS}, under --root)",
+        )
+        parser.set_defaults(run=run)
+
+
+def _paths(arguments: argparse.Namespace) -> tuple[Path, Path]:
+    root: Path = arguments.root
+    return root / arguments.template, root / arguments.functions
+
+
+def run_sync(arguments: argparse.Namespace) -> int:
+    """``cairn template sync``: print what changed (0), or why it cannot (2)."""
+    template, functions = _paths(arguments)
+    try:
+        registry = load_registry(arguments.registry, functions)
+        changed = sync(template, registry)
+    except TemplateError as exc:
+        print(f"cairn: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    count = sum(len(pipeline.phase_names) for pipeline in registry)
+    summary = f"{len(registry.names)} pipeline(s), {count} phase(s)"
+    if not changed:
+        print(f"{template}: already in sync with the registry ({summary})")
+        return 0
+    print("\n".join(f"{template}: {line}" for line in changed))
+    print(f"{template}: in sync with the registry ({summary})")
+    return 0
+
+
+def run_check(arguments: argparse.Namespace) -> int:
+    """``cairn template check``: one line per problem (1), none (0), or why it cannot check (2)."""
+    template, functions = _paths(arguments)
+    try:
+        problems = check(template, load_registry(arguments.registry, functions), functions)
+    except TemplateError as exc:
+        print(f"cairn: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if problems:
+        print("\n".join(f"{template}: {problem}" for problem in problems), file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"{template}: matches the registry")
+    return 0

@@ -1,0 +1,271 @@
+"""The template resources that follow from the registry: each phase's function and log group, each
+pipeline's errors alarm, and the policy that lets the stack invoke its functions.
+
+Everything here is plain data in CloudFormation's long form (``{"Ref": "X"}``); :mod:`.cfnyaml`
+writes it with the short tags. The resources refer to hand-written parts of the template by the
+logical ids below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .. import naming
+from ..pipeline import Phase, Pipeline
+from ..registry import PipelineRegistry
+from ..settings import PHASE, PIPELINE
+from .errors import TemplateError
+
+# Hand-written resources and conditions of template.yaml the generated ones refer to.
+SCHEDULER_FUNCTION = "SchedulerFunction"
+JOB_STORE_POLICY = "JobStorePolicy"
+"""The table and the state bucket, as every function of the stack uses them."""
+DELAYED_RETRIES_POLICY = "DelayedRetriesPolicy"
+"""Sending a retry's delay to the queue (phase functions under the direct driver)."""
+USE_STEP_FUNCTIONS = "UseStepFunctions"
+NOTIFY_ALARMS = "NotifyAlarms"
+HAS_ALARM_EMAIL = "HasAlarmEmail"
+HAS_ALARM_TOPIC_ARN = "HasAlarmTopicArn"
+ALARM_TOPIC = "AlarmTopic"
+ALARM_TOPIC_ARN = "AlarmTopicArn"
+
+# Generated resources that are not a phase's.
+INVOKE_POLICY = "InvokeFunctionsPolicy"
+"""lambda:InvokeFunction on every phase function and the scheduler, by exact ARN."""
+SCHEDULER_NAME = "scheduler"
+"""The scheduler function's name after ``<stack>-``."""
+
+CODE_URI = "functions/"
+HANDLER = "phases.handler"
+LOG_RETENTION_DAYS = 30
+MAX_ALARM_METRICS = 10
+"""CloudWatch's limit on the metrics one alarm's math expression may read."""
+ALARM_PERIOD = 300
+
+NO_VALUE = {"Ref": "AWS::NoValue"}
+
+
+def stack_name(suffix: str) -> dict[str, str]:
+    """``${AWS::StackName}-<suffix>`` (a deployed name of the stack)."""
+    return {"Fn::Sub": f"${{AWS::StackName}}-{suffix}"}
+
+
+def function_arn(suffix: str) -> dict[str, str]:
+    """The ARN of the stack's function ``<stack>-<suffix>``, built from its name (no reference to it)."""
+    return {
+        "Fn::Sub": f"arn:${{AWS::Partition}}:lambda:${{AWS::Region}}:${{AWS::AccountId}}:function:"
+        f"${{AWS::StackName}}-{suffix}"
+    }
+
+
+def unless_step_functions(value: Any) -> dict[str, Any]:
+    """``value`` under the direct driver, nothing under stepfunctions."""
+    return {"Fn::If": [USE_STEP_FUNCTIONS, NO_VALUE, value]}
+
+
+def phases(registry: PipelineRegistry) -> Iterator[tuple[Pipeline[Any], Phase]]:
+    """Every phase of every pipeline, pipelines in registry order and phases in their order."""
+    for pipeline in registry:
+        for name in pipeline.phase_names:
+            yield pipeline, pipeline.get_phase(name)
+
+
+def environment(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
+    """A phase function's own variables: the phase it runs, then what the phase declares."""
+    return {PIPELINE: pipeline.name, PHASE: phase.name, **phase.function.environment}
+
+
+def policies(phase: Phase) -> list[Any]:
+    """A phase function's policies: the job store, invokes and delays under direct, the phase's own statements.
+
+    An unconditional statement goes into one inline policy; a statement that is an ``Fn::If`` becomes a
+    policy under that condition, so no condition can leave an inline policy without statements.
+    """
+    found: list[Any] = [
+        {"Ref": JOB_STORE_POLICY},
+        unless_step_functions({"Ref": DELAYED_RETRIES_POLICY}),
+        unless_step_functions({"Ref": INVOKE_POLICY}),
+    ]
+    plain = [statement for statement in phase.function.statements if not _is_if(statement)]
+    if plain:
+        found.append({"Statement": [dict(statement) for statement in plain]})
+    for statement in phase.function.statements:
+        if _is_if(statement):
+            condition, when_true, when_false = statement["Fn::If"]
+            found.append({"Fn::If": [condition, _as_policy(when_true), _as_policy(when_false)]})
+    return found
+
+
+def _is_if(statement: Mapping[str, Any]) -> bool:
+    return set(statement) == {"Fn::If"}
+
+
+def _as_policy(statement: Any) -> Any:
+    return NO_VALUE if statement == NO_VALUE else {"Statement": [statement]}
+
+
+def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
+    """The ``AWS::Serverless::Function`` that runs ``phase`` of ``pipeline``."""
+    return {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {
+            "FunctionName": stack_name(naming.function_suffix(pipeline.name, phase.name)),
+            "Description": f"Phase {phase.name} of pipeline {pipeline.name}.",
+            "CodeUri": CODE_URI,
+            "Handler": HANDLER,
+            "RecursiveLoop": "Allow",
+            "Timeout": phase.function.timeout,
+            "MemorySize": phase.function.memory,
+            "LoggingConfig": {"LogGroup": {"Ref": naming.resource_id(pipeline.name, phase.name, "LogGroup")}},
+            "EventInvokeConfig": {
+                "MaximumRetryAttempts": 0,
+                "DestinationConfig": {
+                    "OnFailure": {"Type": "Lambda", "Destination": {"Fn::GetAtt": [SCHEDULER_FUNCTION, "Arn"]}}
+                },
+            },
+            "Environment": {"Variables": environment(pipeline, phase)},
+            "Policies": policies(phase),
+        },
+    }
+
+
+def log_group(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
+    """The phase function's log group, kept 30 days."""
+    suffix = naming.function_suffix(pipeline.name, phase.name)
+    return {
+        "Type": "AWS::Logs::LogGroup",
+        "DeletionPolicy": "Delete",
+        "UpdateReplacePolicy": "Delete",
+        "Properties": {
+            "LogGroupName": {"Fn::Sub": f"/aws/lambda/${{AWS::StackName}}-{suffix}"},
+            "RetentionInDays": LOG_RETENTION_DAYS,
+        },
+    }
+
+
+def alarm_actions() -> dict[str, Any]:
+    """The alarm topic and/or topic ARN the deployer named, or no actions."""
+    return {
+        "Fn::If": [
+            NOTIFY_ALARMS,
+            [
+                {"Fn::If": [HAS_ALARM_EMAIL, {"Ref": ALARM_TOPIC}, NO_VALUE]},
+                {"Fn::If": [HAS_ALARM_TOPIC_ARN, {"Ref": ALARM_TOPIC_ARN}, NO_VALUE]},
+            ],
+            NO_VALUE,
+        ]
+    }
+
+
+def alarm_ids(pipeline: Pipeline[Any]) -> list[str]:
+    """The logical ids of the pipeline's errors alarms: one per ``MAX_ALARM_METRICS`` phases."""
+    count = -(-len(pipeline.phase_names) // MAX_ALARM_METRICS)
+    base = f"{naming.pascal(pipeline.name)}ErrorsAlarm"
+    return [base if index == 0 else f"{base}{index + 1}" for index in range(count)]
+
+
+def errors_alarms(pipeline: Pipeline[Any]) -> dict[str, dict[str, Any]]:
+    """Alarms on the sum of the Errors of the pipeline's phase functions, at most 10 phases each."""
+    names = pipeline.phase_names
+    alarms: dict[str, dict[str, Any]] = {}
+    for index, alarm_id in enumerate(alarm_ids(pipeline)):
+        chunk = names[index * MAX_ALARM_METRICS : (index + 1) * MAX_ALARM_METRICS]
+        which = f"phases {', '.join(chunk)}"
+        if len(alarm_ids(pipeline)) > 1:
+            which = f"phases {index * MAX_ALARM_METRICS + 1} to {index * MAX_ALARM_METRICS + len(chunk)}: {which}"
+        ids = metric_ids(chunk)
+        metrics: list[dict[str, Any]] = [
+            {"Id": "errors", "Label": f"{pipeline.name} errors", "Expression": " + ".join(ids), "ReturnData": True}
+        ]
+        for phase, metric_id in zip(chunk, ids, strict=True):
+            function_id = naming.resource_id(pipeline.name, phase, "Function")
+            metrics.append(
+                {
+                    "Id": metric_id,
+                    "Label": phase,
+                    "ReturnData": False,
+                    "MetricStat": {
+                        "Period": ALARM_PERIOD,
+                        "Stat": "Sum",
+                        "Metric": {
+                            "Namespace": "AWS/Lambda",
+                            "MetricName": "Errors",
+                            "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": function_id}}],
+                        },
+                    },
+                }
+            )
+        alarms[alarm_id] = {
+            "Type": "AWS::CloudWatch::Alarm",
+            "Properties": {
+                "AlarmDescription": f"A phase function of {pipeline.name} failed (errors summed over {which}).",
+                "ComparisonOperator": "GreaterThanThreshold",
+                "Threshold": 0,
+                "EvaluationPeriods": 1,
+                "TreatMissingData": "notBreaching",
+                "AlarmActions": alarm_actions(),
+                "Metrics": metrics,
+            },
+        }
+    return alarms
+
+
+def metric_ids(phases: list[str]) -> list[str]:
+    """An id for each phase's metric: its name in lowercase with ``_`` for other characters, made unique."""
+    ids: list[str] = []
+    for phase in phases:
+        base = "".join(char if char.isalnum() else "_" for char in phase.lower())
+        candidate, count = base, 1
+        while candidate in ids or candidate == "errors":
+            count += 1
+            candidate = f"{base}_{count}"
+        ids.append(candidate)
+    return ids
+
+
+def invoke_policy(registry: PipelineRegistry) -> dict[str, Any]:
+    """The managed policy to invoke every phase function and the scheduler, each by its exact ARN.
+
+    The ARNs are built from the names (no reference to the functions): the phase functions and the
+    scheduler's role use this policy, so a reference would be circular.
+    """
+    arns = [function_arn(naming.function_suffix(pipeline.name, phase.name)) for pipeline, phase in phases(registry)]
+    return {
+        "Type": "AWS::IAM::ManagedPolicy",
+        "Properties": {
+            "Description": {"Fn::Sub": "${AWS::StackName}: invoke the phase functions and the scheduler."},
+            "PolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Sid": "InvokeStackFunctions",
+                        "Effect": "Allow",
+                        "Action": "lambda:InvokeFunction",
+                        "Resource": [*arns, function_arn(SCHEDULER_NAME)],
+                    }
+                ],
+            },
+        },
+    }
+
+
+def generated(registry: PipelineRegistry) -> dict[str, dict[str, Any]]:
+    """Every generated resource by logical id, in the order the template lists them."""
+    resources: dict[str, dict[str, Any]] = {}
+
+    def add(logical_id: str, resource: dict[str, Any], owner: str) -> None:
+        if logical_id in resources:
+            raise TemplateError(f"{owner} would need the template resource {logical_id}, which another one has")
+        resources[logical_id] = resource
+
+    for pipeline in registry:
+        for name in pipeline.phase_names:
+            phase = pipeline.get_phase(name)
+            owner = f'phase "{name}" of pipeline "{pipeline.name}"'
+            add(naming.resource_id(pipeline.name, name, "Function"), function(pipeline, phase), owner)
+            add(naming.resource_id(pipeline.name, name, "LogGroup"), log_group(pipeline, phase), owner)
+        for alarm_id, alarm in errors_alarms(pipeline).items():
+            add(alarm_id, alarm, f'the errors alarm of pipeline "{pipeline.name}"')
+    add(INVOKE_POLICY, invoke_policy(registry), "the invoke policy")
+    return resources
