@@ -13,6 +13,9 @@ from tests.support import FakeClock
 
 use_fake_credentials()
 
+# The test kit a user gets from the installed library's pytest11 entry point; here cairn is on the path.
+pytest_plugins = ["cairn.testing.plugin"]
+
 
 @pytest.fixture
 def clock() -> FakeClock:

@@ -149,14 +149,19 @@ def test_a_front_door_with_two_pipelines_advances_each_job_with_its_own(storage:
         app.start("third")
 
 
-def test_run_until_idle_belongs_to_the_inline_scheduler_the_front_door_makes(storage: Storage) -> None:
+def test_run_until_idle_runs_an_unbound_inline_scheduler_and_refuses_one_bound_elsewhere(storage: Storage) -> None:
     pipeline = counting_pipeline([])
-    outside = InlineScheduler()
-    app = Cairn(pipeline, storage=storage, scheduler=outside)
+    given = InlineScheduler()
+    app = Cairn(pipeline, storage=storage, scheduler=given)  # unbound: the front door binds it to itself
     app.start(pipeline, "job-1", state={"items": []})
-
-    with pytest.raises(InvalidInputError, match="inline scheduler"):
-        app.run_until_idle()
-    outside.bind(app.advance)
-    outside.drain()
+    app.run_until_idle()
     assert app.get("job-1").status == JobStatus.COMPLETE
+
+    outside = InlineScheduler()
+    other = Cairn(pipeline, storage=storage, scheduler=outside)
+    borrowed = Cairn(pipeline, storage=storage, scheduler=outside)  # bound to ``other`` already
+    borrowed.start(pipeline, "job-2", state={"items": []})
+    with pytest.raises(InvalidInputError, match="inline scheduler"):
+        borrowed.run_until_idle()
+    other.run_until_idle()
+    assert app.get("job-2").status == JobStatus.COMPLETE

@@ -35,7 +35,8 @@ class Cairn:
     """Runs the jobs of ``pipelines`` in ``storage``, advanced by ``scheduler``.
 
     Without a scheduler an :class:`InlineScheduler` is made and bound to this
-    object: ``run_until_idle()`` then runs every queued advance in-process.
+    object (as is an unbound one given, e.g. with a clock that skips time):
+    ``run_until_idle()`` then runs every queued advance in-process.
     Without a storage jobs live in memory.
     """
 
@@ -53,11 +54,13 @@ class Cairn:
         else:
             self.pipelines = PipelineRegistry(pipelines)
         self.storage: Storage = storage if storage is not None else MemoryStorage()
-        self._inline: InlineScheduler | None = None
         if scheduler is None:
-            self._inline = InlineScheduler()
+            scheduler = InlineScheduler()
+        # An inline scheduler nobody has bound yet is this object's to run; one bound elsewhere is not.
+        self._inline: InlineScheduler | None = None
+        if isinstance(scheduler, InlineScheduler) and not scheduler.bound:
+            self._inline = scheduler
             self._inline.bind(self.advance)
-            scheduler = self._inline
         self.scheduler: Scheduler = scheduler
 
     def pipeline(self, name: str | Pipeline[Any]) -> Pipeline[Any]:

@@ -43,6 +43,11 @@ class InlineScheduler:
             raise InvalidInputError(f"delay must not be negative, got {delay}")
         heapq.heappush(self._queue, (self._now() + delay, next(self._order), job_id, phase, sequence))
 
+    @property
+    def bound(self) -> bool:
+        """Whether :meth:`bind` has given this scheduler the function it runs advances with."""
+        return self._advance is not None
+
     def pending(self) -> int:
         """How many advances are queued."""
         return len(self._queue)
