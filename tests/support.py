@@ -23,28 +23,14 @@ from cairn import (
 )
 from cairn.storage.base import Storage
 from cairn.testing.faults import SimulatedCrash
+from cairn.testing.plugin import SkippingClock
 
 
-class FakeClock:
-    """A clock in Unix milliseconds that moves only when told to."""
+class FakeClock(SkippingClock):
+    """The test kit's clock that moves only when told to, from a fixed start (so figures repeat)."""
 
     def __init__(self, start_ms: int = 1_800_000_000_000) -> None:
-        self.now_ms = start_ms
-
-    def __call__(self) -> int:
-        return self.now_ms
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward."""
-        self.now_ms += int(seconds * 1000)
-
-    def monotonic(self) -> float:
-        """The same time in seconds, for InlineScheduler(now=...)."""
-        return self.now_ms / 1000
-
-    def sleep(self, seconds: float) -> None:
-        """For InlineScheduler(sleep=...): sleeping moves the clock."""
-        self.advance(seconds)
+        super().__init__(start_ms)
 
 
 def make_scheduler(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock | None = None) -> InlineScheduler:
