@@ -1,4 +1,4 @@
-# cairn: `make demo` runs the example pipeline locally; `make test` runs lint, types, the template
+# cairn: `make demo` runs the example pipeline on the local stack (`make dev` serves it); `make test` runs lint, types, the template
 # checks and the tests. `make validate`, `make build` and `make deploy` work on template.yaml.
 PYTHON ?= python3
 VENV := .venv
@@ -28,7 +28,7 @@ export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check
+.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check
 
 venv: $(STAMP)
 
@@ -50,8 +50,15 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
+# The demo runs on the local stack: `cairn dev` on free ports, jobs over its HTTP API, a real worker kill.
 demo: $(STAMP)
-	$(BIN)/python -m document_intake.demo
+	$(BIN)/python -m document_intake.stack_demo
+
+# The template's stack on 127.0.0.1 (PORT, default 3000; DRIVER=direct|stepfunctions): Ctrl-C stops it.
+PORT ?= 3000
+DRIVER ?= direct
+dev: $(STAMP)
+	$(BIN)/python -m cairn dev --port $(PORT) --driver $(DRIVER)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -92,7 +99,7 @@ deploy: build
 # The suite runs on TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
 TEST_WORKERS ?= 2
 test: lint types validate
-	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS)
+	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The fault-schedule property test (tests/contract/test_fault_schedules.py) at PROOF_SCALE times the size
 # `make test` runs: more sampled pairs of faults and hypothesis examples per storage (about 10 minutes).

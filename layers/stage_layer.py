@@ -15,7 +15,7 @@ from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "cairn"
 #: Parts of the cairn package that never go into the layer (the dev extra's tools).
-LOCAL_ONLY = ("testing", "cli.py", "__main__.py", "scaffold.py", "templating")
+LOCAL_ONLY = ("testing", "cli.py", "__main__.py", "scaffold.py", "templating", "dev", "client")
 
 
 def _left_out(directory: str, names: list[str]) -> set[str]:

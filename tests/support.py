@@ -22,8 +22,8 @@ from cairn import (
     run_pipeline,
 )
 from cairn.storage.base import Storage
+from cairn.testing.clock import SkippingClock
 from cairn.testing.faults import SimulatedCrash
-from cairn.testing.plugin import SkippingClock
 
 
 class FakeClock(SkippingClock):

@@ -8,6 +8,8 @@ statements); the template's phase functions follow from it.
 
 from __future__ import annotations
 
+import time
+
 from cairn import Done, Fail, Next, PhaseContext, Pipeline, RetryPolicy
 
 from .fields import extract_fields, page_heading
@@ -96,6 +98,8 @@ def extract(ctx: PhaseContext[IntakeState]) -> Next:
             ctx.observe(f"Page {number} has no recognisable fields")
         ctx.add_usage(pages=1)
         ctx.save_state(state)
+        if state.page_seconds:
+            time.sleep(state.page_seconds)
     return Next("publish", state)
 
 

@@ -32,6 +32,8 @@ class IntakeState(BaseModel):
     document: str | None = None
     text: str | None = None
     output_path: str | None = None
+    page_seconds: float = Field(default=0.0, ge=0.0, le=5.0)
+    """A pause after each saved page, to watch a long extraction (and stop it) locally; 0 normally."""
     source: str | None = None
     content: str | None = None
     characters: int = 0

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import uuid
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from cairn import Job
-from cairn.aws.api import api_handler
+from cairn.testing.api import ApiClient
+from cairn.testing.api import Reply as Reply  # the API tests read replies as the kit makes them
+from cairn.testing.api_events import iam_caller
 from cairn.testing.stack import LocalStack
-from pipelines import PIPELINES
 from tests.events import load_event
 
 API = "cairn-api"
@@ -23,29 +22,9 @@ JOB = "invoice-2024-001"  # the job the sample events name
 PHASES = ["fetch", "split", "extract", "publish"]
 
 
-@dataclass
-class Reply:
-    """An API response, its body parsed."""
-
-    status: int
-    body: Any
-    headers: dict[str, str]
-
-    @property
-    def code(self) -> str:
-        """The error code of an error response."""
-        return str(self.body["error"]["code"])
-
-    @property
-    def message(self) -> str:
-        """The error message of an error response."""
-        return str(self.body["error"]["message"])
-
-
 def as_caller(event: dict[str, Any], user_arn: str) -> dict[str, Any]:
     """The event as IAM user ``user_arn`` would send it."""
-    iam = event["requestContext"]["authorizer"]["iam"]
-    iam.update(userArn=user_arn, userId=f"AIDA{uuid.uuid5(uuid.NAMESPACE_URL, user_arn).hex[:17].upper()}")
+    event["requestContext"]["authorizer"] = iam_caller(user_arn)
     return event
 
 
@@ -72,17 +51,17 @@ def with_query(event: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
 
 
 class Api:
-    """The API function deployed on a local stack, and what tests read back from its table."""
+    """The API function deployed on a local stack (through the test kit's client), and what tests read back."""
 
     def __init__(self, stack: LocalStack) -> None:
         self.stack = stack
-        stack.register(API, api_handler(PIPELINES, runtime=stack.runtime))
+        self.client = ApiClient(stack, owner=ALICE, function=API)
 
     def send(self, event: dict[str, Any]) -> Reply:
         """Invoke the API function with ``event``."""
-        response = self.stack.call(API, event)
-        assert response["headers"]["Content-Type"] == "application/json"
-        return Reply(response["statusCode"], json.loads(response["body"]), response["headers"])
+        reply = self.client.send(event)
+        assert reply.headers["Content-Type"] == "application/json"
+        return reply
 
     def call(
         self,
@@ -139,4 +118,5 @@ class Api:
 
 
 def phase_names(job: Job) -> list[str]:
+    """The phases a job committed, in order."""
     return [record.phase for record in job.phases]

@@ -7,19 +7,15 @@ body (base64 when it is not UTF-8 text) and the authorizer context of a caller.
 
 from __future__ import annotations
 
-import base64
-import copy
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
-from tests.events import load_event
-from tests.functional.api_client import as_caller
+from cairn.testing.api_events import http_api_event, iam_caller, response_body
 
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
-TEMPLATE = load_event("api/get-job")
 
 
 def _raw_path(environ: dict[str, Any]) -> str:
@@ -42,29 +38,16 @@ def _headers(environ: dict[str, Any]) -> dict[str, str]:
 
 def event_of(environ: dict[str, Any], caller: str | None) -> dict[str, Any]:
     """The API Gateway event for a WSGI request, as ``caller`` (unauthenticated when None)."""
-    event = copy.deepcopy(TEMPLATE)
-    method, path = str(environ["REQUEST_METHOD"]).upper(), _raw_path(environ)
-    query = str(environ.get("QUERY_STRING", ""))
-    event.update(routeKey="$default", rawPath=path, rawQueryString=query, headers=_headers(environ))
-    event["requestContext"]["http"].update(method=method, path=path)
-    event["requestContext"]["routeKey"] = "$default"
-    event.pop("pathParameters", None)
-    parsed = parse_qs(query, keep_blank_values=True)
-    event["queryStringParameters"] = {key: ",".join(values) for key, values in parsed.items()} or None
     length = int(environ.get("CONTENT_LENGTH") or 0)
     data: bytes = environ["wsgi.input"].read(length) if length else b""
-    event.pop("body", None)
-    event["isBase64Encoded"] = False
-    if data:
-        try:
-            event["body"] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            event["body"], event["isBase64Encoded"] = base64.b64encode(data).decode(), True
-    if caller is None:
-        del event["requestContext"]["authorizer"]
-    else:
-        as_caller(event, caller)
-    return event
+    return http_api_event(
+        str(environ["REQUEST_METHOD"]),
+        _raw_path(environ),
+        query=str(environ.get("QUERY_STRING", "")),
+        headers=_headers(environ),
+        body=data,
+        caller=iam_caller(caller) if caller is not None else None,
+    )
 
 
 class LambdaWsgi:
@@ -79,8 +62,7 @@ class LambdaWsgi:
         response = self.invoke(event_of(environ, self.caller))
         status = int(response["statusCode"])
         self.statuses.append(status)
-        body = str(response.get("body") or "")
-        data = base64.b64decode(body) if response.get("isBase64Encoded") else body.encode()
+        data = response_body(response)
         headers = [(str(key), str(value)) for key, value in (response.get("headers") or {}).items()]
         start_response(f"{status} {HTTPStatus(status).phrase}", headers)
         return [data]

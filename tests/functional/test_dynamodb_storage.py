@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from cairn import (
+    Cairn,
     ConfigurationError,
     Done,
     InvalidInputError,
@@ -18,7 +20,6 @@ from cairn import (
     Pipeline,
     StorageError,
     advance_phase,
-    cancel_job,
     pause_job,
     run_pipeline,
 )
@@ -66,27 +67,30 @@ def test_an_expired_item_still_in_the_table_is_neither_returned_nor_resumed(moto
     assert fresh.phases == []
 
 
-def test_one_owner_can_never_read_list_or_change_another_owners_job(moto: Moto, clock: FakeClock) -> None:
-    alice = storage_for(moto, clock, owner="alice")
-    bob = alice.for_owner("bob")
+def test_one_owner_can_never_read_list_or_change_another_owners_job(
+    cairn_local: Callable[..., Cairn], cairn_dynamodb: DynamoDBStorage
+) -> None:
     pipeline = four_phase_pipeline()
-    stop_after_first_phase(pipeline, alice, clock, "shared-id")
+    bobs = cairn_dynamodb.for_owner("bob")
+    alice = cairn_local(pipeline, storage=cairn_dynamodb.for_owner("alice"))
+    bob = cairn_local(pipeline, storage=bobs)
+    alice.start(pipeline, "shared-id", state={"trail": []})
+    alice.run_until_idle(max_steps=1)
 
-    assert bob.get_job("shared-id") is None
-    assert bob.list_jobs() == []
-    assert bob.list_page(status=JobStatus.RUNNING).jobs == []
+    assert bobs.get_job("shared-id") is None
+    assert bob.list() == []
+    assert bobs.list_page(status=JobStatus.RUNNING).jobs == []
     with pytest.raises(JobNotFoundError):
-        pause_job("shared-id", storage=bob)
+        bob.pause("shared-id")
     with pytest.raises(JobNotFoundError):
-        cancel_job("shared-id", storage=bob)
-    assert advance_phase("shared-id", pipeline, storage=bob, scheduler=make_scheduler(pipeline, bob)) is None
+        bob.cancel("shared-id")
+    assert bob.advance("shared-id") is None
 
-    bob_scheduler = make_scheduler(pipeline, bob, clock)
-    run_pipeline("shared-id", pipeline, storage=bob, scheduler=bob_scheduler, initial_state={"trail": ["bob"]})
-    bob_scheduler.drain()
+    bob.start(pipeline, "shared-id", state={"trail": ["bob"]})
+    bob.run_until_idle()
 
-    assert job_of(bob, "shared-id").result == {"trail": ["bob", "fetch", "split", "extract", "publish"]}
-    mine = job_of(alice, "shared-id")
+    assert bob.get("shared-id").result == {"trail": ["bob", "fetch", "split", "extract", "publish"]}
+    mine = alice.get("shared-id")
     assert mine.status == JobStatus.RUNNING
     assert mine.checkpoint is not None
     assert mine.checkpoint.state == {"trail": ["fetch"]}
@@ -125,11 +129,11 @@ def test_jobs_are_listed_by_status_newest_first_page_by_page(moto: Moto, clock: 
     assert [summary.job_id for summary in storage.list_page(status=JobStatus.PAUSED).jobs] == ["job-3"]
 
 
-def test_a_cursor_from_elsewhere_is_refused(moto: Moto, clock: FakeClock) -> None:
-    storage = storage_for(moto, clock)
-    pipeline = four_phase_pipeline()
+def test_a_cursor_from_elsewhere_is_refused(cairn_local: Callable[..., Cairn], cairn_dynamodb: DynamoDBStorage) -> None:
+    pipeline, storage = four_phase_pipeline(), cairn_dynamodb
+    app = cairn_local(pipeline, storage=storage)  # jobs started, each with a checkpoint at "fetch"
     for number in range(3):
-        stop_after_first_phase(pipeline, storage, clock, f"job-{number}")
+        app.start(pipeline, f"job-{number}", state={"trail": []})
     cursor = storage.list_page(limit=1).cursor
     assert cursor is not None
 

@@ -120,6 +120,8 @@ def test_sam_build_packages_the_layer_for_python312_and_the_architecture(sam_cli
     assert not (layer / "cairn" / "testing").exists()
     assert not (layer / "cairn" / "cli.py").exists()
     assert not (layer / "cairn" / "templating").exists()
+    assert not (layer / "cairn" / "dev").exists()
+    assert not (layer / "cairn" / "client").exists()
     assert not (layer / "moto").exists()
     assert not list(layer.glob("moto-*.dist-info"))
     for requirement in (ROOT / "layers" / "cairn" / "requirements.txt").read_text().splitlines():

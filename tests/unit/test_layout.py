@@ -17,6 +17,8 @@ LOCAL_TOOLS = (
     PACKAGE / "__main__.py",
     PACKAGE / "scaffold.py",
     PACKAGE / "templating",
+    PACKAGE / "dev",
+    PACKAGE / "client",
 )
 
 

@@ -1,4 +1,4 @@
-"""The test kit (cairn.testing.plugin): the README's "Testing your pipeline" example runs verbatim, and its parts."""
+"""The test kit (cairn.testing.plugin): the README's "Testing your pipeline" examples run verbatim, and its parts."""
 
 from __future__ import annotations
 
@@ -17,38 +17,69 @@ from cairn.testing.plugin import SimulatedCrash, SkippingClock, crash_on
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_example() -> str:
-    """The code block of the README's "Testing your pipeline" section."""
+def readme_examples() -> list[str]:
+    """The python blocks of the README's "Testing your pipeline" section, in order."""
     text = (ROOT / "README.md").read_text()
     section = text.split("## Testing your pipeline", 1)[1].split("\n## ", 1)[0]
-    [block] = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    return str(block)
+    return [str(block) for block in re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)]
 
 
-def test_the_readme_example_runs_verbatim_as_a_users_test(tmp_path: Path) -> None:
-    (tmp_path / "test_invoice.py").write_text(readme_example())
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "layers" / "cairn")}
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "cairn.testing.plugin",
-            "-p",
-            "no:cacheprovider",
-            "test_invoice.py",
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """pytest run in ``project`` with only the library on the path: none of this repository's tests or settings."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "POWERTOOLS_"))}
+    env["PYTHONPATH"] = str(ROOT / "layers" / "cairn")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "cairn.testing.plugin", "-p", "no:cacheprovider", *args]
+    return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False)
+
+
+def test_the_readme_examples_run_verbatim_as_a_users_tests(tmp_path: Path) -> None:
+    examples = readme_examples()
+    assert len(examples) >= 2  # a crash and a resume; the API as two owners
+    for number, example in enumerate(examples):
+        (tmp_path / f"test_example_{number}.py").write_text(example)
+
+    run = run_pytest(tmp_path)
+
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "1 passed" in run.stdout
-    assert len(readme_example().strip().splitlines()) <= 25  # a user's test with a crash and a resume stays short
+    tests = sum(example.count("\ndef test_") for example in examples)
+    assert f"{tests} passed" in run.stdout
+
+
+def test_a_users_test_of_a_crash_and_a_resume_fits_in_15_lines() -> None:
+    crash_and_resume = readme_examples()[0]
+    assert "crash_on(" in crash_and_resume
+    assert ".retry(" in crash_and_resume
+    assert len([line for line in crash_and_resume.splitlines() if line.strip()]) <= 15
+
+
+def test_the_plugin_loads_without_the_dev_extra_and_its_aws_fixtures_say_what_to_install(tmp_path: Path) -> None:
+    (tmp_path / "test_user.py").write_text(
+        "from cairn import Done, Pipeline\n"
+        "pipeline = Pipeline('one')\n"
+        "pipeline.phase(name='only')(lambda ctx: Done(ctx.state))\n"
+        "def test_on_memory(cairn_local):\n"
+        "    app = cairn_local(pipeline)\n"
+        "    app.start(pipeline, 'j-1', state={'n': 1})\n"
+        "    app.run_until_idle()\n"
+        "    assert app.get('j-1').result == {'n': 1}\n"
+        "def test_on_dynamodb(cairn_dynamodb):\n"
+        "    pass\n"
+    )
+    core_install = (  # boto3, botocore and moto cannot be imported, as on an install without the extras
+        "import sys\n"
+        "for name in ('boto3', 'botocore', 'moto'):\n"
+        "    sys.modules[name] = None\n"
+        "import pytest\n"
+        "sys.exit(pytest.main(['-q', '-p', 'cairn.testing.plugin', '-p', 'no:cacheprovider', 'test_user.py']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "layers" / "cairn"), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+    run = subprocess.run(
+        [sys.executable, "-c", core_install], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+
+    assert "1 passed, 1 error" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
+    assert 'cairn_aws needs moto and boto3: pip install "cairn[dev]"' in run.stdout
 
 
 def test_retry_backoffs_take_no_real_time(cairn_local: Callable[..., Cairn], cairn_clock: SkippingClock) -> None:

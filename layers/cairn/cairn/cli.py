@@ -17,6 +17,8 @@ VERSION = "0.1.0"
 """The version when the distribution's metadata cannot be read (cairn used from a PYTHONPATH)."""
 
 EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141
+"""A shell's status for a process whose output pipe closed (128 + SIGPIPE)."""
 
 
 class CliError(Exception):
@@ -106,6 +108,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .scaffold import add_command as add_new_command
 
     add_new_command(commands)
+    from .dev.command import add_command as add_dev_command
+
+    add_dev_command(commands)
+    from .client.commands import add_command as add_jobs_command
+
+    add_jobs_command(commands)
     return parser
 
 
@@ -127,7 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    status: int = arguments.run(arguments)
+    try:
+        status: int = arguments.run(arguments)
+    except BrokenPipeError:  # the reader went away (`cairn jobs log ID | head`): stop quietly, as other tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return status
 
 

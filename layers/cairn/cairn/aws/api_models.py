@@ -85,6 +85,10 @@ class JobView(WireModel):
     pipeline: str
     status: JobStatus
     next_phase: str | None = Field(default=None, description="The phase the checkpoint names; null without one")
+    checkpoint_created_at: int | None = Field(
+        default=None, description="When the checkpoint was written (Unix time in milliseconds); null without one"
+    )
+    sequence: int = Field(default=0, description="How many state-changing writes the job has had (checkpoint writes)")
     attempt: int
     error: str | None = None
     result: Any = None
@@ -108,6 +112,8 @@ class JobView(WireModel):
             pipeline=job.pipeline,
             status=job.status,
             next_phase=checkpoint.next_phase if checkpoint else None,
+            checkpoint_created_at=checkpoint.created_at if checkpoint else None,
+            sequence=job.sequence,
             attempt=job.attempt,
             error=job.error,
             result=job.result,

@@ -6,8 +6,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from botocore.exceptions import ReadTimeoutError
-
 from ..errors import StorageError
 from ..storage.base import Storage
 from ..storage.delegating import DelegatingStorage
@@ -134,6 +132,8 @@ class LosingResponses:
             return attribute
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            from botocore.exceptions import ReadTimeoutError  # here, so the module loads without the AWS extra
+
             number = self.calls
             self.calls += 1
             response = attribute(*args, **kwargs)

@@ -213,20 +213,28 @@ class LocalLambda:
 
 def on_failure_record(invocation: Invocation, context: LocalContext, exc: BaseException) -> dict[str, Any]:
     """The record Lambda sends to an on-failure destination after an async invoke failed."""
+    error = {
+        "errorMessage": str(exc) or type(exc).__name__,
+        "errorType": type(exc).__name__,
+        "stackTrace": traceback.format_exception(exc)[-3:],
+    }
+    return failure_record(context.invoked_function_arn, invocation.request_id, invocation.payload, error)
+
+
+def failure_record(
+    function_arn: str, request_id: str, payload: Any, error: dict[str, Any], *, invoke_count: int = 1
+) -> dict[str, Any]:
+    """Lambda's on-failure destination record of async invocation ``request_id`` that failed with ``error``."""
     return {
         "version": "1.0",
-        "timestamp": datetime.now(UTC).isoformat(),
+        "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "requestContext": {
-            "requestId": invocation.request_id,
-            "functionArn": f"{context.invoked_function_arn}:$LATEST",
+            "requestId": request_id,
+            "functionArn": f"{function_arn}:$LATEST",
             "condition": "RetriesExhausted",
-            "approximateInvokeCount": 1,
+            "approximateInvokeCount": invoke_count,
         },
-        "requestPayload": invocation.payload,
+        "requestPayload": payload,
         "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-        "responsePayload": {
-            "errorMessage": str(exc) or type(exc).__name__,
-            "errorType": type(exc).__name__,
-            "stackTrace": traceback.format_exception(exc)[-3:],
-        },
+        "responsePayload": error,
     }

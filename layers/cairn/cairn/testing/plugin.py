@@ -3,16 +3,24 @@
 - ``cairn_clock``: a clock that moves only when slept on or advanced, so retry backoffs and delays
   take no real time;
 - ``cairn_local``: makes a :class:`cairn.Cairn` for your pipelines on memory storage (or the storage
-  you pass) with an inline scheduler on that clock: ``start``, then ``run_until_idle()``;
+  you pass, such as ``cairn_dynamodb``) with an inline scheduler on that clock: ``start``, then
+  ``run_until_idle()``;
 - :func:`crash_on`: a storage whose worker dies (:class:`SimulatedCrash`) at the n-th call of one
-  storage operation (``"save"``, ``"commit"``...), as a process killed there would.
+  storage operation (``"save"``, ``"commit"``...), as a process killed there would;
+- ``cairn_aws``: moto in-process for the test, with fake credentials set meanwhile;
+- ``cairn_dynamodb``: a :class:`~cairn.aws.dynamodb.DynamoDBStorage` on a fresh table and state
+  bucket in moto, on ``cairn_clock``;
+- ``cairn_api``: makes an :class:`~cairn.testing.api.ApiClient` for your pipelines: the API, phase
+  functions and scheduler on moto, called as a signed-in owner.
+
+The last three need moto and boto3 (``pip install "cairn[dev]"``); they are imported only when a
+test asks for them, so the plugin loads without them.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import pytest
 
@@ -23,32 +31,16 @@ from ..scheduling.inline import InlineScheduler
 from ..storage.base import Storage
 from ..storage.delegating import DelegatingStorage
 from ..storage.memory import MemoryStorage
+from .api_events import LOCAL_IDENTITY
+from .clock import SkippingClock
 from .faults import SimulatedCrash
+
+if TYPE_CHECKING:
+    from ..aws.dynamodb import DynamoDBStorage
+    from .api import ApiClient, Caller
 
 _T = TypeVar("_T")
 Pipelines = Pipeline[Any] | Iterable[Pipeline[Any]] | PipelineRegistry
-
-
-class SkippingClock:
-    """Unix milliseconds that move only when told to: ``sleep`` and ``advance`` skip time instantly."""
-
-    def __init__(self, start_ms: int | None = None) -> None:
-        self.now_ms = int(time.time() * 1000) if start_ms is None else start_ms
-
-    def __call__(self) -> int:
-        return self.now_ms
-
-    def advance(self, seconds: float) -> None:
-        """Move time forward by ``seconds``."""
-        self.now_ms += int(seconds * 1000)
-
-    def monotonic(self) -> float:
-        """The time in seconds (what the inline scheduler reads)."""
-        return self.now_ms / 1000
-
-    def sleep(self, seconds: float) -> None:
-        """Skip ``seconds`` at once."""
-        self.advance(seconds)
 
 
 class CrashOn(DelegatingStorage):
@@ -94,6 +86,11 @@ def local_cairn(pipelines: Pipelines, *, clock: SkippingClock, storage: Storage 
     return Cairn(pipelines, storage=chosen, scheduler=scheduler)
 
 
+def _needs_dev_extra(fixture: str, missing: ImportError) -> NoReturn:
+    """Fail the test that asked for ``fixture``: the dev extra (moto, boto3) is not installed."""
+    pytest.fail(f'{fixture} needs moto and boto3: pip install "cairn[dev]" ({missing})', pytrace=False)
+
+
 @pytest.fixture
 def cairn_clock() -> SkippingClock:
     """A clock that skips time: retry backoffs and delays take none."""
@@ -110,4 +107,56 @@ def cairn_local(cairn_clock: SkippingClock) -> Callable[..., Cairn]:
     return make
 
 
-__all__ = ["CrashOn", "SimulatedCrash", "SkippingClock", "cairn_clock", "cairn_local", "crash_on", "local_cairn"]
+@pytest.fixture
+def cairn_aws() -> Iterator[None]:
+    """moto in-process for the test, with fake credentials and region set meanwhile: no call leaves the machine."""
+    try:
+        from .moto_aws import fake_aws
+    except ImportError as missing:
+        _needs_dev_extra("cairn_aws", missing)
+    with fake_aws():
+        yield
+
+
+@pytest.fixture
+def cairn_dynamodb(cairn_aws: None, cairn_clock: SkippingClock) -> DynamoDBStorage:
+    """A DynamoDBStorage on a fresh table and state bucket in moto, on ``cairn_clock``.
+
+    Run your pipeline on it with ``cairn_local(pipeline, storage=cairn_dynamodb)``.
+    """
+    try:
+        from .dynamodb import moto_storage
+    except ImportError as missing:
+        _needs_dev_extra("cairn_dynamodb", missing)
+    return moto_storage(clock=cairn_clock)
+
+
+@pytest.fixture
+def cairn_api(cairn_aws: None, cairn_clock: SkippingClock) -> Callable[..., ApiClient]:
+    """Makes an ApiClient for your pipelines: ``cairn_api(pipelines, owner=<IAM principal ARN>)``.
+
+    The API, phase functions and scheduler run in-process on moto and on ``cairn_clock``.
+    """
+    try:
+        from .api import ApiClient
+    except ImportError as missing:
+        _needs_dev_extra("cairn_api", missing)
+
+    def make(pipelines: Pipelines, *, owner: Caller = LOCAL_IDENTITY) -> ApiClient:
+        return ApiClient.on_moto(pipelines, clock=cairn_clock, owner=owner)
+
+    return make
+
+
+__all__ = [
+    "CrashOn",
+    "SimulatedCrash",
+    "SkippingClock",
+    "cairn_api",
+    "cairn_aws",
+    "cairn_clock",
+    "cairn_dynamodb",
+    "cairn_local",
+    "crash_on",
+    "local_cairn",
+]

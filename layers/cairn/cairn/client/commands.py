@@ -1,0 +1,267 @@
+"""``cairn jobs``: start, list, show, follow, retry, pause and cancel jobs through the jobs HTTP API.
+
+Exit status: 0 on success; 1 when the API answered with an error or could not be reached (one
+line on stderr); 2 for a usage error; 130 when interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from time import sleep
+from typing import Any, TypeVar
+
+from .errors import RequestFailed
+from .http import TERMINAL_STATUSES, ApiClient, Json
+from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_state
+from .render import job_details, jobs_table, log_line, status_line
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+STATUSES = ("idle", "running", "paused", "complete", "error", "cancelled")
+DEFAULT_INTERVAL = 2.0
+
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
+Action = Callable[[argparse.Namespace, ApiClient], int]
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
+        return value
+
+    return parse
+
+
+def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The options every ``cairn jobs`` action takes, before or after the action's name."""
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--api", default=default(None), metavar="URL", help="the API's URL (default: $CAIRN_API, else cairn dev's)"
+    )
+    parser.add_argument(
+        "--auth",
+        choices=AUTH_MODES,
+        default=default(None),
+        help="none (local server), iam (SigV4) or jwt (default: jwt with a token, iam for https, else none)",
+    )
+    parser.add_argument("--token", default=default(None), help=f"a JWT for --auth jwt (default: ${ENV_TOKEN})")
+    parser.add_argument("--region", default=default(None), help="the region to sign for (default: from the URL)")
+    parser.add_argument(
+        "--as",
+        dest="identity",
+        default=default(None),
+        metavar="PRINCIPAL_ARN",
+        help=f"the caller a local server acts as (default: ${ENV_IDENTITY})",
+    )
+    parser.add_argument(
+        "--json", action="store_true", default=default(False), help="print the API's JSON (for scripts)"
+    )
+
+
+def client_for(arguments: argparse.Namespace) -> ApiClient:
+    """The client the options describe."""
+    url = api_url(arguments.api, os.environ)
+    auth = make_auth(
+        arguments.auth,
+        url,
+        token=arguments.token or os.environ.get(ENV_TOKEN),
+        token_given=arguments.token is not None,
+        identity=arguments.identity or os.environ.get(ENV_IDENTITY),
+        identity_given=arguments.identity is not None,
+        region=arguments.region,
+    )
+    try:
+        return ApiClient(url, auth=auth)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _command(action: Action) -> Callable[[argparse.Namespace], int]:
+    """The action with the client built from the options and every expected failure as one line on stderr."""
+
+    def run(arguments: argparse.Namespace) -> int:
+        try:
+            return action(arguments, client_for(arguments))
+        except UsageError as exc:
+            print(f"cairn: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except RequestFailed as exc:
+            print(f"cairn: error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
+
+    return run
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _output(arguments: argparse.Namespace, value: Json, text: Callable[[Json], str]) -> int:
+    """Print ``value`` as JSON with ``--json``, else as ``text`` renders it."""
+    if arguments.json:
+        _print_json(value)
+    else:
+        print(text(value))
+    return 0
+
+
+def _state(arguments: argparse.Namespace) -> Any:
+    return None if arguments.state is None else read_state(arguments.state, sys.stdin)
+
+
+def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs start PIPELINE [--state] [--id]``: the new job's status line."""
+    state = _state(arguments)
+    return _output(arguments, client.start(arguments.pipeline, state=state, job_id=arguments.id), status_line)
+
+
+def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs list``: a table of the caller's jobs (one page, or every page with ``--all``)."""
+    filters = {"status": arguments.status, "pipeline": arguments.pipeline, "limit": arguments.limit}
+    page = client.list_all(**filters) if arguments.all else client.list(**filters, cursor=arguments.cursor)
+    if arguments.json:
+        _print_json(page)
+        return 0
+    print(jobs_table(page.get("jobs") or [], _now_ms()))
+    if page.get("cursor"):
+        print(f"More jobs: add --all, or --cursor {page['cursor']}", file=sys.stderr)
+    return 0
+
+
+def run_show(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs show ID [--state]``: the job's details and phase timeline."""
+    job = client.get(arguments.job_id, include_state=arguments.state)
+    return _output(arguments, job, lambda shown: job_details(shown, _now_ms()))
+
+
+def _print_entries(arguments: argparse.Namespace, entries: list[Json]) -> None:
+    for entry in entries:
+        print(json.dumps(entry, ensure_ascii=False) if arguments.json else log_line(entry), flush=True)
+
+
+def run_log(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs log ID [--follow]``: the log; with ``--follow``, new entries until the job stops."""
+    if not arguments.follow:
+        log = client.log(arguments.job_id)
+        if arguments.json:
+            _print_json(log)
+        elif log.get("entries"):
+            _print_entries(arguments, log["entries"])
+        else:
+            print("No log entries.")
+        return 0
+    printed: list[Json] = []
+    while True:
+        status = client.get(arguments.job_id).get("status")  # read before the log: a final status's log is whole
+        entries: list[Json] = client.log(arguments.job_id).get("entries") or []
+        if entries[: len(printed)] != printed:  # a full retry started a new log
+            printed = []
+        _print_entries(arguments, entries[len(printed) :])
+        printed = entries
+        if status in TERMINAL_STATUSES:
+            return 0
+        sleep(arguments.interval)
+
+
+def _retry(mode: str) -> Action:
+    def run(arguments: argparse.Namespace, client: ApiClient) -> int:
+        state = _state(arguments)
+        return _output(arguments, client.retry(arguments.job_id, mode=mode, state=state), status_line)
+
+    return run
+
+
+def run_pause(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs pause ID``: the paused job's status line."""
+    return _output(arguments, client.pause(arguments.job_id), status_line)
+
+
+def run_cancel(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs cancel ID``: the cancelled job's status line."""
+    return _output(arguments, client.cancel(arguments.job_id), status_line)
+
+
+def run_health(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs health``: whether the API's job table answers."""
+    return _output(
+        arguments, client.health(), lambda health: f"{health.get('status')} (driver: {health.get('driver')})"
+    )
+
+
+def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
+    """Add ``cairn jobs start|list|show|log|retry|restart|pause|cancel|health`` to the subcommands."""
+    jobs = commands.add_parser(
+        "jobs",
+        help="start, list, show, follow, retry, pause and cancel jobs through the jobs HTTP API",
+        description="Call the jobs HTTP API: a local `cairn dev` server (the default) or a deployed stack "
+        "(--api https://..., signed with your AWS credentials, or --token for a JWT authorizer).",
+    )
+    _connection_options(jobs, defaults=True)
+    actions = jobs.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(jobs))
+
+    def action(name: str, run: Action, summary: str) -> argparse.ArgumentParser:
+        parser = actions.add_parser(name, help=summary, description=summary[:1].upper() + summary[1:] + ".")
+        _connection_options(parser, defaults=False)
+        parser.set_defaults(run=_command(run))
+        return parser
+
+    def job_argument(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("job_id", metavar="ID", help="the job's id")
+
+    def state_option(parser: argparse.ArgumentParser, purpose: str) -> None:
+        parser.add_argument("--state", metavar="JSON|@FILE", help=f"{purpose}: JSON, @FILE, or @- for stdin")
+
+    start = action("start", run_start, "start a job of PIPELINE")
+    start.add_argument("pipeline", metavar="PIPELINE", help="the pipeline's name")
+    state_option(start, "the initial state")
+    start.add_argument("--id", metavar="JOB_ID", help="the job's id (default: a new UUID)")
+    listing = action("list", run_list, "list your jobs, newest first")
+    listing.add_argument("--status", choices=STATUSES, help="only jobs with this status")
+    listing.add_argument("--pipeline", help="only jobs of this pipeline")
+    listing.add_argument("--limit", type=_positive(int), metavar="N", help="jobs a page (the API's default: 50)")
+    listing.add_argument("--all", action="store_true", help="follow the cursor through every page")
+    listing.add_argument("--cursor", help="the page after the one that printed this cursor")
+    show = action("show", run_show, "show a job: status, phase timeline, usage, error")
+    job_argument(show)
+    show.add_argument("--state", action="store_true", help="also print the checkpoint's state")
+    log = action("log", run_log, "print a job's log entries")
+    job_argument(log)
+    log.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep printing new entries until the job stops (with --json: one entry a line)",
+    )
+    log.add_argument(
+        "--interval", type=_positive(float), default=DEFAULT_INTERVAL, metavar="SECONDS", help="default: 2"
+    )
+    for name, mode, summary in (
+        ("retry", "resume", "resume a job from its checkpoint"),
+        ("restart", "full", "start a job again from its first phase"),
+    ):
+        retry = action(name, _retry(mode), summary)
+        job_argument(retry)
+        state_option(retry, "the state to start from when the job starts fresh")
+    job_argument(action("pause", run_pause, "pause a job at its next phase boundary"))
+    job_argument(action("cancel", run_cancel, "cancel a job (its checkpoint stays: retry resumes it)"))
+    action("health", run_health, "check that the API answers")

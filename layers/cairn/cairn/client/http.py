@@ -1,0 +1,178 @@
+"""A client of the jobs HTTP API on the standard library's ``urllib``: one method per route, JSON in and out.
+
+Every method returns the API's JSON body as a dict. An error response raises :class:`ApiError`
+with the API's own status, code and message; no answer at all raises :class:`ApiUnreachable`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from .auth import Auth, NoAuth, PreparedRequest
+from .errors import ApiError, ApiUnreachable
+
+DEFAULT_API = "http://127.0.0.1:3000"
+"""Where ``cairn dev`` serves the API."""
+DEFAULT_TIMEOUT = 30.0
+"""Seconds to wait for a connection and for each read of the answer."""
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
+"""Statuses a job stays in until someone retries it."""
+
+Json = dict[str, Any]
+JobList = list[Json]
+_MAX_ERROR_TEXT = 300
+
+
+def _error_code(status: int) -> str:
+    """A code for an error without one of the API's bodies (a gateway's ``{"message": "Forbidden"}``, say)."""
+    try:
+        return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        return "http_error"
+
+
+def api_error(status: int, raw: bytes) -> ApiError:
+    """The error an error response stands for: the API's ``{"error": {code, message}}``, else what it said."""
+    try:
+        body: Any = json.loads(raw)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return ApiError(status, str(error.get("code") or _error_code(status)), error["message"], body=body)
+        if isinstance(body.get("message"), str):
+            return ApiError(status, _error_code(status), body["message"], body=body)
+    text = " ".join(raw.decode("utf-8", errors="replace").split())[:_MAX_ERROR_TEXT]
+    return ApiError(status, _error_code(status), text or f"The API answered {status} with no explanation")
+
+
+class ApiClient:
+    """The jobs API at ``base_url`` (a stage path is kept), called as ``auth`` says, ``timeout`` s per request."""
+
+    def __init__(self, base_url: str, *, auth: Auth | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+            raise ValueError(f"the API URL must be http:// or https://, without a query: {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.auth: Auth = auth if auth is not None else NoAuth()
+        self.timeout = timeout
+        self._opener = urllib.request.build_opener()
+
+    def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None) -> Json:
+        """Send one request and return its JSON body; ApiError for an error answer, ApiUnreachable for none."""
+        given = {key: str(value) for key, value in (query or {}).items() if value is not None}
+        url = self.base_url + path + (f"?{urlencode(given)}" if given else "")
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        prepared = PreparedRequest(method, url, {"Accept": "application/json", "User-Agent": "cairn-cli"}, data)
+        if data is not None:
+            prepared.headers["Content-Type"] = "application/json"
+        self.auth.apply(prepared)
+        request = urllib.request.Request(url, data=data, headers=prepared.headers, method=method)
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                status, raw = int(response.status), response.read()
+        except urllib.error.HTTPError as exc:
+            with exc:
+                raise api_error(exc.code, exc.read()) from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise ApiUnreachable(self._unreachable(exc)) from None
+        try:
+            parsed: Any = json.loads(raw)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise ApiError(status, "bad_response", f"The answer to {method} {path} is not a JSON object")
+        return parsed
+
+    def _unreachable(self, exc: BaseException) -> str:
+        """One line on why no answer came."""
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        where = f"the cairn API at {self.base_url}"
+        if isinstance(reason, TimeoutError):
+            return f"{where} did not answer within {self.timeout:g} s"
+        if isinstance(reason, ConnectionRefusedError) and urlsplit(self.base_url).hostname in LOCAL_HOSTS:
+            return f"cannot reach {where} (is `cairn dev` running?)"
+        if isinstance(reason, socket.gaierror):
+            return f"cannot reach {where}: unknown host {urlsplit(self.base_url).hostname}"
+        detail = reason.strerror if isinstance(reason, OSError) and reason.strerror else str(reason)
+        return f"cannot reach {where}: {detail or type(reason).__name__}"
+
+    @staticmethod
+    def _job(job_id: str, action: str = "") -> str:
+        return f"/jobs/{quote(job_id, safe='')}{action}"
+
+    def start(self, pipeline: str, state: Any = None, job_id: str | None = None) -> Json:
+        """Start a job of ``pipeline`` (``POST /jobs``): the new job's view."""
+        body: Json = {"pipeline": pipeline}
+        if job_id is not None:
+            body["jobId"] = job_id
+        if state is not None:
+            body["state"] = state
+        return self.request("POST", "/jobs", body=body)
+
+    def list(
+        self,
+        status: str | None = None,
+        pipeline: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Json:
+        """One page of the caller's jobs, newest first: ``{"jobs": [...], "cursor": next or None}``.
+
+        ``pipeline`` is also applied here, to the page (an API that does not filter by it ignores it).
+        """
+        query = {"status": status, "pipeline": pipeline, "limit": limit, "cursor": cursor}
+        page = self.request("GET", "/jobs", query=query)
+        if pipeline is not None:
+            page["jobs"] = [job for job in page.get("jobs") or [] if job.get("pipeline") == pipeline]
+        return page
+
+    def list_all(self, status: str | None = None, pipeline: str | None = None, limit: int | None = None) -> Json:
+        """Every page of :meth:`list` (``limit`` jobs a page), as one page without a cursor."""
+        jobs: JobList = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            page = self.list(status=status, pipeline=pipeline, limit=limit, cursor=cursor)
+            jobs.extend(page.get("jobs") or [])
+            cursor = page.get("cursor")
+            if not cursor or cursor in seen:
+                return {"jobs": jobs, "cursor": None}
+            seen.add(cursor)
+
+    def get(self, job_id: str, *, include_state: bool = False) -> Json:
+        """The job's view (``GET /jobs/{id}``); its checkpoint's state too with ``include_state``."""
+        return self.request("GET", self._job(job_id), query={"includeState": "true" if include_state else None})
+
+    def log(self, job_id: str) -> Json:
+        """The job's log, oldest first (``GET /jobs/{id}/log``): ``{"jobId", "entries": [...]}``; not paged."""
+        return self.request("GET", self._job(job_id, "/log"))
+
+    def retry(self, job_id: str, mode: str = "resume", state: Any = None) -> Json:
+        """Retry the job: ``resume`` from its checkpoint, or ``full`` from the start; the restarted job."""
+        body: Json = {"mode": mode}
+        if state is not None:
+            body["state"] = state
+        return self.request("POST", self._job(job_id, "/retry"), body=body)
+
+    def pause(self, job_id: str) -> Json:
+        """Pause the job at its next phase boundary; the paused job."""
+        return self.request("POST", self._job(job_id, "/pause"))
+
+    def cancel(self, job_id: str) -> Json:
+        """Cancel the job (its checkpoint stays, so it can be resumed); the cancelled job."""
+        return self.request("POST", self._job(job_id, "/cancel"))
+
+    def health(self) -> Json:
+        """Whether the API's job table answers: ``{"status": "ok", "driver": ...}``."""
+        return self.request("GET", "/health")

@@ -1,0 +1,164 @@
+"""Plain-text views of the API's JSON: a job table, a job's details and timeline, log lines, a status line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+Json = Mapping[str, Any]
+_MISSING = "-"
+_RESULT_CHARS = 100
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, indent: str = "") -> str:
+    """Columns as wide as their widest cell, two spaces apart; no trailing spaces."""
+    widths = [max(len(str(row[index])) for row in [headers, *rows]) for index in range(len(headers))]
+    lines = [
+        indent + "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
+    return "\n".join(lines)
+
+
+def clock_time(ms: Any, *, date: bool = True) -> str:
+    """A Unix time in milliseconds as local time (``2025-03-12 19:03:58``; only the time with ``date=False``)."""
+    if not isinstance(ms, int | float):
+        return _MISSING
+    moment = datetime.fromtimestamp(ms / 1000).astimezone()
+    return moment.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
+
+
+def age(ms: Any, now_ms: int) -> str:
+    """How long ago a Unix time in milliseconds was: ``12s ago``, ``5m ago``, ``3h ago``, ``2d ago``."""
+    if not isinstance(ms, int | float):
+        return _MISSING
+    seconds = max(0, int((now_ms - ms) / 1000))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}s ago"
+
+
+def duration(ms: Any) -> str:
+    """A duration in milliseconds: ``850ms``, ``4.2s``, ``3m 05s``, ``2h 10m``."""
+    if not isinstance(ms, int | float):
+        return _MISSING
+    if ms < 1000:
+        return f"{int(ms)}ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, second = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {second:02d}s"
+    return f"{minutes // 60}h {minutes % 60:02d}m"
+
+
+def _text(value: Any) -> str:
+    return _MISSING if value is None or value == "" else str(value)
+
+
+def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
+    """The listing: job, pipeline, status, next phase, updated and created ages."""
+    if not jobs:
+        return "No jobs."
+    rows = [
+        [
+            _text(job.get("jobId")),
+            _text(job.get("pipeline")),
+            _text(job.get("status")) + (" (unreadable)" if job.get("corrupt") else ""),
+            _text(job.get("nextPhase")),
+            age(job.get("updatedAt"), now_ms),
+            age(job.get("createdAt"), now_ms),
+        ]
+        for job in jobs
+    ]
+    return table(["JOB", "PIPELINE", "STATUS", "PHASE", "UPDATED", "CREATED"], rows)
+
+
+def _outcome(record: Json) -> str:
+    outcome = _text(record.get("outcome"))
+    if outcome == "next" and record.get("nextPhase"):
+        return f"next -> {record['nextPhase']}"
+    return outcome
+
+
+def timeline(phases: Sequence[Json]) -> str:
+    """One row per finished phase run: phase, attempt, outcome, start time, duration (and error, if any)."""
+    errors = any(record.get("error") for record in phases)
+    rows = []
+    for record in phases:
+        started, ended = record.get("startedAt"), record.get("endedAt")
+        took = ended - started if isinstance(started, int) and isinstance(ended, int) else None
+        row = [
+            _text(record.get("phase")),
+            _text(record.get("attempt")),
+            _outcome(record),
+            clock_time(started),
+            duration(took),
+        ]
+        rows.append([*row, str(record.get("error") or "")] if errors else row)
+    headers = ["PHASE", "ATTEMPT", "OUTCOME", "STARTED", "DURATION", *(["ERROR"] if errors else [])]
+    return table(headers, rows, indent="  ")
+
+
+def _compact(value: Any, limit: int = _RESULT_CHARS) -> str:
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _saved(ms: Any, now_ms: int) -> str:
+    """`` (checkpoint saved <time>, <age>)`` when the API says when the checkpoint was written."""
+    return f" (checkpoint saved {clock_time(ms)}, {age(ms, now_ms)})" if isinstance(ms, int | float) else ""
+
+
+def job_details(job: Json, now_ms: int) -> str:
+    """Everything ``cairn jobs show`` prints: the job's fields, its phase timeline, usage, error and result."""
+    fields = [
+        ("Job", _text(job.get("jobId"))),
+        ("Pipeline", _text(job.get("pipeline"))),
+        ("Status", _text(job.get("status"))),
+        ("Attempt", _text(job.get("attempt"))),
+        ("Next phase", _text(job.get("nextPhase")) + _saved(job.get("checkpointCreatedAt"), now_ms)),
+        ("Created", f"{clock_time(job.get('createdAt'))} ({age(job.get('createdAt'), now_ms)})"),
+        ("Updated", f"{clock_time(job.get('updatedAt'))} ({age(job.get('updatedAt'), now_ms)})"),
+    ]
+    usage = job.get("usage") or {}
+    if usage:
+        fields.append(("Usage", ", ".join(f"{name}={value}" for name, value in sorted(usage.items()))))
+    if job.get("error"):
+        fields.append(("Error", str(job["error"])))
+    if job.get("result") is not None:
+        fields.append(("Result", _compact(job["result"])))
+    width = max(len(name) for name, _ in fields) + 2
+    lines = [f"{name + ':':<{width}}{value}" for name, value in fields]
+    phases = job.get("phases") or []
+    lines.append("Phases:" if phases else "Phases:  none finished yet")
+    if phases:
+        lines.append(timeline(phases))
+    if "state" in job:
+        lines.append("State:")
+        lines.append(json.dumps(job["state"], indent=2, ensure_ascii=False, default=str))
+    return "\n".join(lines)
+
+
+def log_line(entry: Json) -> str:
+    """One log entry: time, phase, kind (or level for a plain line), message and a decision's reason."""
+    kind = entry.get("kind") or "log"
+    label = (entry.get("level") or "info") if kind == "log" else kind
+    line = f"{clock_time(entry.get('timestamp'), date=False)}  {_text(entry.get('phase')):<10} {label:<11} "
+    line += str(entry.get("message", ""))
+    if entry.get("reason"):
+        line += f" (reason: {entry['reason']})"
+    return line
+
+
+def status_line(job: Json) -> str:
+    """``<job> (<pipeline>): <status>, next phase <phase>, attempt <n>`` after a change to a job."""
+    parts = [f"{_text(job.get('jobId'))} ({_text(job.get('pipeline'))}): {_text(job.get('status'))}"]
+    if job.get("nextPhase"):
+        parts.append(f"next phase {job['nextPhase']}")
+    parts.append(f"attempt {_text(job.get('attempt'))}")
+    return ", ".join(parts)

@@ -1,0 +1,1 @@
+"""cairn dev: the bundle on localhost."""

@@ -1,0 +1,122 @@
+"""One local AWS endpoint: moto's server for DynamoDB, S3, SQS and Step Functions, and Lambda's Invoke API.
+
+Every boto3 client of the functions (``AWS_ENDPOINT_URL``) and of the server talks to it.
+``POST /2015-03-31/functions/{name}/invocations`` (Lambda's Invoke) runs the template's
+functions in worker processes (:class:`LambdaService`); everything else is moto's. moto's
+Step Functions engine calls Lambda on ``localhost:$MOTO_PORT``, so its ``lambda:invoke``
+tasks reach the same functions over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import urllib.request
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import unquote
+
+from .lambda_service import MAX_ASYNC_PAYLOAD, MAX_SYNC_PAYLOAD, FunctionNotFound, LambdaService
+
+StartResponse = Callable[..., Any]
+_INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations/?$")
+
+
+def _error(start_response: StartResponse, status: str, code: str, message: str) -> list[bytes]:
+    body = json.dumps({"Type": "User", "message": message}).encode()
+    start_response(status, [("Content-Type", "application/json"), ("X-Amzn-ErrorType", code)])
+    return [body]
+
+
+class LambdaInvokeApi:
+    """The Invoke operation of Lambda's REST API, as a WSGI app over a :class:`LambdaService`."""
+
+    def __init__(self) -> None:
+        self.service: LambdaService | None = None
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse, name: str) -> Iterable[bytes]:
+        service = self.service
+        if service is None:
+            return _error(
+                start_response, "503 Service Unavailable", "ServiceException", "Functions are not deployed yet"
+            )
+        try:
+            function = service.resolve(unquote(name))
+        except FunctionNotFound as exc:
+            return _error(start_response, "404 Not Found", "ResourceNotFoundException", str(exc))
+        kind = environ.get("HTTP_X_AMZ_INVOCATION_TYPE", "RequestResponse")
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        limit = MAX_ASYNC_PAYLOAD if kind == "Event" else MAX_SYNC_PAYLOAD
+        if length > limit:
+            message = f"Request must be smaller than {limit} bytes for the {kind} invocation type"
+            return _error(start_response, "413 Request Entity Too Large", "RequestEntityTooLargeException", message)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        try:
+            payload = json.loads(raw or b"{}")
+        except ValueError:
+            message = "Could not parse request body into json: the payload is not valid JSON"
+            return _error(start_response, "400 Bad Request", "InvalidRequestContentException", message)
+        if kind == "DryRun":
+            start_response("204 No Content", [])
+            return [b""]
+        if kind == "Event":
+            request_id = service.invoke_async(function, payload)
+            start_response("202 Accepted", [("x-amzn-RequestId", request_id)])
+            return [b""]
+        if kind != "RequestResponse":
+            message = f"Invalid invocation type: {kind}"
+            return _error(start_response, "400 Bad Request", "InvalidParameterValueException", message)
+        outcome = service.invoke(function, payload)
+        headers = [("Content-Type", "application/json"), ("X-Amz-Executed-Version", "$LATEST")]
+        if outcome.error:
+            headers.append(("X-Amz-Function-Error", outcome.error))
+        start_response("200 OK", headers)
+        return [json.dumps(outcome.payload).encode()]
+
+
+class AwsEndpoint:
+    """moto's server and the Lambda Invoke API on one 127.0.0.1 port, served on a thread."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+        from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # request noise off
+        self.lambdas = LambdaInvokeApi()
+        self._moto = DomainDispatcherApplication(create_backend_app)
+        self._server = make_server(host, port, self._app, threaded=True)  # OSError when the port is taken
+        self.port = int(self._server.server_address[1])
+        self.url = f"http://{host}:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, name="aws-endpoint", daemon=True)
+        self._previous_moto_port: str | None = os.environ.get("MOTO_PORT")
+
+    def _app(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        match = _INVOKE.match(environ.get("PATH_INFO", ""))
+        if match and environ.get("REQUEST_METHOD") == "POST":
+            return self.lambdas(environ, start_response, match["name"])
+        result: Iterable[bytes] = self._moto(environ, start_response)
+        return result
+
+    def start(self, *, execute_state_machines: bool) -> None:
+        """Serve; with ``execute_state_machines``, moto runs Step Functions executions (their Lambda tasks here)."""
+        self._previous_moto_port = os.environ.get("MOTO_PORT")
+        os.environ["MOTO_PORT"] = str(self.port)
+        self._thread.start()
+        if execute_state_machines:
+            body = json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode()
+            request = urllib.request.Request(f"{self.url}/moto-api/config", data=body, method="POST")
+            with urllib.request.urlopen(request, timeout=10):
+                pass
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+        if self._previous_moto_port is None:
+            os.environ.pop("MOTO_PORT", None)
+        else:
+            os.environ["MOTO_PORT"] = self._previous_moto_port

@@ -1,0 +1,101 @@
+"""``cairn dev``: the command line of the local stack."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..testing.api_events import LOCAL_IDENTITY
+
+DRIVERS = ("direct", "stepfunctions")
+
+
+def _parameter(text: str) -> tuple[str, str]:
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {port}")
+    return port
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_command(commands: argparse._SubParsersAction[Any]) -> None:
+    """Register ``cairn dev``."""
+    dev = commands.add_parser(
+        "dev",
+        help="run the template's stack on 127.0.0.1: moto, the functions in worker processes, the HTTP API",
+        description="Deploy template.yaml onto a local moto endpoint and serve its HTTP API on 127.0.0.1, "
+        "running each Lambda function in worker processes (timeouts enforced, crashes contained), "
+        "the SQS event sources and schedules, and either driver. No AWS account, no Docker.",
+    )
+    dev.add_argument("--template", type=Path, default=Path("template.yaml"), help="default: template.yaml")
+    dev.add_argument("--port", type=_port, default=3000, help="the HTTP API's port (default 3000)")
+    dev.add_argument("--aws-port", type=_port, default=0, help="the local AWS endpoint's port (default: a free one)")
+    dev.add_argument("--driver", choices=DRIVERS, default="direct", help="the template's Driver (default direct)")
+    dev.add_argument("--stack-name", default="cairn-dev", help="names the functions and resources (default cairn-dev)")
+    dev.add_argument(
+        "--parameter",
+        type=_parameter,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a template parameter (repeatable)",
+    )
+    dev.add_argument(
+        "--identity", default=LOCAL_IDENTITY, help=f"the caller's principal ARN (default {LOCAL_IDENTITY})"
+    )
+    dev.add_argument("--concurrency", type=_positive, default=4, help="workers per function at most (default 4)")
+    dev.add_argument("--no-reload", action="store_true", help="do not restart workers when the code changes")
+    dev.add_argument("--sweep-seconds", type=float, help="tick the template's schedules this often instead")
+    dev.set_defaults(run=run_dev)
+
+
+def run_dev(arguments: argparse.Namespace) -> int:
+    """Start the stack and serve until Ctrl-C; exit 2 with one line when it cannot start."""
+    from .logs import DevLog
+    from .server import DevOptions, DevServer, DevServerError
+
+    options = DevOptions(
+        template=arguments.template,
+        port=arguments.port,
+        aws_port=arguments.aws_port,
+        driver=arguments.driver,
+        stack_name=arguments.stack_name,
+        parameters=dict(arguments.parameter),
+        identity=arguments.identity,
+        concurrency=arguments.concurrency,
+        reload=not arguments.no_reload,
+        sweep_seconds=arguments.sweep_seconds,
+    )
+    server = DevServer(options, DevLog(stack_prefix=f"{options.stack_name}-"))
+    try:
+        server.start()
+    except DevServerError as exc:
+        print(f"cairn dev: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    for line in server.banner():
+        print(line, flush=True)
+    server.serve_forever()
+    return 0

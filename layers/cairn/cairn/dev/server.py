@@ -1,0 +1,251 @@
+"""``cairn dev``: the template's stack on 127.0.0.1, with no AWS account and no Docker.
+
+:class:`DevServer` starts the local AWS endpoint (moto and Lambda's Invoke API), deploys
+``template.yaml`` onto it (:func:`cairn.dev.deployment.deploy`), runs the functions in worker
+processes (:class:`LambdaService`), polls the SQS event sources, ticks the schedules, serves
+the HTTP API (:class:`ApiGateway`) and reloads the code when it changes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import cairn
+
+from ..errors import CairnError
+from ..testing.api_events import LOCAL_ACCOUNT, LOCAL_IDENTITY
+from .aws_endpoint import AwsEndpoint
+from .event_sources import ScheduleTimer, SqsPoller
+from .gateway import ApiGateway
+from .lambda_service import LambdaService
+from .logs import DevLog
+from .reload import CodeWatcher
+
+REGION = "us-east-1"
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+_DROPPED_VARIABLES = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_DEFAULT_PROFILE")
+
+
+class DevServerError(CairnError):
+    """``cairn dev`` cannot start (a port in use, a template it cannot deploy)."""
+
+
+@dataclass
+class DevOptions:
+    """How ``cairn dev`` runs."""
+
+    template: Path = Path("template.yaml")
+    host: str = "127.0.0.1"
+    port: int = 3000
+    aws_port: int = 0
+    driver: str = "direct"
+    stack_name: str = "cairn-dev"
+    parameters: Mapping[str, str] = field(default_factory=dict)
+    identity: str = LOCAL_IDENTITY
+    concurrency: int = 4
+    reload: bool = True
+    warm: bool = True
+    sweep_seconds: float | None = None
+    """The period of the template's schedules (None: each schedule's own rate)."""
+
+
+def ensure_free(host: str, port: int) -> None:
+    """DevServerError when ``host:port`` cannot be bound (another server has it)."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise DevServerError(
+                f"{host}:{port} is already in use ({exc.strerror}): is another cairn dev running? "
+                "Stop it, or choose another port with --port"
+            ) from None
+
+
+def worker_environment(aws_url: str) -> dict[str, str]:
+    """What every worker inherits: this environment, local credentials, the local endpoint, cairn on the path."""
+    environment = {key: value for key, value in os.environ.items() if key not in _DROPPED_VARIABLES}
+    inherited = [str(Path(entry).resolve()) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    package_root = str(Path(cairn.__file__).resolve().parents[1])
+    environment.update(LOCAL_CREDENTIALS)
+    environment.update(
+        AWS_ENDPOINT_URL=aws_url,
+        PYTHONPATH=os.pathsep.join(dict.fromkeys([package_root, *inherited])),
+        POWERTOOLS_TRACE_DISABLED="true",
+        AWS_XRAY_SDK_ENABLED="false",
+        PYTHONUNBUFFERED="1",
+    )
+    return environment
+
+
+class DevServer:
+    """The local stack: start it, serve until stopped, stop it."""
+
+    def __init__(self, options: DevOptions, log: DevLog | None = None) -> None:
+        self.options = options
+        self.log = log or DevLog(stack_prefix=f"{options.stack_name}-")
+        self.stopping = threading.Event()
+        self.aws: AwsEndpoint | None = None
+        self.lambdas: LambdaService | None = None
+        self.gateway: ApiGateway | None = None
+        self.deployment: Any = None
+
+    def _client(self, service: str) -> Any:
+        import boto3
+
+        assert self.aws is not None
+        return boto3.client(
+            service,  # type: ignore[call-overload]
+            endpoint_url=self.aws.url,
+            region_name=REGION,
+            aws_access_key_id=LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        )
+
+    def start(self) -> None:
+        """Start everything; DevServerError (nothing left running) when it cannot."""
+        from .deployment import deploy
+
+        options = self.options
+        if not options.template.is_file():
+            raise DevServerError(
+                f"No template at {options.template}: run cairn dev in the project folder or pass --template"
+            )
+        ensure_free(options.host, options.port)
+        try:
+            self.aws = AwsEndpoint(options.host, options.aws_port)
+        except OSError as exc:
+            raise DevServerError(f"{options.host}:{options.aws_port} (--aws-port) is already in use: {exc}") from None
+        try:
+            self.aws.start(execute_state_machines=options.driver == "stepfunctions")
+            parameters = {**options.parameters, "Driver": options.driver}
+            self.deployment = deploy(
+                options.template,
+                client=self._client,
+                stack_name=options.stack_name,
+                parameters=parameters,
+                region=REGION,
+                account=LOCAL_ACCOUNT,
+            )
+            self._start_functions()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_functions(self) -> None:
+        options, deployment = self.options, self.deployment
+        assert self.aws is not None
+        if deployment.api is None:
+            raise DevServerError(f"{options.template} has no function with HttpApi events: there is no API to serve")
+        self.lambdas = LambdaService(
+            deployment.functions,
+            worker_environment(self.aws.url),
+            self.log,
+            region=REGION,
+            account=LOCAL_ACCOUNT,
+            concurrency=options.concurrency,
+        )
+        self.aws.lambdas.service = self.lambdas
+        sqs = self._client("sqs")
+        for function in deployment.functions.values():
+            for source in function.sqs_sources:
+                SqsPoller(sqs, source, function.name, self.lambdas, self.stopping).thread.start()
+            for schedule in function.schedules:
+                period = options.sweep_seconds or schedule.every_seconds
+                if period:
+                    ScheduleTimer(schedule, function.name, self.lambdas, self.stopping, period).thread.start()
+        self.gateway = ApiGateway(
+            deployment.api.routes,
+            deployment.api.function_name,
+            self.lambdas,
+            self.log,
+            identity=options.identity,
+            host=options.host,
+            port=options.port,
+            admin={"/_cairn/invocations": self.lambdas.running, "/_cairn/info": self.info},
+        )
+        if options.warm:
+            self.lambdas.warm()
+        self.gateway.start()
+        if options.reload:
+            roots = {function.code_uri for function in deployment.functions.values()}
+            CodeWatcher(roots, self._reload, self.stopping).thread.start()
+
+    def _reload(self, paths: list[Path]) -> None:
+        if self.lambdas is None:
+            return
+        shown = ", ".join(str(path.name) for path in paths[:3]) + (" ..." if len(paths) > 3 else "")
+        self.lambdas.retire()
+        self.log.say("reload", f"code changed ({shown}): the next invocations run the new code")
+
+    def info(self) -> dict[str, Any]:
+        """What runs where: for ``GET /_cairn/info`` and the banner."""
+        deployment = self.deployment
+        return {
+            "api": self.gateway.url if self.gateway else None,
+            "awsEndpoint": self.aws.url if self.aws else None,
+            "driver": self.options.driver,
+            "stack": self.options.stack_name,
+            "identity": self.options.identity,
+            "table": deployment.table_name if deployment else None,
+            "stateMachine": deployment.state_machine.arn if deployment and deployment.state_machine else None,
+            "functions": sorted(deployment.functions) if deployment else [],
+        }
+
+    def banner(self) -> list[str]:
+        """The lines printed once the server is ready."""
+        info = self.info()
+        lines = [
+            f"cairn dev: {self.options.template} deployed as stack {info['stack']} (driver {info['driver']})",
+            f"  API           {info['api']}   (as {info['identity']}; header X-Cairn-Identity to act as another)",
+            f"  AWS endpoint  {info['awsEndpoint']}   (AWS_ENDPOINT_URL for boto3 and the AWS CLI)",
+            f"  table         {info['table']}",
+        ]
+        if info["stateMachine"]:
+            lines.append(f"  state machine {info['stateMachine']}")
+        lines.append(f"  functions     {', '.join(self.log.short_name(name) for name in info['functions'])}")
+        if self.options.reload:
+            lines.append("  reload        on: a change to the functions' code starts new workers")
+        lines.append("Ready. Ctrl-C stops.")
+        return lines
+
+    def serve_forever(self) -> None:
+        """Block until Ctrl-C (SIGINT) or SIGTERM, then stop cleanly."""
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            self.stopping.set()
+
+        previous = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while not self.stopping.wait(0.5):
+                pass
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            self.log.say("dev", "stopping: workers, API and AWS endpoint")
+            self.stop()
+
+    def stop(self) -> None:
+        """Stop the API, the event sources, every worker and the AWS endpoint."""
+        self.stopping.set()
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
+        if self.lambdas is not None:
+            self.lambdas.close()
+            self.lambdas = None
+        if self.aws is not None:
+            self.aws.stop()
+            self.aws = None
+        sys.stdout.flush()

@@ -1,0 +1,160 @@
+"""``cairn dev`` in a child process on free ports, for the tests that drive it over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cairn.client import ApiClient, RequestFailed
+
+ROOT = Path(__file__).resolve().parents[2]
+TERMINAL = ("complete", "error", "cancelled")
+START_TIMEOUT = 90.0
+
+
+def free_port() -> int:
+    """A port nothing listens on now, on 127.0.0.1."""
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class DevStack:
+    """A running ``cairn dev``: its API, its AWS endpoint, its process and its log."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    log: Path
+
+    @property
+    def api(self) -> ApiClient:
+        """An API client acting as the server's default identity."""
+        return ApiClient(self.base_url)
+
+    def admin(self, path: str) -> Any:
+        """``GET /_cairn/<path>``, parsed."""
+        with urllib.request.urlopen(f"{self.base_url}/_cairn/{path}", timeout=10) as response:
+            return json.loads(response.read())
+
+    def output(self) -> str:
+        """What the server printed so far."""
+        return self.log.read_text(errors="replace")
+
+    def wait_until(
+        self, job_id: str, condition: Callable[[dict[str, Any]], bool], timeout: float = 60.0
+    ) -> dict[str, Any]:
+        """The job (with its state) once ``condition`` holds of it; fails the test after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        view: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            view = self.api.get(job_id, include_state=True)
+            if condition(view):
+                return view
+            time.sleep(0.05)
+        raise AssertionError(f"{job_id} still {view.get('status')} after {timeout}s:\n{self.output()[-3000:]}")
+
+    def wait_for(self, job_id: str, statuses: Sequence[str] = TERMINAL, timeout: float = 60.0) -> dict[str, Any]:
+        """The job once its status is one of ``statuses``; fails the test after ``timeout`` seconds."""
+        return self.wait_until(job_id, lambda view: view["status"] in statuses, timeout)
+
+    def running(self, job_id: str, phase: str, timeout: float = 30.0) -> dict[str, Any]:
+        """The invocation running ``phase`` of ``job_id``, once one is."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for invocation in self.admin("invocations"):
+                if invocation.get("jobId") == job_id and invocation.get("phase") == phase:
+                    return dict(invocation)
+            time.sleep(0.05)
+        raise AssertionError(f"no worker ran {phase} of {job_id} within {timeout}s")
+
+    def stop(self) -> int:
+        """Ctrl-C the server; its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return int(self.process.returncode)
+
+
+def environment() -> dict[str, str]:
+    """This environment with cairn (only) on the path, by absolute path: the commands run in other folders."""
+    return {**os.environ, "PYTHONPATH": str(ROOT / "layers" / "cairn")}
+
+
+def cairn(
+    *arguments: str, cwd: Path = ROOT, variables: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the ``cairn`` command (this interpreter's) with more environment ``variables``; what it printed."""
+    command = [sys.executable, "-m", "cairn", *arguments]
+    env = {**environment(), **(variables or {})}
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+@contextmanager
+def dev_stack(log: Path, *arguments: str, cwd: Path = ROOT, port: int | None = None) -> Iterator[DevStack]:
+    """``cairn dev`` started with ``arguments`` on a free port; stopped (Ctrl-C) at the end."""
+    port = port or free_port()
+    reload = "--reload" in arguments
+    options = [argument for argument in arguments if argument != "--reload"]
+    command = [
+        sys.executable,
+        "-m",
+        "cairn",
+        "dev",
+        "--port",
+        str(port),
+        *([] if reload else ["--no-reload"]),
+        *options,
+    ]
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, cwd=cwd, env=environment(), stdout=output, stderr=subprocess.STDOUT)
+    stack = DevStack(process, f"http://127.0.0.1:{port}", log)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"cairn dev exited with {process.returncode}:\n{stack.output()}")
+            try:
+                stack.api.health()
+                break
+            except RequestFailed:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"cairn dev not up after {START_TIMEOUT}s:\n{stack.output()}") from None
+                time.sleep(0.2)
+        yield stack
+    finally:
+        stack.stop()
+
+
+def scratch_project(folder: Path) -> Path:
+    """A copy of this bundle with the ``sleepy`` pipeline added (its template synced by ``cairn template sync``)."""
+    shutil.copy(ROOT / "template.yaml", folder / "template.yaml")
+    shutil.copytree(ROOT / "functions", folder / "functions", ignore=shutil.ignore_patterns("__pycache__"))
+    package = folder / "functions" / "sleepy"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    shutil.copy(Path(__file__).with_name("sleepy_pipeline.py"), package / "pipeline.py")
+    registry = folder / "functions" / "pipelines.py"
+    text = registry.read_text()
+    anchor = "from document_intake.pipeline import pipeline as document_intake\n"
+    text = text.replace(anchor, f"{anchor}from sleepy.pipeline import pipeline as sleepy\n")
+    registry.write_text(text.replace("        document_intake,\n", "        document_intake,\n        sleepy,\n"))
+    synced = cairn("template", "sync", "--root", str(folder), cwd=folder)
+    assert synced.returncode == 0, synced.stderr
+    return folder
