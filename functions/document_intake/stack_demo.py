@@ -15,18 +15,16 @@ import argparse
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cairn.client import ApiClient, RequestFailed
+from cairn.dev.process import DevProcessError, dev_process, free_port
 
 from .sources import SAMPLES_DIR
 
@@ -38,54 +36,11 @@ PAGE_SECONDS = {"contract": 0.4}
 DEFAULT_PAGE_SECONDS = 0.1
 LOG = Path(".cairn/dev-demo.log")
 TERMINAL = ("complete", "error", "cancelled")
-START_TIMEOUT = 90.0
 JOB_TIMEOUT = 60.0
 
 
 class DemoError(Exception):
     """What went wrong, said in one line."""
-
-
-def free_port() -> int:
-    """A port nothing listens on now, on 127.0.0.1."""
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextmanager
-def dev_server(port: int, driver: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``cairn dev`` in a child process, its output in ``log``; stopped with Ctrl-C's signal at the end."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    root = Path(__file__).resolve().parents[2]
-    command = [sys.executable, "-m", "cairn", "dev", "--port", str(port), "--driver", driver, "--no-reload"]
-    command += ["--stack-name", "cairn-demo", "--template", str(root / "template.yaml")]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=root, stdout=output, stderr=subprocess.STDOUT)
-        try:
-            yield process
-        finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def wait_until_up(api: ApiClient, process: subprocess.Popen[bytes], log: Path) -> float:
-    """Seconds until ``GET /health`` answers; DemoError (with the log's end) when the server died or hung."""
-    started = time.monotonic()
-    while time.monotonic() - started < START_TIMEOUT:
-        if process.poll() is not None:
-            tail = log.read_text(errors="replace").splitlines()[-15:]
-            raise DemoError("cairn dev exited before it was ready:\n" + "\n".join(tail))
-        try:
-            api.health()
-            return time.monotonic() - started
-        except RequestFailed:
-            time.sleep(0.2)
-    raise DemoError(f"cairn dev did not answer within {START_TIMEOUT:.0f}s (see {log})")
 
 
 def running_invocations(base_url: str) -> list[dict[str, Any]]:
@@ -198,8 +153,18 @@ def run(port: int, driver: str) -> int:
     samples = sorted(path.stem for path in SAMPLES_DIR.glob("*.txt"))
     say(f"document-intake on the local stack: cairn dev ({driver} driver) at {base_url}, its log in {LOG}")
     started = time.monotonic()
-    with dev_server(port, driver, LOG) as process:
-        say(f"  cairn dev is up after {wait_until_up(api, process, LOG):.1f}s")
+    root = Path(__file__).resolve().parents[2]
+    arguments = [
+        "--driver",
+        driver,
+        "--no-reload",
+        "--stack-name",
+        "cairn-demo",
+        "--template",
+        str(root / "template.yaml"),
+    ]
+    with dev_process(LOG, *arguments, cwd=root, port=port):
+        say(f"  cairn dev is up after {time.monotonic() - started:.1f}s")
         say()
         say(f"Starting {len(samples)} jobs with POST /jobs")
         job_ids = []
@@ -241,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     try:
         return run(arguments.port or free_port(), arguments.driver)
-    except (DemoError, RequestFailed) as exc:
+    except (DemoError, RequestFailed, DevProcessError) as exc:
         print(f"demo failed: {exc}", file=sys.stderr, flush=True)
         return 1
     except KeyboardInterrupt:

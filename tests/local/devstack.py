@@ -5,39 +5,24 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cairn.client import ApiClient, RequestFailed
+from cairn.client import ApiClient
+from cairn.dev.process import DevProcess, dev_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("complete", "error", "cancelled")
-START_TIMEOUT = 90.0
 
 
-def free_port() -> int:
-    """A port nothing listens on now, on 127.0.0.1."""
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class DevStack:
-    """A running ``cairn dev``: its API, its AWS endpoint, its process and its log."""
-
-    process: subprocess.Popen[bytes]
-    base_url: str
-    log: Path
+class DevStack(DevProcess):
+    """A running ``cairn dev`` and what the tests ask of it: its API, its admin routes, its jobs."""
 
     @property
     def api(self) -> ApiClient:
@@ -48,10 +33,6 @@ class DevStack:
         """``GET /_cairn/<path>``, parsed."""
         with urllib.request.urlopen(f"{self.base_url}/_cairn/{path}", timeout=10) as response:
             return json.loads(response.read())
-
-    def output(self) -> str:
-        """What the server printed so far."""
-        return self.log.read_text(errors="replace")
 
     def wait_until(
         self, job_id: str, condition: Callable[[dict[str, Any]], bool], timeout: float = 60.0
@@ -80,17 +61,6 @@ class DevStack:
             time.sleep(0.05)
         raise AssertionError(f"no worker ran {phase} of {job_id} within {timeout}s")
 
-    def stop(self) -> int:
-        """Ctrl-C the server; its exit status."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return int(self.process.returncode)
-
 
 def environment() -> dict[str, str]:
     """This environment with cairn (only) on the path, by absolute path: the commands run in other folders."""
@@ -107,39 +77,12 @@ def cairn(
 
 
 @contextmanager
-def dev_stack(log: Path, *arguments: str, cwd: Path = ROOT, port: int | None = None) -> Iterator[DevStack]:
-    """``cairn dev`` started with ``arguments`` on a free port; stopped (Ctrl-C) at the end."""
-    port = port or free_port()
+def dev_stack(log: Path, *arguments: str, cwd: Path = ROOT) -> Iterator[DevStack]:
+    """``cairn dev`` started with ``arguments`` (and ``--no-reload`` unless ``--reload``) on a free port."""
     reload = "--reload" in arguments
     options = [argument for argument in arguments if argument != "--reload"]
-    command = [
-        sys.executable,
-        "-m",
-        "cairn",
-        "dev",
-        "--port",
-        str(port),
-        *([] if reload else ["--no-reload"]),
-        *options,
-    ]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=cwd, env=environment(), stdout=output, stderr=subprocess.STDOUT)
-    stack = DevStack(process, f"http://127.0.0.1:{port}", log)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"cairn dev exited with {process.returncode}:\n{stack.output()}")
-            try:
-                stack.api.health()
-                break
-            except RequestFailed:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"cairn dev not up after {START_TIMEOUT}s:\n{stack.output()}") from None
-                time.sleep(0.2)
-        yield stack
-    finally:
-        stack.stop()
+    with dev_process(log, *([] if reload else ["--no-reload"]), *options, cwd=cwd, env=environment()) as dev:
+        yield DevStack(dev.process, dev.base_url, dev.log)
 
 
 def scratch_project(folder: Path) -> Path:

@@ -13,13 +13,13 @@ import json
 import logging
 import os
 import re
-import threading
 import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import unquote
 
 from .lambda_service import MAX_ASYNC_PAYLOAD, MAX_SYNC_PAYLOAD, FunctionNotFound, LambdaService
+from .serving import ServedOnThread
 
 StartResponse = Callable[..., Any]
 _INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations/?$")
@@ -87,10 +87,10 @@ class AwsEndpoint:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # request noise off
         self.lambdas = LambdaInvokeApi()
         self._moto = DomainDispatcherApplication(create_backend_app)
-        self._server = make_server(host, port, self._app, threaded=True)  # OSError when the port is taken
-        self.port = int(self._server.server_address[1])
+        server = make_server(host, port, self._app, threaded=True)  # OSError when the port is taken
+        self.port = int(server.server_address[1])
         self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="aws-endpoint", daemon=True)
+        self._serving = ServedOnThread(server, "aws-endpoint")
         self._previous_moto_port: str | None = os.environ.get("MOTO_PORT")
 
     def _app(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -104,7 +104,7 @@ class AwsEndpoint:
         """Serve; with ``execute_state_machines``, moto runs Step Functions executions (their Lambda tasks here)."""
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
-        self._thread.start()
+        self._serving.start()
         if execute_state_machines:
             body = json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode()
             request = urllib.request.Request(f"{self.url}/moto-api/config", data=body, method="POST")
@@ -113,9 +113,7 @@ class AwsEndpoint:
 
     def stop(self) -> None:
         """Stop serving."""
-        if self._thread.is_alive():
-            self._server.shutdown()
-        self._server.server_close()
+        self._serving.stop()
         if self._previous_moto_port is None:
             os.environ.pop("MOTO_PORT", None)
         else:

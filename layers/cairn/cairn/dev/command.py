@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import CairnError
 from ..testing.api_events import LOCAL_IDENTITY
 
 DRIVERS = ("direct", "stepfunctions")
@@ -51,7 +52,9 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     dev.add_argument("--template", type=Path, default=Path("template.yaml"), help="default: template.yaml")
     dev.add_argument("--port", type=_port, default=3000, help="the HTTP API's port (default 3000)")
     dev.add_argument("--aws-port", type=_port, default=0, help="the local AWS endpoint's port (default: a free one)")
-    dev.add_argument("--driver", choices=DRIVERS, default="direct", help="the template's Driver (default direct)")
+    dev.add_argument(
+        "--driver", choices=DRIVERS, help="the template's Driver parameter (default: the template's default)"
+    )
     dev.add_argument("--stack-name", default="cairn-dev", help="names the functions and resources (default cairn-dev)")
     dev.add_argument(
         "--parameter",
@@ -90,7 +93,7 @@ def run_dev(arguments: argparse.Namespace) -> int:
     server = DevServer(options, DevLog(stack_prefix=f"{options.stack_name}-"))
     try:
         server.start()
-    except DevServerError as exc:
+    except (DevServerError, CairnError) as exc:  # a port in use, a template it cannot read or deploy
         print(f"cairn dev: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from urllib.parse import unquote
 from ..testing.api_events import http_api_event, iam_caller, response_body
 from .lambda_service import LambdaService
 from .logs import DevLog
+from .serving import ServedOnThread
 
 if TYPE_CHECKING:
     from .deployment import Route
@@ -95,20 +95,18 @@ class ApiGateway:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = handle_one
 
-        self._server = ThreadingHTTPServer((host, port), Handler)  # OSError when the port is taken
-        self._server.daemon_threads = True
-        self.url = f"http://{host}:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="api-gateway", daemon=True)
+        server = ThreadingHTTPServer((host, port), Handler)  # OSError when the port is taken
+        server.daemon_threads = True
+        self.url = f"http://{host}:{server.server_address[1]}"
+        self._serving = ServedOnThread(server, "api-gateway")
 
     def start(self) -> None:
         """Serve on a thread."""
-        self._thread.start()
+        self._serving.start()
 
     def stop(self) -> None:
         """Stop serving."""
-        if self._thread.is_alive():
-            self._server.shutdown()
-        self._server.server_close()
+        self._serving.stop()
 
     def match(self, method: str, path: str) -> tuple[CompiledRoute, dict[str, str]] | None:
         """The route a request takes and its path parameters, or None."""

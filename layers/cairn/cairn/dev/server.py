@@ -22,6 +22,7 @@ from typing import Any
 import cairn
 
 from ..errors import CairnError
+from ..templating import cfnyaml
 from ..testing.api_events import LOCAL_ACCOUNT, LOCAL_IDENTITY
 from .aws_endpoint import AwsEndpoint
 from .event_sources import ScheduleTimer, SqsPoller
@@ -47,7 +48,8 @@ class DevOptions:
     host: str = "127.0.0.1"
     port: int = 3000
     aws_port: int = 0
-    driver: str = "direct"
+    driver: str | None = None
+    """The template's ``Driver`` parameter (None: the template's default, or ``--parameter Driver=...``)."""
     stack_name: str = "cairn-dev"
     parameters: Mapping[str, str] = field(default_factory=dict)
     identity: str = LOCAL_IDENTITY
@@ -128,13 +130,12 @@ class DevServer:
         except OSError as exc:
             raise DevServerError(f"{options.host}:{options.aws_port} (--aws-port) is already in use: {exc}") from None
         try:
-            self.aws.start(execute_state_machines=options.driver == "stepfunctions")
-            parameters = {**options.parameters, "Driver": options.driver}
+            self.aws.start(execute_state_machines=True)
             self.deployment = deploy(
                 options.template,
                 client=self._client,
                 stack_name=options.stack_name,
-                parameters=parameters,
+                parameters=self.parameters(),
                 region=REGION,
                 account=LOCAL_ACCOUNT,
             )
@@ -142,6 +143,16 @@ class DevServer:
         except BaseException:
             self.stop()
             raise
+
+    def parameters(self) -> dict[str, str]:
+        """The template parameters given, with ``--driver`` as the ``Driver`` parameter when it is set."""
+        parameters = dict(self.options.parameters)
+        if self.options.driver is not None:
+            declared = cfnyaml.load(self.options.template.read_text(encoding="utf-8")).get("Parameters") or {}
+            if "Driver" not in declared:
+                raise DevServerError(f"{self.options.template} has no Driver parameter for --driver to set")
+            parameters["Driver"] = self.options.driver
+        return parameters
 
     def _start_functions(self) -> None:
         options, deployment = self.options, self.deployment
@@ -195,7 +206,7 @@ class DevServer:
         return {
             "api": self.gateway.url if self.gateway else None,
             "awsEndpoint": self.aws.url if self.aws else None,
-            "driver": self.options.driver,
+            "driver": deployment.parameters.get("Driver") if deployment else self.options.driver,
             "stack": self.options.stack_name,
             "identity": self.options.identity,
             "table": deployment.table_name if deployment else None,

@@ -58,11 +58,14 @@ def _loader() -> Any:
 
 
 def load(text: str) -> Any:
-    """The data of a CloudFormation YAML document, short tags in their long form."""
+    """The data of a CloudFormation YAML document, short tags in their long form; TemplateError when it is not YAML."""
     loader = _loader()
     import yaml
 
-    return yaml.load(text, Loader=loader)
+    try:
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"not valid YAML: {' '.join(str(exc).split())}") from None
 
 
 def dump(mapping: Mapping[str, Any], indent: int = 0) -> str:
