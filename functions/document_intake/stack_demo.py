@@ -133,7 +133,7 @@ def show_checkpoint(view: dict[str, Any]) -> None:
 
 def summary(views: dict[str, dict[str, Any]]) -> list[str]:
     """The summary table: job, status, phases, attempts, duration, checkpoint writes."""
-    header = ("job", "status", "phases", "attempts", "duration", "writes")
+    header = ("job", "status", "phases", "attempts", "duration", "checkpoint writes")
     rows = [header]
     for job_id, view in views.items():
         phases = view.get("phases") or []

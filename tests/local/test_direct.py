@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -137,6 +138,16 @@ def test_errors_come_back_as_api_gateway_and_the_api_answer_them(direct_stack: D
     bad = urllib.request.Request(f"{direct_stack.base_url}/jobs", data=b"{not json", method="POST")
     bad.add_header("Content-Type", "application/json")
     assert answer(bad)[0] == 400
+    host, port = direct_stack.base_url.removeprefix("http://").split(":")
+    for length in ("nonsense", "-5", str(11 * 1024 * 1024)):
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.putrequest("POST", "/jobs")
+        connection.putheader("Content-Type", "application/json")
+        connection.putheader("Content-Length", length)
+        connection.endheaders()
+        reply = connection.getresponse()
+        assert reply.status == (413 if length.isdigit() else 400)
+        connection.close()
     unknown = jobs(direct_stack, "start", "no-such-pipeline", "--state", "{}")
     assert unknown.returncode == 1
     assert "no-such-pipeline" in unknown.stderr

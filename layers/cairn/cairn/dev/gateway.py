@@ -126,7 +126,13 @@ class ApiGateway:
         if raw_path.startswith("/_cairn/") and method == "GET" and raw_path in self.admin:
             self._send(request, 200, {"Content-Type": "application/json"}, json.dumps(self.admin[raw_path]()).encode())
             return
-        length = int(request.headers.get("Content-Length") or 0)
+        try:
+            length = int(request.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            self._send_message(request, 400, "Bad Request", close=True)
+            return
         if length > MAX_BODY:
             self._send_message(request, 413, "Request Entity Too Large", close=True)
             return
