@@ -13,6 +13,7 @@ from moto import mock_aws
 
 from cairn.dev.deployment import Deployment, DeploymentError, Route, deploy
 from cairn.dev.intrinsics import ParameterError, ResolutionError
+from pipelines import PIPELINES
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -87,7 +88,9 @@ def test_the_delay_queue_redrives_to_the_dead_letter_queue(direct: Deployment) -
 
 def test_the_functions_and_their_environment(direct: Deployment) -> None:
     phases = {f"cairn-dev-document-intake-{phase}": phase for phase in PHASES}
-    assert set(direct.functions) == {"cairn-dev-api", "cairn-dev-scheduler", *phases}
+    registered = {f"cairn-dev-{p.name}-{phase}" for p in PIPELINES for phase in p.phase_names}
+    assert set(direct.functions) == {"cairn-dev-api", "cairn-dev-scheduler", *registered}
+    assert set(phases) <= registered
     for name, phase in phases.items():
         function = direct.functions[name]
         assert function.handler == "phases.handler"

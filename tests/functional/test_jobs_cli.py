@@ -25,6 +25,7 @@ from cairn.client.http import api_error
 from cairn.client.options import default_auth_mode
 from cairn.client.render import log_line, table
 from cairn.testing.stack import LocalStack
+from pipelines import PIPELINES
 from tests.functional.jobs_server import JobsServer, Seen, sigv4_signature_is_valid
 from tests.support import FakeClock
 
@@ -178,9 +179,9 @@ def test_an_unknown_pipeline_is_the_apis_400_and_exit_1(jobs: JobsServer, capsys
     status, out, err = run_cli(capsys, "start", "no-such-pipeline")
 
     assert (status, out) == (1, "")
+    known = ", ".join(sorted(PIPELINES.names))
     assert error_line(err) == (
-        'cairn: error: Unknown pipeline "no-such-pipeline" (known pipelines: document-intake) '
-        "(HTTP 400 invalid_request)"
+        f'cairn: error: Unknown pipeline "no-such-pipeline" (known pipelines: {known}) (HTTP 400 invalid_request)'
     )
 
 
