@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .app import Cairn
 from .context import PhaseContext
-from .engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline
+from .engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline, signal_job
 from .errors import (
     CairnError,
     ClaimLostError,
@@ -26,8 +26,8 @@ from .errors import (
     TransitionRefusedError,
     UnknownPhaseError,
 )
-from .models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord, RetryMode
-from .outcomes import Done, Fail, Next
+from .models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord, RetryMode, Signal
+from .outcomes import Done, Fail, Next, Sleep, WaitFor
 from .pipeline import Pipeline
 from .registry import PipelineRegistry
 from .retry import RetryPolicy
@@ -67,16 +67,20 @@ __all__ = [
     "RetryPolicy",
     "Scheduler",
     "SchedulingError",
+    "Signal",
+    "Sleep",
     "StateTooLargeError",
     "Storage",
     "StorageError",
     "TransitionRefusedError",
     "UnknownPhaseError",
+    "WaitFor",
     "advance_phase",
     "cancel_job",
     "pause_job",
     "resolve_start_phase",
     "run_pipeline",
+    "signal_job",
 ]
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from .engine import (
     advance_phase,
@@ -18,6 +18,7 @@ from .engine import (
     parse_retry_mode,
     pause_job,
     run_pipeline,
+    signal_job,
     usable_checkpoint,
     validate_job_id,
 )
@@ -60,8 +61,15 @@ class Cairn:
         self._inline: InlineScheduler | None = None
         if isinstance(scheduler, InlineScheduler) and not scheduler.bound:
             self._inline = scheduler
-            self._inline.bind(self.advance)
+            self._inline.bind(self.advance, triage=self._triage)
         self.scheduler: Scheduler = scheduler
+
+    def _triage(self, job_id: str, sequence: int | None) -> Literal["run", "hold", "drop"]:
+        """What ``run_until_idle`` does with an advance not due yet: hold a wait's timeout, drop a stale one."""
+        route = self.storage.get_route(job_id)
+        if route is None or (sequence is not None and route.sequence != sequence):
+            return "drop"
+        return "hold" if route.status == JobStatus.WAITING else "run"
 
     def pipeline(self, name: str | Pipeline[Any]) -> Pipeline[Any]:
         """The bound pipeline called ``name`` (or ``name`` itself, if it is one of them)."""
@@ -138,6 +146,17 @@ class Cairn:
         """Cancel a job; a worker mid-phase can no longer commit."""
         return cancel_job(job_id, storage=self.storage)
 
+    def signal(self, job_id: str, name: str, payload: Any = None) -> Job:
+        """Deliver signal ``name`` (JSON ``payload``) to a job waiting for it; its next phase reads ``ctx.signal``.
+
+        A signal no one waits for (another name, a job not waiting, a second delivery) raises
+        TransitionRefusedError and is stored nowhere.
+        """
+        job = self.get(job_id)
+        return signal_job(
+            job_id, self.pipelines.get(job.pipeline), name, payload, storage=self.storage, scheduler=self.scheduler
+        )
+
     def get(self, job_id: str) -> Job:
         """The job; JobNotFoundError when it is unknown or expired."""
         job = self.storage.get_job(validate_job_id(job_id))
@@ -150,7 +169,12 @@ class Cairn:
         return self.storage.list_jobs(status=JobStatus(status) if status is not None else None)
 
     def run_until_idle(self, *, max_steps: int | None = None) -> int:
-        """Run queued advances in-process until none are left (the inline scheduler only); how many ran."""
+        """Run queued advances in-process until none is left to run (the inline scheduler only); how many ran.
+
+        Delays (sleeps, retry backoffs) are waited out (on the scheduler's clock, which a test can make
+        skip time); a waiting job's timeout is not: the job waits for its signal (``signal``), and the
+        timeout runs on a later call once the clock has passed it.
+        """
         if self._inline is None:
             raise InvalidInputError("run_until_idle() runs the inline scheduler; this Cairn was given another one")
         return self._inline.drain(max_steps=max_steps)

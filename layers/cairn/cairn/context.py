@@ -68,6 +68,7 @@ class PhaseContext(Generic[S]):
         clock: Clock,
         saver: Callable[[Any], None],
         journal: JournalBuffer,
+        signal: Any = None,
     ) -> None:
         self.job_id = job_id
         self.phase = phase
@@ -77,6 +78,8 @@ class PhaseContext(Generic[S]):
         self._clock = clock
         self._saver = saver
         self._journal = journal
+        self.signal = signal
+        """The payload of the signal this phase was waiting for (``WaitFor``); None otherwise."""
 
     def save_state(self, state: S) -> None:
         """Checkpoint ``state`` now, as ``{nextPhase: <this phase>, state}``.

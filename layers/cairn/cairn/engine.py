@@ -8,7 +8,10 @@ conditional write per step.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import re
 import uuid
 from collections.abc import Callable
 from functools import partial
@@ -24,6 +27,7 @@ from .errors import (
     PipelineError,
     StateTooLargeError,
     StorageError,
+    TransitionRefusedError,
     UnknownPhaseError,
     VersionConflict,
 )
@@ -42,11 +46,12 @@ from .models import (
     RetryMode,
     clip_text,
 )
-from .outcomes import Done, Fail, Next
+from .outcomes import Done, Fail, Next, Sleep, WaitFor
 from .pipeline import Phase, Pipeline, to_json
 from .scheduling.base import Scheduler
 from .storage.base import Storage
-from .transitions import Claim, Commit, CrashReport, Fence, Journal, Save, StartJob
+from .transitions import Claim, Commit, CrashReport, Fence, Journal, Save, SignalDelivery, StartJob, WaitExpiry
+from .versions import code_version
 
 logger = logging.getLogger("cairn")
 
@@ -145,6 +150,11 @@ def run_pipeline(
         existing = storage.get_job(job_id)
         if create_only and existing is not None:
             raise JobExistsError(job_id, existing)
+        if mode == RetryMode.RESUME and existing is not None and existing.status == JobStatus.WAITING:
+            raise TransitionRefusedError(
+                f'Job "{job_id}" is waiting for signal "{existing.waiting_for}": send it, cancel the job, '
+                'or start it over with mode="full"'
+            )
         saved = usable_checkpoint(existing, pipeline, now) if mode == RetryMode.RESUME else None
         start_phase = resolve_start_phase(mode, saved, initial_phase or first_phase)
         fresh_state = given_state
@@ -227,9 +237,11 @@ class _PhaseRun:
         result: Any = None,
         error: str | None = None,
         delay: float = 0.0,
+        wait: WaitFor | None = None,
     ) -> Job:
         now = self.storage.clock()
         error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
+        phase = self.pipeline.get_phase(self.phase_name) if self.pipeline.has_phase(self.phase_name) else None
         record = PhaseRecord(
             phase=self.phase_name,
             attempt=self.job.attempt,
@@ -238,6 +250,7 @@ class _PhaseRun:
             outcome=kind,
             next_phase=checkpoint.next_phase if checkpoint else None,
             error=error,
+            code_version=code_version(phase.run) if phase is not None else None,
         )
         request = Commit(
             seen=self.job,
@@ -249,7 +262,10 @@ class _PhaseRun:
             checkpoint=checkpoint,
             result=result,
             error=error,
-            not_before=now + int(delay * 1000) if kind == "retry" else None,
+            not_before=now + int(delay * 1000) if kind in ("retry", "sleep") else None,
+            waiting_for=wait.signal if wait is not None else None,
+            wait_deadline=now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None,
+            timeout_phase=wait.timeout_phase if wait is not None else None,
         )
         self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
         self.journal.clear()
@@ -284,12 +300,66 @@ def advance_phase(
     """
     run = _claim(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker)
     if run is None:
-        return None
+        return _end_wait_if_due(job_id, pipeline, storage, scheduler, sequence) if sequence is not None else None
     try:
         return _run_claimed(run, scheduler)
     except ClaimLostError:
         logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
         return None
+
+
+def _end_wait_if_due(
+    job_id: str, pipeline: Pipeline[Any], storage: Storage, scheduler: Scheduler, sequence: int
+) -> Job | None:
+    """An advance that found nothing to claim may be a wait's timeout: end the wait when it is due."""
+    route = storage.get_route(job_id)
+    if route is None or route.status != JobStatus.WAITING or route.sequence != sequence:
+        return None
+    request = WaitExpiry(sequence=sequence, now_ms=storage.clock())
+    job = resolve_write(partial(storage.expire_wait, job_id, request))
+    if job is None:
+        return None
+    logger.warning("Job %s: the wait at sequence %d timed out (%s)", job_id, sequence, job.status.value)
+    if job.status == JobStatus.RUNNING and job.checkpoint is not None:
+        scheduler.schedule_advance(job_id, phase=job.checkpoint.next_phase, sequence=job.sequence)
+    return job
+
+
+SIGNAL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+MAX_SIGNAL_PAYLOAD_BYTES = 64 * 1024
+"""The largest signal payload, as JSON: it is kept on the job item until the phase that reads it commits."""
+
+
+def validate_signal_name(name: str) -> str:
+    """``name`` when it is a valid signal name (1-64 letters, digits, '.', '_', '-'); else InvalidInputError."""
+    if not isinstance(name, str) or not SIGNAL_NAME_PATTERN.fullmatch(name):
+        raise InvalidInputError(
+            f"Invalid signal name {name!r}: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def signal_job(
+    job_id: str, pipeline: Pipeline[Any], name: str, payload: Any, *, storage: Storage, scheduler: Scheduler
+) -> Job:
+    """Deliver signal ``name`` to a job waiting for it and schedule its next phase, which reads ``payload``.
+
+    Exactly one delivery wins: the write is conditioned on the job still waiting for ``name``, so a
+    second delivery (a race, a duplicate) is refused with TransitionRefusedError, as is a signal no
+    one waits for; neither is stored anywhere.
+    """
+    validate_job_id(job_id)
+    validate_signal_name(name)
+    encoded = to_json(payload)
+    if len(json.dumps(encoded, separators=(",", ":")).encode()) > MAX_SIGNAL_PAYLOAD_BYTES:
+        raise InvalidInputError(f"A signal's payload is at most {MAX_SIGNAL_PAYLOAD_BYTES} bytes as JSON")
+    request = SignalDelivery(name=name, payload=encoded, now_ms=storage.clock())
+    job = resolve_write(partial(storage.deliver_signal, job_id, request))
+    if job.pipeline != pipeline.name:
+        raise InvalidInputError(f'Job "{job_id}" belongs to pipeline "{job.pipeline}", not "{pipeline.name}"')
+    if job.status == JobStatus.RUNNING and job.checkpoint is not None:
+        scheduler.schedule_advance(job_id, phase=job.checkpoint.next_phase, sequence=job.sequence)
+    return job
 
 
 def record_crash(
@@ -391,7 +461,10 @@ def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
         clock=run.storage.clock,
         saver=lambda state: run.save(state, phase.lease_seconds),
         journal=run.journal,
+        signal=run.job.signal.payload if run.job.signal is not None else None,
     )
+    if run.job.signal is not None and run.job.attempt == 1:
+        run.entry(f'Received signal "{run.job.signal.name}"', kind="observation")
     try:
         outcome = phase.run(ctx)
     except ClaimLostError:
@@ -443,10 +516,55 @@ def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Sc
             return job
         if isinstance(outcome, Done):
             return run.commit("done", result=to_json(outcome.result))
+        if isinstance(outcome, Sleep):
+            return _sleep(run, outcome, scheduler)
+        if isinstance(outcome, WaitFor):
+            return _wait(run, outcome, scheduler)
     except (InvalidInputError, StateTooLargeError) as exc:
         message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
         run.entry(message, level="error", kind="error")
         return run.commit("error", error=message)
-    message = f'Phase "{phase.name}" returned {outcome!r}; expected Next, Done or Fail'
+    message = f'Phase "{phase.name}" returned {outcome!r}; expected Next, Done, Fail, Sleep or WaitFor'
     run.entry(message, level="error", kind="error")
     return run.commit("error", error=message)
+
+
+def _checkpoint_for(run: _PhaseRun, next_phase: str, state: Any) -> Checkpoint:
+    return Checkpoint(next_phase=next_phase, state=run.pipeline.dump_state(state), created_at=run.storage.clock())
+
+
+def _seconds(value: Any, what: str, *, at_most: float) -> float:
+    """``value`` as seconds: a finite number from 0 to ``at_most``; else InvalidInputError naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInputError(f"{what} must be a number of seconds, got {value!r}")
+    if not 0 <= value <= at_most:
+        raise InvalidInputError(f"{what} must be from 0 to {at_most:g} seconds (the job's TTL), got {value:g}")
+    return float(value)
+
+
+def _sleep(run: _PhaseRun, outcome: Sleep, scheduler: Scheduler) -> Job:
+    """Commit the checkpoint with its wake-up time; the next phase runs once the delay is over."""
+    seconds = _seconds(outcome.seconds, "Sleep(seconds)", at_most=_ttl_seconds(run.pipeline))
+    run.entry(f'Sleeping {seconds:g}s before phase "{outcome.next_phase}"')
+    job = run.commit("sleep", checkpoint=_checkpoint_for(run, outcome.next_phase, outcome.state), delay=seconds)
+    if job.status == JobStatus.RUNNING:
+        scheduler.schedule_advance(job.job_id, phase=outcome.next_phase, sequence=job.sequence, delay=seconds)
+    return job
+
+
+def _wait(run: _PhaseRun, outcome: WaitFor, scheduler: Scheduler) -> Job:
+    """Commit the checkpoint and wait for the signal; its timeout is an advance scheduled for the deadline."""
+    validate_signal_name(outcome.signal)
+    if outcome.timeout is not None:
+        _seconds(outcome.timeout, "WaitFor(timeout)", at_most=_ttl_seconds(run.pipeline))
+    if outcome.timeout_phase is not None and not run.pipeline.has_phase(outcome.timeout_phase):
+        raise InvalidInputError(f'WaitFor(timeout_phase="{outcome.timeout_phase}") names no phase of the pipeline')
+    limit = f" for at most {outcome.timeout:g}s" if outcome.timeout is not None else ""
+    run.entry(f'Waiting for signal "{outcome.signal}"{limit} before phase "{outcome.next_phase}"')
+    checkpoint = _checkpoint_for(run, outcome.next_phase, outcome.state)
+    job = run.commit("wait", checkpoint=checkpoint, wait=outcome)
+    if job.status == JobStatus.WAITING and outcome.timeout is not None:
+        scheduler.schedule_advance(
+            job.job_id, phase=outcome.next_phase, sequence=job.sequence, delay=float(outcome.timeout)
+        )
+    return job

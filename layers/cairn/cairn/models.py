@@ -47,6 +47,7 @@ class JobStatus(StrEnum):
 
     IDLE = "idle"
     RUNNING = "running"
+    WAITING = "waiting"
     PAUSED = "paused"
     COMPLETE = "complete"
     ERROR = "error"
@@ -83,7 +84,7 @@ class LogEntry(WireModel):
     reason: Message | None = None
 
 
-PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase"]
+PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase", "sleep", "wait"]
 
 
 class PhaseRecord(WireModel):
@@ -96,6 +97,15 @@ class PhaseRecord(WireModel):
     outcome: PhaseOutcome
     next_phase: str | None = None
     error: ErrorText | None = None
+    code_version: str | None = Field(default=None, description="The code that ran it: a deployed version or a hash")
+
+
+class Signal(WireModel):
+    """A signal delivered to a waiting job: its name, its JSON payload and when it arrived."""
+
+    name: str
+    payload: Any = None
+    delivered_at: int
 
 
 class Job(WireModel):
@@ -121,7 +131,13 @@ class Job(WireModel):
     lease_owner: str | None = Field(default=None, description="The worker holding the claim (a request id)")
     lease_expires_at: int | None = Field(default=None, description="Unix time in milliseconds")
     claim_sequence: int | None = Field(default=None, description="The sequence the current claim was made at")
-    not_before: int | None = Field(default=None, description="Unix ms: a retry waits out its backoff until then")
+    not_before: int | None = Field(
+        default=None, description="Unix ms: a retry waits out its backoff, or a sleep its delay, until then"
+    )
+    waiting_for: str | None = Field(default=None, description="The signal a waiting job waits for")
+    wait_deadline: int | None = Field(default=None, description="Unix ms: a waiting job times out then (None: never)")
+    timeout_phase: str | None = Field(default=None, description="Where a wait that times out continues (None: error)")
+    signal: Signal | None = Field(default=None, description="The signal delivered to the wait the job left last")
     write_token: str | None = Field(default=None, description="The token of the last write, to recognise a retry")
     history_head: str | None = Field(default=None, description="The token of the last write that added history")
     input_token: str | None = Field(default=None, description="The token of the write that set the input")

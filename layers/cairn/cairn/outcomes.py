@@ -1,6 +1,8 @@
-"""What a phase returns: go on to a phase, finish, or fail.
+"""What a phase returns: go on to a phase, finish, fail, sleep, or wait for a signal.
 
-These mirror the seed's ``{kind: "next" | "done" | "error"}``.
+``Next``, ``Done`` and ``Fail`` mirror the seed's ``{kind: "next" | "done" | "error"}``. ``Sleep``
+and ``WaitFor`` are a ``next`` whose phase runs later: the checkpoint is committed first, and no
+compute runs while the job waits.
 """
 
 from __future__ import annotations
@@ -31,4 +33,28 @@ class Fail:
     error: str
 
 
-PhaseResult = Next | Done | Fail
+@dataclass(frozen=True)
+class Sleep:
+    """Continue with ``next_phase`` after ``seconds``, handing it ``state``: nothing runs meanwhile."""
+
+    seconds: float
+    next_phase: str
+    state: Any
+
+
+@dataclass(frozen=True)
+class WaitFor:
+    """Wait for ``signal`` (a name), then continue with ``next_phase``, which reads the payload as ``ctx.signal``.
+
+    After ``timeout`` seconds without it (None: until the job's TTL ends), the job goes to ``error``,
+    or continues with ``timeout_phase`` when one is named (``ctx.signal`` is then None).
+    """
+
+    signal: str
+    next_phase: str
+    state: Any
+    timeout: float | None = None
+    timeout_phase: str | None = None
+
+
+PhaseResult = Next | Done | Fail | Sleep | WaitFor

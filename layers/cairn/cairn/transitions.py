@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
-from .models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord
+from .models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord, Signal
 
 
 def new_token() -> str:
@@ -175,7 +175,9 @@ class Commit:
     ``retry`` bumps the attempt and records when its backoff ends
     (``not_before``: the sweep leaves the job alone until then); ``error``
     records ``error``. A retry or an error never writes the checkpoint: the
-    stored one stays as it is.
+    stored one stays as it is. ``sleep`` writes ``checkpoint`` and, in
+    ``not_before``, when the job wakes; ``wait`` writes ``checkpoint`` and sets
+    the job ``waiting`` for ``waiting_for`` until ``wait_deadline``.
     """
 
     seen: Job
@@ -188,6 +190,9 @@ class Commit:
     result: Any = None
     error: str | None = None
     not_before: int | None = None
+    waiting_for: str | None = None
+    wait_deadline: int | None = None
+    timeout_phase: str | None = None
     token: str = field(default_factory=new_token)
 
     @property
@@ -195,7 +200,28 @@ class Commit:
         """The status the commit sets (None: the status stays as it is)."""
         if self.kind == "done":
             return JobStatus.COMPLETE
+        if self.kind == "wait":
+            return JobStatus.WAITING
         return JobStatus.ERROR if self.kind in ("error", "unknown-phase") else None
+
+
+@dataclass(frozen=True)
+class SignalDelivery:
+    """Deliver signal ``name`` with ``payload`` to a job waiting for it; the job runs its next phase."""
+
+    name: str
+    payload: Any
+    now_ms: int
+    token: str = field(default_factory=new_token)
+
+
+@dataclass(frozen=True)
+class WaitExpiry:
+    """End the wait the job entered at ``sequence`` once its deadline has passed: its timeout phase, or error."""
+
+    sequence: int
+    now_ms: int
+    token: str = field(default_factory=new_token)
 
 
 def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:
@@ -269,6 +295,8 @@ def start(existing: Job | None, request: StartJob) -> Written:
             "error": None,
             "result": None,
             "attempt": 1,
+            **NOT_WAITING,
+            "signal": None,
             "run": current.run + 1 if request.reset_history else current.run,
             "sequence": current.sequence + 1,
             "lease_owner": None,
@@ -340,11 +368,27 @@ def save(existing: Job | None, job_id: str, fence: Fence, request: Save) -> Writ
 
 
 def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
-    """The fields a commit sets beyond sequence, claim, usage and history (one home for every store)."""
+    """The fields a commit sets beyond sequence, claim, usage and history (one home for every store).
+
+    A commit that leaves the phase (next, done, sleep, wait) consumes the signal the phase was given;
+    a retry or an error keeps it, so that the phase run again reads it again.
+    """
+    left = {"attempt": 1, "signal": None}
     if request.kind == "next":
-        return {"checkpoint": request.checkpoint, "attempt": 1}
+        return {**left, "checkpoint": request.checkpoint}
+    if request.kind == "sleep":
+        return {**left, "checkpoint": request.checkpoint, "not_before": request.not_before}
+    if request.kind == "wait":
+        return {
+            **left,
+            "checkpoint": request.checkpoint,
+            "status": JobStatus.WAITING,
+            "waiting_for": request.waiting_for,
+            "wait_deadline": request.wait_deadline,
+            "timeout_phase": request.timeout_phase,
+        }
     if request.kind == "done":
-        return {"checkpoint": None, "status": JobStatus.COMPLETE, "result": request.result, "attempt": 1}
+        return {**left, "checkpoint": None, "status": JobStatus.COMPLETE, "result": request.result}
     if request.kind == "retry":
         return {"attempt": job.attempt + 1, "not_before": request.not_before}
     return {"status": JobStatus.ERROR, "error": request.error}  # error, unknown-phase
@@ -407,6 +451,7 @@ def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Writte
         raise TransitionRefusedError(f'Job "{job_id}" is already complete; it cannot be cancelled')
     cancelled = job.model_copy(
         update={
+            **NOT_WAITING,
             "status": JobStatus.CANCELLED,
             "sequence": job.sequence + 1,
             "lease_owner": None,
@@ -418,6 +463,77 @@ def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Writte
         }
     )
     return Written(cancelled)
+
+
+NOT_WAITING: dict[str, Any] = {"waiting_for": None, "wait_deadline": None, "timeout_phase": None}
+"""The wait fields of a job that waits for nothing."""
+
+
+def waits_for(job: Job, name: str) -> bool:
+    """Whether ``job`` is waiting for the signal ``name``."""
+    return job.status == JobStatus.WAITING and job.waiting_for == name
+
+
+def deliver_signal(existing: Job | None, job_id: str, request: SignalDelivery) -> Written:
+    """Hand a waiting job the signal it waits for: it runs again. Any other signal is refused, stored nowhere."""
+    repeated = _landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    job = live(existing, request.now_ms)
+    if job is None:
+        raise JobNotFoundError(job_id)
+    if not waits_for(job, request.name):
+        waiting = f'waits for "{job.waiting_for}"' if job.status == JobStatus.WAITING else f"is {job.status.value}"
+        raise TransitionRefusedError(f'Job "{job_id}" {waiting}; no one waits for signal "{request.name}"')
+    delivered = job.model_copy(
+        update={
+            **NOT_WAITING,
+            "status": JobStatus.RUNNING,
+            "signal": Signal(name=request.name, payload=request.payload, delivered_at=request.now_ms),
+            "sequence": job.sequence + 1,
+            "updated_at": request.now_ms,
+            "expires_at": job.expires_at_after(request.now_ms),
+            "write_token": request.token,
+        }
+    )
+    return Written(delivered)
+
+
+def wait_expired(job: Job, sequence: int, now_ms: int) -> bool:
+    """Whether the wait ``job`` entered at ``sequence`` is still on and past its deadline."""
+    return (
+        job.status == JobStatus.WAITING
+        and job.sequence == sequence
+        and job.wait_deadline is not None
+        and now_ms >= job.wait_deadline
+    )
+
+
+def timeout_message(job: Job) -> str:
+    """What a job whose wait timed out says."""
+    return f'Timed out waiting for signal "{job.waiting_for}"'
+
+
+def expire_wait(existing: Job | None, request: WaitExpiry) -> Written | None:
+    """Time out a wait past its deadline: continue at its timeout phase, or go to error. None: nothing to end."""
+    repeated = _landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    job = live(existing, request.now_ms)
+    if job is None or not wait_expired(job, request.sequence, request.now_ms):
+        return None
+    common = {
+        **NOT_WAITING,
+        "signal": None,
+        "sequence": job.sequence + 1,
+        "updated_at": request.now_ms,
+        "expires_at": job.expires_at_after(request.now_ms),
+        "write_token": request.token,
+    }
+    if job.timeout_phase is not None and job.checkpoint is not None:
+        checkpoint = Checkpoint(next_phase=job.timeout_phase, state=job.checkpoint.state, created_at=request.now_ms)
+        return Written(job.model_copy(update={**common, "status": JobStatus.RUNNING, "checkpoint": checkpoint}))
+    return Written(job.model_copy(update={**common, "status": JobStatus.ERROR, "error": timeout_message(job)}))
 
 
 def linked_history(items: Mapping[str, HistoryItem], head: str | None) -> tuple[list[LogEntry], list[PhaseRecord]]:

@@ -42,7 +42,7 @@ from ..models import Job, JobPage, JobStatus
 from ..registry import PipelineRegistry
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_errors import ApiError, error_response, install_error_handlers
-from .api_models import CreateJobRequest, ErrorBody, Health, JobId, JobLog, JobView, RetryRequest
+from .api_models import CreateJobRequest, ErrorBody, Health, JobId, JobLog, JobView, RetryRequest, SignalName
 from .api_request import MAX_BODY_BYTES, admit
 from .api_services import ApiServices, checked_input, current_services
 from .entry import Handler, entry_point
@@ -63,6 +63,7 @@ HEALTH_OWNER = "cairn-health"
 MAX_CURSOR_CHARS = 2048
 
 JobIdPath = Annotated[JobId, Path(alias="jobId", description="The job's id")]
+SignalNamePath = Annotated[SignalName, Path(alias="name", description="The signal's name")]
 
 
 def _errors(*statuses: HTTPStatus) -> dict[int, Any]:
@@ -261,6 +262,32 @@ def pause(job_id: JobIdPath) -> JobView:
 )
 def cancel(job_id: JobIdPath) -> JobView:
     return change_status(job_id, Cairn.cancel, "JobsCancelled")
+
+
+@app.post(
+    "/jobs/<jobId>/signals/<name>",
+    status_code=HTTPStatus.ACCEPTED.value,
+    summary="Deliver a signal to a job waiting for it",
+    description="The body (any JSON, or none) is the signal's payload; the phase after the wait reads it as "
+    "ctx.signal. A signal no one waits for (the job waits for another, or for nothing, or a second delivery "
+    "won the race) is refused with 409 and stored nowhere.",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.ACCEPTED, "The job runs its next phase", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+)
+def send_signal(
+    job_id: JobIdPath, name: SignalNamePath, payload: Annotated[Any, Body(description="The payload")] = None
+) -> Response[JobView]:
+    services = current_services()
+    owner = caller()
+    job = existing(services.cairn(owner), job_id)
+    jobs = services.cairn(owner, services.pipeline_of(job))
+    logger.append_keys(job_id=job_id, signal=name)
+    try:
+        job = jobs.signal(job_id, name, checked_input(payload))
+    except SchedulingError as exc:
+        job = _started_anyway(jobs, job_id, exc)
+    metrics.add_metric(name="SignalsDelivered", unit=MetricUnit.Count, value=1)
+    return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
 
 
 @app.get(

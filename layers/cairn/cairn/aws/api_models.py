@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ..engine import SIGNAL_NAME_PATTERN
 from ..errors import InvalidInputError
 from ..ids import JOB_ID_PATTERN, validate_job_id
 from ..models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
@@ -36,6 +37,17 @@ JobId = Annotated[
 ]
 """A job id as the API accepts it, in a body or a path: checked by :func:`cairn.ids.validate_job_id`,
 whose rule the schema declares (pattern and length) so that a generated client never sends another."""
+
+SignalName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=SIGNAL_NAME_PATTERN.pattern,
+        description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+    ),
+]
+"""A signal's name, as a phase's ``WaitFor`` names it."""
 
 PipelineName = Annotated[
     str,
@@ -89,6 +101,13 @@ class JobView(WireModel):
         default=None, description="When the checkpoint was written (Unix time in milliseconds); null without one"
     )
     sequence: int = Field(default=0, description="How many state-changing writes the job has had (checkpoint writes)")
+    waiting_for: str | None = Field(default=None, description="The signal a waiting job waits for")
+    wait_deadline: int | None = Field(
+        default=None, description="When a waiting job times out (Unix time in milliseconds); null: never"
+    )
+    wake_at: int | None = Field(
+        default=None, description="When a sleeping job, or a retry's backoff, ends (Unix time in milliseconds)"
+    )
     attempt: int
     error: str | None = None
     result: Any = None
@@ -114,6 +133,9 @@ class JobView(WireModel):
             next_phase=checkpoint.next_phase if checkpoint else None,
             checkpoint_created_at=checkpoint.created_at if checkpoint else None,
             sequence=job.sequence,
+            waiting_for=job.waiting_for,
+            wait_deadline=job.wait_deadline,
+            wake_at=job.not_before if job.status == JobStatus.RUNNING else None,
             attempt=job.attempt,
             error=job.error,
             result=job.result,

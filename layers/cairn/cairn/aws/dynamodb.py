@@ -37,10 +37,10 @@ from ..errors import (
     VersionConflict,
 )
 from ..ids import JOB_ID_PATTERN, validate_owner
-from ..models import Job, JobPage, JobStatus, JobSummary
+from ..models import Job, JobPage, JobStatus, JobSummary, Signal
 from ..settings import Settings
 from ..storage.base import Route, Storage
-from ..transitions import Claim, Commit, Fence, Save, StartJob, Written, new_token
+from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from . import dynamodb_schema as schema
 from .dynamodb_expressions import Expression
 from .dynamodb_items import UNREADABLE, Item, ItemCodec, from_item, item_size, location, to_item
@@ -66,6 +66,10 @@ _CLAIM_CONDITION = (
 )
 _LEASE_FREE = "attribute_not_exists(#leaseOwner) OR #leaseExpiresAt <= :now"
 _HOLDS_CLAIM = "#leaseOwner = :worker AND #claimSequence = :claimSequence AND #expiresAt > :nowSeconds"
+
+
+class _Refused(Exception):
+    """A conditional write whose condition no longer held, with nothing more to say about it."""
 
 
 class _ConditionFailed(Exception):
@@ -537,25 +541,32 @@ class DynamoDBStorage(Storage):
         written = transitions.commit(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
         expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence")
-        if request.kind != "retry":
+        if request.kind not in ("retry", "sleep"):
             expression.remove("notBefore")
+        if request.kind in ("next", "done", "sleep", "wait"):  # the phase is left: its signal is consumed
+            expression.remove("signal")
+            expression.set("attempt", 1)
         keys: set[str] = set()
-        if request.kind == "next":
+        if request.kind in ("next", "sleep", "wait"):
             assert request.checkpoint is not None
             room = self._room(job_id, request.seen, expression)
             state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token, budget=room)
             expression.set("checkpoint", state)
             expression.set("nextPhase", request.checkpoint.next_phase)
-            expression.set("attempt", 1)
+            if request.kind == "sleep":
+                expression.set("notBefore", request.not_before)
+            if request.kind == "wait":
+                self._set_status(expression, job_id, JobStatus.WAITING)
+                expression.set("waitingFor", request.waiting_for)
+                expression.set("waitDeadline", request.wait_deadline)
+                expression.set("timeoutPhase", request.timeout_phase)
         elif request.kind == "retry":
             expression.set_to("attempt", f"{expression.name('attempt')} + {expression.value('one', 1)}")
             expression.set("notBefore", request.not_before)
         else:
             status = request.status
             assert status is not None
-            expression.set("status", status.value)
-            expression.set("statusKey", self.codec.status_key(job_id, status.value))
-            expression.remove("sweepKey")
+            self._set_status(expression, job_id, status)
             if request.kind == "done":
                 if request.result is not None:
                     room = self._room(job_id, request.seen, expression)
@@ -563,15 +574,23 @@ class DynamoDBStorage(Storage):
                     keys = {result.s3_key} if result.s3_key else set()
                     expression.set("result", result.attribute)
                 expression.remove("checkpoint", "nextPhase")
-                expression.set("attempt", 1)
             else:
                 expression.set("error", request.error)
         job = self._fenced(job_id, expression, written, keys)
-        if request.kind == "next":
+        if request.kind in ("next", "sleep", "wait"):
             return job.model_copy(update={"checkpoint": request.checkpoint})
         if request.kind == "done":
             return job.model_copy(update={"result": request.result})
         return job
+
+    def _set_status(self, expression: Expression, job_id: str, status: JobStatus) -> None:
+        """Set the job's status, its listing key, and its sweep key (only a running job has one)."""
+        expression.set("status", status.value)
+        expression.set("statusKey", self.codec.status_key(job_id, status.value))
+        if status == JobStatus.RUNNING:
+            expression.set("sweepKey", schema.sweep_key(self.codec.owner, job_id))
+        else:
+            expression.remove("sweepKey")
 
     def _holder_write(self, fence: Fence, now_ms: int, written: Written, expires_at: int) -> Expression:
         """A write by the claim holder: conditioned on its claim; advances the sequence; links its history."""
@@ -646,11 +665,72 @@ class DynamoDBStorage(Storage):
             job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token)
         )
 
+    def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
+        expression = Expression()
+        expression.require(
+            "attribute_exists(#pk) AND #expiresAt > :nowSeconds AND #status = :waiting AND #waitingFor = :name"
+        )
+        for attribute in ("pk", "ttlSeconds"):
+            expression.name(attribute)
+        expression.value("waiting", JobStatus.WAITING.value)
+        expression.value("name", request.name)
+        self._set_status(expression, job_id, JobStatus.RUNNING)
+        expression.remove("waitingFor", "waitDeadline", "timeoutPhase")
+        signal = Signal(name=request.name, payload=request.payload, delivered_at=request.now_ms)
+        expression.set("signal", signal.model_dump_json(by_alias=True))
+        return self._admin_update(
+            job_id,
+            request.now_ms,
+            expression,
+            outcome=lambda stored, token: transitions.deliver_signal(stored, job_id, request),
+            token=request.token,
+        )
+
+    def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
+        response = self._call(
+            self.client.get_item, TableName=self.table_name, Key=self._key(job_id), ConsistentRead=True
+        )
+        item = response.get("Item")
+        stored = self.codec.decode_job(item, with_payloads=False) if item else None
+        if stored is not None and stored.write_token == request.token:
+            return stored
+        written = transitions.expire_wait(stored, request)
+        if written is None or stored is None:
+            return None
+        expression = Expression()
+        expression.require("#status = :waiting AND #sequence = :sequence AND #expiresAt > :nowSeconds")
+        expression.name("ttlSeconds")
+        expression.value("waiting", JobStatus.WAITING.value)
+        expression.value("sequence", request.sequence)
+        self._set_status(expression, job_id, written.job.status)
+        expression.remove("waitingFor", "waitDeadline", "timeoutPhase", "signal")
+        if written.job.status == JobStatus.RUNNING:
+            assert written.job.checkpoint is not None
+            expression.set("nextPhase", written.job.checkpoint.next_phase)
+            expression.set_to("checkpoint.nextPhase", expression.value("phase", written.job.checkpoint.next_phase))
+            expression.set_to("checkpoint.createdAt", expression.value("now", request.now_ms))
+        else:
+            expression.set("error", written.job.error)
+        try:
+            return self._admin_update(job_id, request.now_ms, expression, outcome=None, token=request.token)
+        except _Refused:
+            return None
+
     def _admin_update(
-        self, job_id: str, now: int, expression: Expression, *, outcome: Callable[[Job | None, str], Written]
+        self,
+        job_id: str,
+        now: int,
+        expression: Expression,
+        *,
+        outcome: Callable[[Job | None, str], Written] | None,
+        token: str | None = None,
     ) -> Job:
-        """A pause or cancel: one conditional update; when refused, the pure rule says why."""
-        token = new_token()
+        """A pause, cancel or signal: one conditional update; when refused, the pure rule says why.
+
+        Without ``outcome`` a refusal raises _Refused. A request sent again after a lost response
+        carries the same ``token`` and finds its own write.
+        """
+        token = token or new_token()
         expression.value("nowSeconds", now // 1000)
         expression.set_to("sequence", f"{expression.name('sequence')} + {expression.value('one', 1)}")
         expression.set("updatedAt", now)
@@ -661,6 +741,8 @@ class DynamoDBStorage(Storage):
         except _ConditionFailed as failed:
             if failed.old is not None and _written_by(failed.old, token):
                 return self._decode_and_remember(job_id, failed.old)
+            if outcome is None:
+                raise _Refused() from None
             stored = self.codec.decode_job(failed.old) if failed.old is not None else None
             return outcome(stored, token).returned()  # the pure rule says why: not found, already so, or refused
         return self._decode_and_remember(job_id, item)

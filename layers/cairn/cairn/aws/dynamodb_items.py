@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .. import ttl
 from ..errors import CorruptJobError
-from ..models import Checkpoint, HistoryItem, Job, JobStatus, JobSummary, LogEntry
+from ..models import Checkpoint, HistoryItem, Job, JobStatus, JobSummary, LogEntry, Signal
 from ..transitions import linked_history
 from . import dynamodb_schema as schema
 from .payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
@@ -233,6 +233,10 @@ class ItemCodec:
             "leaseExpiresAt": job.lease_expires_at,
             "claimSequence": job.claim_sequence,
             "notBefore": job.not_before,
+            "waitingFor": job.waiting_for,
+            "waitDeadline": job.wait_deadline,
+            "timeoutPhase": job.timeout_phase,
+            "signal": job.signal.model_dump_json(by_alias=True) if job.signal else None,
             "error": job.error,
             "nextPhase": job.checkpoint.next_phase if job.checkpoint else None,
             "inputToken": job.input_token,
@@ -298,6 +302,10 @@ class ItemCodec:
                 lease_expires_at=values.get("leaseExpiresAt"),
                 claim_sequence=values.get("claimSequence"),
                 not_before=values.get("notBefore"),
+                waiting_for=values.get("waitingFor"),
+                wait_deadline=values.get("waitDeadline"),
+                timeout_phase=values.get("timeoutPhase"),
+                signal=Signal.model_validate_json(values["signal"]) if "signal" in values else None,
                 write_token=values.get("writeToken"),
                 history_head=values.get("historyHead"),
                 input_token=values.get("inputToken"),

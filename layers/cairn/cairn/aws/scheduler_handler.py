@@ -188,15 +188,20 @@ class Dispatcher:
 
         Only the job item's routing fields are read. An execution that carries a
         sequence the job has moved past (a stale or duplicate execution) is told
-        there is nothing to run.
+        there is nothing to run; one that carries the sequence of a job still
+        waiting for a signal runs the advance that times the wait out.
         """
         pipeline = self.pipelines.get(request.pipeline)
         route = self.runtime.storage(request.owner).get_route(request.jobId)
         base = {"jobId": request.jobId, "owner": request.owner, "pipeline": request.pipeline}
-        if route is None or route.status != JobStatus.RUNNING or route.next_phase is None:
+        if route is None or route.status not in (JobStatus.RUNNING, JobStatus.WAITING) or route.next_phase is None:
             return {**base, "run": False, "status": route.status.value if route else "missing"}
         if request.sequence is not None and request.sequence != route.sequence:
             return {**base, "run": False, "status": "stale"}
+        if route.status == JobStatus.WAITING and request.sequence is None:
+            return {**base, "run": False, "status": route.status.value}
+        # A waiting job at the execution's sequence: the execution waited out the wait's timeout; the advance
+        # ends the wait (its timeout phase, or error) unless a signal came first (then the sequence moved on).
         return {
             **base,
             "run": True,

@@ -6,11 +6,13 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import CairnError, InvalidInputError
 
 AdvanceFunction = Callable[..., Any]
+Triage = Callable[[str, int | None], Literal["run", "hold", "drop"]]
+"""Decides what ``drain`` does with an advance that is not due yet (see :meth:`InlineScheduler.bind`)."""
 
 
 class InlineScheduler:
@@ -32,10 +34,17 @@ class InlineScheduler:
         self._queue: list[tuple[float, int, str, str, int | None]] = []
         self._order = itertools.count()
         self._advance: AdvanceFunction | None = None
+        self._triage: Triage | None = None
 
-    def bind(self, fn: AdvanceFunction) -> None:
-        """Set what runs an advance: called as ``fn(job_id, phase=phase, sequence=sequence)``."""
+    def bind(self, fn: AdvanceFunction, *, triage: Triage | None = None) -> None:
+        """Set what runs an advance: called as ``fn(job_id, phase=phase, sequence=sequence)``.
+
+        ``triage(job_id, sequence)`` is asked about an advance that is not due yet, before ``drain``
+        waits for it: ``"run"`` (wait, then run it), ``"hold"`` (a wait's timeout: leave it queued and
+        stop, the job waits for a signal) or ``"drop"`` (the job has moved on: it would do nothing).
+        """
         self._advance = fn
+        self._triage = triage
 
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Queue an advance of ``phase`` for ``job_id`` (at ``sequence``) after ``delay`` seconds."""
@@ -53,7 +62,10 @@ class InlineScheduler:
         return len(self._queue)
 
     def drain(self, *, max_steps: int | None = None) -> int:
-        """Run queued advances in order until the queue is empty; returns how many ran.
+        """Run queued advances in order until none is left to run; returns how many ran.
+
+        An advance not due yet is waited for, unless triage holds it (a wait's timeout: the drain
+        stops there, the job waiting for its signal) or drops it (the job has moved past it).
 
         A process-death style ``BaseException`` from an advance passes straight
         through (the advance it came from is gone, as it would be in a real crash).
@@ -62,8 +74,16 @@ class InlineScheduler:
             raise CairnError("InlineScheduler.drain() needs bind(fn) first")
         ran = 0
         while self._queue and (max_steps is None or ran < max_steps):
-            due, _, job_id, phase, sequence = heapq.heappop(self._queue)
+            due, _, job_id, phase, sequence = self._queue[0]
             wait = due - self._now()
+            if wait > 0 and self._triage is not None:
+                verdict = self._triage(job_id, sequence)
+                if verdict == "hold":
+                    break
+                if verdict == "drop":
+                    heapq.heappop(self._queue)
+                    continue
+            heapq.heappop(self._queue)
             if wait > 0:
                 self._sleep(wait)
             ran += 1

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..clock import Clock, system_clock_ms
 from ..models import Job, JobStatus
-from ..transitions import Claim, Commit, Fence, Save, StartJob
+from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
 @dataclass(frozen=True)
@@ -81,3 +81,11 @@ class Storage(ABC):
     @abstractmethod
     def cancel(self, job_id: str) -> Job:
         """Cancel a job, fencing any worker (idempotent)."""
+
+    @abstractmethod
+    def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
+        """Hand a job waiting for the signal its payload (it runs again); TransitionRefusedError when none waits."""
+
+    @abstractmethod
+    def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
+        """End a wait past its deadline (timeout phase, or error); None when there is no such wait."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..models import Job, JobStatus
-from ..transitions import Claim, Commit, Fence, Save, StartJob
+from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from .base import Route, Storage
 
 _T = TypeVar("_T")
@@ -53,3 +53,9 @@ class DelegatingStorage(Storage):
 
     def cancel(self, job_id: str) -> Job:
         return self.around("cancel", lambda: self.inner.cancel(job_id))
+
+    def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
+        return self.around("deliver_signal", lambda: self.inner.deliver_signal(job_id, request))
+
+    def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
+        return self.around("expire_wait", lambda: self.inner.expire_wait(job_id, request))

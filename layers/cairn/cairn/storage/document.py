@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 
 from .. import transitions
 from ..models import HistoryItem, Job, JobStatus
-from ..transitions import Claim, Commit, Fence, Save, StartJob, Written, new_token
+from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from .base import Storage
 
 
@@ -101,3 +101,9 @@ class DocumentStorage(Storage):
     def cancel(self, job_id: str) -> Job:
         now, token = self.clock(), new_token()
         return self._apply(job_id, lambda job: transitions.cancel(job, job_id, now, token))
+
+    def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
+        return self._apply(job_id, lambda job: transitions.deliver_signal(job, job_id, request))
+
+    def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
+        return self._update(job_id, lambda job: transitions.expire_wait(job, request))
