@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn import Done, Next, PhaseContext, Pipeline
+from cairn import Done, Next, PhaseContext, Pipeline, WaitFor
 
 PHASES = ["fetch", "split", "extract", "publish"]
 
@@ -25,4 +25,20 @@ def four_phase_pipeline() -> Pipeline[Any]:
 
     for index, name in enumerate(PHASES):
         make(name, PHASES[index + 1] if index + 1 < len(PHASES) else None)
+    return pipeline
+
+
+def approval_pipeline() -> Pipeline[Any]:
+    """``ask`` waits for the signal ``approval``; ``decide`` finishes with the request and the signal's payload."""
+    pipeline: Pipeline[Any] = Pipeline("approval")
+
+    @pipeline.phase(name="ask")
+    def ask(ctx: PhaseContext[Any]) -> WaitFor:
+        ctx.log("waiting for approval")
+        return WaitFor("approval", "decide", {"request": ctx.state})
+
+    @pipeline.phase(name="decide")
+    def decide(ctx: PhaseContext[Any]) -> Done:
+        return Done({"request": ctx.state["request"], "approval": ctx.signal})
+
     return pipeline

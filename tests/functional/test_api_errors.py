@@ -34,10 +34,10 @@ KNOWN_PIPELINES = ", ".join(PIPELINES.names)  # every registered pipeline is nam
         ("create-job-malformed-json", "The request body is not valid JSON"),
         (
             "list-jobs-bad-status",
-            "query parameter status: Input should be 'idle', 'running', 'paused', 'complete', 'error' or 'cancelled'",
+            "query parameter status: Input should be 'idle', 'running', 'waiting', 'paused', 'complete', 'error' or 'cancelled'",
         ),
         ("list-jobs-bad-cursor", "Invalid cursor: it was not returned by this listing"),
-        ("retry-job-bad-mode", "body.mode: Input should be 'resume' or 'full'"),
+        ("retry-job-bad-mode", "body.mode: Input should be 'resume', 'full' or 'from'"),
     ],
 )
 def test_an_invalid_request_is_400_with_a_clear_message_and_writes_nothing(api: Api, name: str, message: str) -> None:
@@ -281,6 +281,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         ("POST", "/jobs/{jobId}/retry"),
         ("POST", "/jobs/{jobId}/pause"),
         ("POST", "/jobs/{jobId}/cancel"),
+        ("POST", "/jobs/{jobId}/signals/{name}"),
         ("GET", "/health"),
         ("GET", "/openapi.json"),
     }
@@ -288,6 +289,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     assert set(operations["POST", "/jobs"]["responses"]) == {"202", "400", "401", "409", "413", "415", "500"}
     retry_responses = {"202", "400", "401", "404", "409", "413", "415", "500"}
     assert set(operations["POST", "/jobs/{jobId}/retry"]["responses"]) == retry_responses
+    assert set(operations["POST", "/jobs/{jobId}/signals/{name}"]["responses"]) == retry_responses
     assert set(operations["GET", "/health"]["responses"]) == {"200", "500", "503"}
     assert not any("422" in op["responses"] for op in operations.values())
     schemas = document["components"]["schemas"]

@@ -63,6 +63,8 @@ CASES = {
     "api/retry-job-resume": Case(paused, 202, job=JobStatus.RUNNING),
     "api/retry-job-full": Case(complete, 202, job=JobStatus.RUNNING),
     "api/retry-job-bad-mode": Case(complete, 400, "invalid_request"),
+    "api/retry-job-from": Case(complete, 202, job=JobStatus.RUNNING),
+    "api/send-signal": Case(complete, 409, "conflict"),
     "api/pause-job": Case(running, 200, job=JobStatus.PAUSED),
     "api/cancel-job": Case(running, 200, job=JobStatus.CANCELLED),
     "api/health": Case(nothing, 200),

@@ -48,7 +48,7 @@ def parameter(operation: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_every_job_id_path_parameter_declares_the_job_id_rule(document: dict[str, Any]) -> None:
     with_job_id = [(method, path, op) for method, path, op in operations(document) if "{jobId}" in path]
-    assert len(with_job_id) == 5
+    assert len(with_job_id) == 6
 
     for method, path, operation in with_job_id:
         job_id = parameter(operation, "jobId")
@@ -99,12 +99,16 @@ def test_the_retry_body_declares_its_modes(document: dict[str, Any]) -> None:
     retry = document["components"]["schemas"]["RetryRequest"]
 
     assert retry["additionalProperties"] is False
-    assert resolve(document, retry["properties"]["mode"])["enum"] == ["resume", "full"]
+    assert resolve(document, retry["properties"]["mode"])["enum"] == ["resume", "full", "from"]
 
 
 def test_a_route_that_reads_a_body_declares_json_only_and_its_body_refusals(document: dict[str, Any]) -> None:
     with_body = [(method, path, op) for method, path, op in operations(document) if "requestBody" in op]
-    assert {(method, path) for method, path, _ in with_body} == {("POST", "/jobs"), ("POST", "/jobs/{jobId}/retry")}
+    assert {(method, path) for method, path, _ in with_body} == {
+        ("POST", "/jobs"),
+        ("POST", "/jobs/{jobId}/retry"),
+        ("POST", "/jobs/{jobId}/signals/{name}"),
+    }
 
     for _, _, operation in with_body:
         assert list(operation["requestBody"]["content"]) == ["application/json"]

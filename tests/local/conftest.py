@@ -1,4 +1,4 @@
-"""The local stack (``cairn dev``) on free ports, one per driver and one for a scratch project, per test module."""
+"""The local stack (``cairn dev``) on free ports, one per driver and one per scratch project, per test module."""
 
 from __future__ import annotations
 
@@ -36,4 +36,17 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def sleepy_stack(scratch: Path) -> Iterator[DevStack]:
     """``cairn dev`` on the scratch project, reloading on change."""
     with dev_stack(scratch / "dev.log", "--reload", cwd=scratch) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="module")
+def napping_scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the bundle with the ``napping`` pipeline (tests/local/napping_pipeline.py) synced into its template."""
+    return scratch_project(tmp_path_factory.mktemp("napping"), ("napping",))
+
+
+@pytest.fixture(scope="module")
+def skipping_stack(napping_scratch: Path) -> Iterator[DevStack]:
+    """``cairn dev --skip-waits`` on the napping scratch project, direct driver."""
+    with dev_stack(napping_scratch / "dev.log", "--driver", "direct", "--skip-waits", cwd=napping_scratch) as stack:
         yield stack

@@ -85,19 +85,26 @@ def dev_stack(log: Path, *arguments: str, cwd: Path = ROOT) -> Iterator[DevStack
         yield DevStack(dev.process, dev.base_url, dev.log)
 
 
-def scratch_project(folder: Path) -> Path:
-    """A copy of this bundle with the ``sleepy`` pipeline added (its template synced by ``cairn template sync``)."""
+def scratch_project(folder: Path, pipelines: Sequence[str] = ("sleepy",)) -> Path:
+    """A copy of this bundle with test ``pipelines`` added (its template synced by ``cairn template sync``).
+
+    Each ``NAME`` is ``tests/local/NAME_pipeline.py``, copied as ``functions/NAME/pipeline.py``;
+    ``layers`` links to this bundle's (the state machine's definition is there).
+    """
     shutil.copy(ROOT / "template.yaml", folder / "template.yaml")
     shutil.copytree(ROOT / "functions", folder / "functions", ignore=shutil.ignore_patterns("__pycache__"))
-    package = folder / "functions" / "sleepy"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    shutil.copy(Path(__file__).with_name("sleepy_pipeline.py"), package / "pipeline.py")
     registry = folder / "functions" / "pipelines.py"
     text = registry.read_text()
     anchor = "from document_intake.pipeline import pipeline as document_intake\n"
-    text = text.replace(anchor, f"{anchor}from sleepy.pipeline import pipeline as sleepy\n")
-    registry.write_text(text.replace("        document_intake,\n", "        document_intake,\n        sleepy,\n"))
+    for name in pipelines:
+        package = folder / "functions" / name
+        package.mkdir()
+        (package / "__init__.py").write_text("")
+        shutil.copy(Path(__file__).with_name(f"{name}_pipeline.py"), package / "pipeline.py")
+        text = text.replace(anchor, f"{anchor}from {name}.pipeline import pipeline as {name}\n")
+        text = text.replace("        document_intake,\n", f"        document_intake,\n        {name},\n")
+    registry.write_text(text)
     synced = cairn("template", "sync", "--root", str(folder), cwd=folder)
     assert synced.returncode == 0, synced.stderr
+    (folder / "layers").symlink_to(ROOT / "layers", target_is_directory=True)
     return folder

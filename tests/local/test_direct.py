@@ -49,6 +49,7 @@ def test_the_stack_is_real_aws_on_its_moto_endpoint(direct_stack: DevStack) -> N
     direct_stack.api.start("document-intake", state={"document": "report.txt"}, job_id="boto3-visible")
     direct_stack.wait_for("boto3-visible")
     info = direct_stack.admin("info")
+    assert (info["clock"]["skipWaits"], info["clock"]["offsetMs"]) == (False, 0)  # real time without --skip-waits
     session = boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
     dynamodb = session.client("dynamodb", endpoint_url=info["awsEndpoint"])
     described = dynamodb.describe_table(TableName=info["table"])["Table"]

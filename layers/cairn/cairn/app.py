@@ -91,17 +91,43 @@ class Cairn:
             create_only=True,
         )
 
-    def retry(self, job_id: str, *, mode: RetryMode | str = RetryMode.RESUME, state: Any = None) -> Job:
-        """Retry a job: ``resume`` from its checkpoint, or start it over (``full``, with ``state`` if given).
+    def retry(
+        self,
+        job_id: str,
+        *,
+        mode: RetryMode | str = RetryMode.RESUME,
+        state: Any = None,
+        phase: str | None = None,
+        by: str | None = None,
+    ) -> Job:
+        """Retry a job: ``resume`` from its checkpoint, start it over (``full``), or rerun it ``from`` a phase.
 
         As in the seed, a resume of a job with no checkpoint to resume from (a
         complete job) starts fresh, from ``state`` or else the job's input; a
         job past its TTL is gone, checkpoint and all. A ``state`` that a resume would
         ignore (there is a checkpoint) is refused with InvalidInputError.
+
+        ``mode="from"`` continues the job at ``phase`` with ``state``, or else with the state it had
+        when it last entered ``phase``; its log records the rerun (and who asked, ``by``).
         """
         job = self.get(job_id)
         chosen = self.pipelines.get(job.pipeline)
         wanted = parse_retry_mode(mode)
+        if wanted == RetryMode.FROM:
+            if phase is None:
+                raise InvalidInputError('A rerun (mode "from") names the phase to rerun from')
+            return run_pipeline(
+                job_id,
+                chosen,
+                storage=self.storage,
+                scheduler=self.scheduler,
+                initial_state=state,
+                retry_mode=wanted,
+                initial_phase=phase,
+                actor=by,
+            )
+        if phase is not None:
+            raise InvalidInputError(f'A phase is only given to rerun from it (mode "from"), not with mode "{wanted}"')
         if wanted == RetryMode.RESUME and state is not None:
             saved = usable_checkpoint(job, chosen, self.storage.clock())
             if saved is not None:

@@ -23,6 +23,7 @@ from .errors import (
     ClaimLostError,
     InvalidInputError,
     JobExistsError,
+    JobNotFoundError,
     PhaseCrashedError,
     PipelineError,
     StateTooLargeError,
@@ -84,7 +85,7 @@ def parse_retry_mode(mode: RetryMode | str) -> RetryMode:
     try:
         return RetryMode(mode)
     except ValueError as exc:
-        raise InvalidInputError(f"Unknown retry mode {mode!r}; use 'resume' or 'full'") from exc
+        raise InvalidInputError(f"Unknown retry mode {mode!r}; use 'resume', 'full' or 'from'") from exc
 
 
 def resolve_start_phase(mode: RetryMode | str, checkpoint: Checkpoint | None, initial_phase: str) -> str:
@@ -123,6 +124,7 @@ def run_pipeline(
     retry_mode: RetryMode | str = RetryMode.RESUME,
     initial_phase: str | None = None,
     create_only: bool = False,
+    actor: str | None = None,
 ) -> Job:
     """Start a job, or retry one, and schedule its first advance.
 
@@ -132,7 +134,9 @@ def run_pipeline(
     ``resume`` continues from the saved ``nextPhase`` with the saved state (and
     starts fresh when there is no checkpoint); ``full`` discards the checkpoint
     and the old log and starts from ``initial_phase`` (default: the first
-    phase) with ``initial_state``. Any worker still mid-phase is fenced off.
+    phase) with ``initial_state``; ``from`` reruns the job at ``initial_phase`` (required) with
+    ``initial_state``, or else the state the job had when it last entered that phase, keeping its
+    log (which records who, ``actor``, reran what from where). Any worker still mid-phase is fenced off.
     With ``create_only`` an existing job is never touched: JobExistsError.
     Bad input raises before anything is written.
     """
@@ -143,7 +147,12 @@ def run_pipeline(
         raise PipelineError(
             f'Unknown initial phase "{initial_phase}" (known phases: {", ".join(pipeline.phase_names)})'
         )
+    if mode == RetryMode.FROM and initial_phase is None:
+        raise InvalidInputError('A rerun (mode "from") names the phase to rerun from')
     given_state = pipeline.dump_state(initial_state) if initial_state is not None else None
+    if mode == RetryMode.FROM:
+        assert initial_phase is not None
+        return _rerun_from(job_id, pipeline, initial_phase, given_state, storage, scheduler, actor)
 
     for _ in range(_START_ATTEMPTS):
         now = storage.clock()
@@ -165,6 +174,7 @@ def run_pipeline(
         note = LogEntry(
             message=f'Job started ({mode.value}) at phase "{start_phase}"', timestamp=now, phase=start_phase
         )
+        wait = _wait_again(existing, saved, now)
         request = StartJob(
             job_id=job_id,
             pipeline=pipeline.name,
@@ -176,14 +186,86 @@ def run_pipeline(
             input=existing.input if saved is not None and existing is not None else fresh_state,
             reset_history=mode == RetryMode.FULL,
             journal=Journal(log=(note,)),
+            keep_signal=saved is not None,
+            **wait,
         )
         try:
             job = resolve_write(partial(storage.start_job, request))
         except VersionConflict:
             continue
-        scheduler.schedule_advance(job_id, phase=start_phase, sequence=job.sequence)
+        if job.status == JobStatus.WAITING:
+            if job.wait_deadline is not None:  # the wait's timeout, as when the wait began
+                delay = max(0.0, (job.wait_deadline - now) / 1000)
+                scheduler.schedule_advance(job_id, phase=start_phase, sequence=job.sequence, delay=delay)
+        else:
+            scheduler.schedule_advance(job_id, phase=start_phase, sequence=job.sequence)
         return job
     raise StorageError(f'Job "{job_id}" kept changing while it was being started; try again', retryable=True)
+
+
+def _rerun_from(
+    job_id: str,
+    pipeline: Pipeline[Any],
+    phase: str,
+    given_state: Any,
+    storage: Storage,
+    scheduler: Scheduler,
+    actor: str | None,
+) -> Job:
+    """Continue ``job_id`` at ``phase`` with ``given_state``, or the state it had when it last entered ``phase``."""
+    for _ in range(_START_ATTEMPTS):
+        now = storage.clock()
+        existing = storage.get_job(job_id)
+        if existing is None:
+            raise JobNotFoundError(job_id)
+        state, source = given_state, "the state given"
+        if state is None:
+            kept = storage.entered(job_id, phase)
+            if kept is None:
+                raise InvalidInputError(
+                    f'Job "{job_id}" has no state kept from entering phase "{phase}" (it never reached it, or '
+                    "that part of its history has expired); rerun with the state to use"
+                )
+            state, source = kept.state, f"the state it entered with at {kept.created_at}"
+        who = f" by {actor}" if actor else ""
+        note = LogEntry(
+            message=f'Rerun from phase "{phase}"{who} (was {existing.status.value}), with {source}',
+            timestamp=now,
+            phase=phase,
+            kind="decision",
+        )
+        request = StartJob(
+            job_id=job_id,
+            pipeline=pipeline.name,
+            checkpoint=Checkpoint(next_phase=phase, state=state, created_at=now),
+            now_ms=now,
+            expires_at=_expires_at(pipeline, now),
+            seen=existing,
+            ttl_seconds=_ttl_seconds(pipeline),
+            input=existing.input,
+            journal=Journal(log=(note,)),
+        )
+        try:
+            job = resolve_write(partial(storage.start_job, request))
+        except VersionConflict:
+            continue
+        scheduler.schedule_advance(job_id, phase=phase, sequence=job.sequence)
+        return job
+    raise StorageError(f'Job "{job_id}" kept changing while it was being rerun; try again', retryable=True)
+
+
+def _wait_again(existing: Job | None, saved: Checkpoint | None, now: int) -> dict[str, Any]:
+    """The wait a resume re-enters: the checkpoint it continues from was written by a wait never signalled.
+
+    A wait that timed out into error, or a job cancelled while waiting, resumes waiting for the same
+    signal (with a timeout as long as the first), never running the next phase without it.
+    """
+    if existing is None or saved is None or existing.waiting_for is None:
+        return {}
+    deadline = None
+    if existing.wait_deadline is not None:
+        deadline = now + max(0, existing.wait_deadline - saved.created_at)
+    return {"waiting_for": existing.waiting_for, "wait_deadline": deadline, "timeout_phase": existing.timeout_phase}
 
 
 def pause_job(job_id: str, *, storage: Storage) -> Job:

@@ -59,6 +59,7 @@ class RetryMode(StrEnum):
 
     RESUME = "resume"
     FULL = "full"
+    FROM = "from"
 
 
 class Checkpoint(WireModel):
@@ -134,8 +135,12 @@ class Job(WireModel):
     not_before: int | None = Field(
         default=None, description="Unix ms: a retry waits out its backoff, or a sleep its delay, until then"
     )
-    waiting_for: str | None = Field(default=None, description="The signal a waiting job waits for")
-    wait_deadline: int | None = Field(default=None, description="Unix ms: a waiting job times out then (None: never)")
+    waiting_for: str | None = Field(
+        default=None,
+        description="The signal the checkpoint waits for: while waiting, and after a timeout or a cancel "
+        "(a resume waits again); cleared when the signal is delivered",
+    )
+    wait_deadline: int | None = Field(default=None, description="Unix ms: the wait times out then (None: never)")
     timeout_phase: str | None = Field(default=None, description="Where a wait that times out continues (None: error)")
     signal: Signal | None = Field(default=None, description="The signal delivered to the wait the job left last")
     write_token: str | None = Field(default=None, description="The token of the last write, to recognise a retry")
@@ -172,6 +177,9 @@ class HistoryItem(WireModel):
     prev: str | None = None
     log: list[LogEntry] = Field(default_factory=list)
     record: PhaseRecord | None = None
+    entry: Checkpoint | None = Field(
+        default=None, description="The checkpoint the write set, kept so that a rerun can start from that phase"
+    )
 
 
 class JobSummary(WireModel):

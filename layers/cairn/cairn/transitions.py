@@ -68,7 +68,8 @@ class StartJob:
 
     ``seen`` is the job as the caller read it (None: there was none). If the
     stored job's sequence differs from it, someone wrote in between and the
-    caller reads again.
+    caller reads again. ``keep_signal``: a resume of the same checkpoint keeps the signal the phase
+    was given; ``waiting_for`` (with its deadline and timeout phase) starts the job waiting.
     """
 
     job_id: str
@@ -81,6 +82,10 @@ class StartJob:
     input: Any = None
     reset_history: bool = False
     journal: Journal = Journal()
+    waiting_for: str | None = None
+    wait_deadline: int | None = None
+    timeout_phase: str | None = None
+    keep_signal: bool = False
     token: str = field(default_factory=new_token)
 
     @property
@@ -196,6 +201,11 @@ class Commit:
     token: str = field(default_factory=new_token)
 
     @property
+    def entry(self) -> Checkpoint | None:
+        """The checkpoint of the phase the commit enters (next, sleep, wait), kept in its history."""
+        return self.checkpoint if self.kind in ("next", "sleep", "wait") else None
+
+    @property
     def status(self) -> JobStatus | None:
         """The status the commit sets (None: the status stays as it is)."""
         if self.kind == "done":
@@ -232,9 +242,34 @@ def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[
     return merged
 
 
-def history_item(token: str, prev: str | None, journal: Journal, record: PhaseRecord | None = None) -> HistoryItem:
-    """The history a write adds after ``prev``."""
-    return HistoryItem(token=token, prev=prev, log=list(journal.log), record=record)
+def history_item(
+    token: str,
+    prev: str | None,
+    journal: Journal,
+    record: PhaseRecord | None = None,
+    entry: Checkpoint | None = None,
+) -> HistoryItem:
+    """The history a write adds after ``prev``; ``entry`` is the checkpoint the write set (a phase entered)."""
+    return HistoryItem(token=token, prev=prev, log=list(journal.log), record=record, entry=entry)
+
+
+def entered(items: Mapping[str, HistoryItem], head: str | None, phase: str) -> Checkpoint | None:
+    """The checkpoint of the newest write in the history ending at ``head`` that entered ``phase``."""
+    for item in history_chain(items, head):
+        if item.entry is not None and item.entry.next_phase == phase:
+            return item.entry
+    return None
+
+
+def history_chain(items: Mapping[str, HistoryItem], head: str | None) -> list[HistoryItem]:
+    """The history items linked from ``head``, newest first; a corrupt loop ends the walk."""
+    chain: list[HistoryItem] = []
+    seen: set[str] = set()
+    while head is not None and head in items and head not in seen:
+        seen.add(head)
+        chain.append(items[head])
+        head = items[head].prev
+    return chain
 
 
 def live(job: Job | None, now_ms: int) -> Job | None:
@@ -265,10 +300,13 @@ def start(existing: Job | None, request: StartJob) -> Written:
         )
     fresh = current is None or request.reset_history
     prev = None if fresh or current is None else current.history_head
-    history = history_item(request.token, prev, request.journal)
+    history = history_item(request.token, prev, request.journal, entry=request.checkpoint)
     input_changed = current is None or request.input != current.input
     common: dict[str, Any] = {
-        "status": JobStatus.RUNNING,
+        "status": JobStatus.WAITING if request.waiting_for is not None else JobStatus.RUNNING,
+        "waiting_for": request.waiting_for,
+        "wait_deadline": request.wait_deadline,
+        "timeout_phase": request.timeout_phase,
         "checkpoint": request.checkpoint,
         "input": request.input,
         "input_token": request.token if input_changed else current.input_token if current else None,
@@ -295,8 +333,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
             "error": None,
             "result": None,
             "attempt": 1,
-            **NOT_WAITING,
-            "signal": None,
+            "signal": current.signal if request.keep_signal else None,
             "run": current.run + 1 if request.reset_history else current.run,
             "sequence": current.sequence + 1,
             "lease_owner": None,
@@ -400,7 +437,7 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
     if repeated is not None:
         return repeated
     job = check_fence(existing, job_id, fence, request.now_ms)
-    history = history_item(request.token, job.history_head, request.journal, request.record)
+    history = history_item(request.token, job.history_head, request.journal, request.record, entry=request.entry)
     committed = job.model_copy(
         update={
             "not_before": None,
@@ -451,7 +488,6 @@ def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Writte
         raise TransitionRefusedError(f'Job "{job_id}" is already complete; it cannot be cancelled')
     cancelled = job.model_copy(
         update={
-            **NOT_WAITING,
             "status": JobStatus.CANCELLED,
             "sequence": job.sequence + 1,
             "lease_owner": None,
@@ -511,7 +547,7 @@ def wait_expired(job: Job, sequence: int, now_ms: int) -> bool:
 
 def timeout_message(job: Job) -> str:
     """What a job whose wait timed out says."""
-    return f'Timed out waiting for signal "{job.waiting_for}"'
+    return f'Timed out waiting for signal "{job.waiting_for}"; a resume waits for it again'
 
 
 def expire_wait(existing: Job | None, request: WaitExpiry) -> Written | None:
@@ -523,7 +559,6 @@ def expire_wait(existing: Job | None, request: WaitExpiry) -> Written | None:
     if job is None or not wait_expired(job, request.sequence, request.now_ms):
         return None
     common = {
-        **NOT_WAITING,
         "signal": None,
         "sequence": job.sequence + 1,
         "updated_at": request.now_ms,
@@ -532,7 +567,9 @@ def expire_wait(existing: Job | None, request: WaitExpiry) -> Written | None:
     }
     if job.timeout_phase is not None and job.checkpoint is not None:
         checkpoint = Checkpoint(next_phase=job.timeout_phase, state=job.checkpoint.state, created_at=request.now_ms)
-        return Written(job.model_copy(update={**common, "status": JobStatus.RUNNING, "checkpoint": checkpoint}))
+        update = {**common, **NOT_WAITING, "status": JobStatus.RUNNING, "checkpoint": checkpoint}
+        return Written(job.model_copy(update=update))
+    # The wait stays recorded: a resume waits for the signal again rather than running the phase without it.
     return Written(job.model_copy(update={**common, "status": JobStatus.ERROR, "error": timeout_message(job)}))
 
 
@@ -542,14 +579,7 @@ def linked_history(items: Mapping[str, HistoryItem], head: str | None) -> tuple[
     Items not reachable from ``head`` (written by a write that never landed)
     are left out; a corrupt loop ends the walk.
     """
-    chain: list[HistoryItem] = []
-    seen: set[str] = set()
-    token = head
-    while token is not None and token in items and token not in seen:
-        seen.add(token)
-        item = items[token]
-        chain.append(item)
-        token = item.prev
+    chain = history_chain(items, head)
     chain.reverse()
     log = [entry for item in chain for entry in item.log]
     records = [item.record for item in chain if item.record is not None]

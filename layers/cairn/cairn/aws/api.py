@@ -34,6 +34,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import JsonValue
 
 from ..app import Cairn
 from ..errors import SchedulingError, StorageError
@@ -215,7 +216,9 @@ def get_job_log(job_id: JobIdPath) -> JobLog:
     status_code=HTTPStatus.ACCEPTED.value,
     summary="Retry a job",
     description="resume continues from the checkpoint's nextPhase (a fresh start when there is none, as for "
-    "a complete job); full discards the checkpoint and the log. A fresh start uses the body's state, else the "
+    "a complete job); full discards the checkpoint and the log; from reruns the job at the body's phase with the "
+    "body's state, else the state it had when it last entered that phase (400 when none is kept), and the log "
+    "records who reran it from where. A fresh start uses the body's state, else the "
     "job's stored input; a state sent with resume when there is a checkpoint to resume from is refused (400), "
     "as it would be ignored. A worker still running the job is fenced off.",
     tags=["jobs"],
@@ -228,7 +231,7 @@ def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()]
     job = existing(services.cairn(owner), job_id)
     jobs = services.cairn(owner, services.pipeline_of(job))
     try:
-        job = jobs.retry(job_id, mode=retry.mode, state=checked_input(retry.state))
+        job = jobs.retry(job_id, mode=retry.mode, state=checked_input(retry.state), phase=retry.phase, by=owner)
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
@@ -275,7 +278,7 @@ def cancel(job_id: JobIdPath) -> JobView:
     responses=_responses(HTTPStatus.ACCEPTED, "The job runs its next phase", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
 def send_signal(
-    job_id: JobIdPath, name: SignalNamePath, payload: Annotated[Any, Body(description="The payload")] = None
+    job_id: JobIdPath, name: SignalNamePath, payload: Annotated[JsonValue, Body(description="The payload")] = None
 ) -> Response[JobView]:
     services = current_services()
     owner = caller()

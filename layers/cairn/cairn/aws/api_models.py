@@ -60,6 +60,12 @@ PipelineName = Annotated[
 ]
 """A pipeline's name: a letter, then up to 63 letters, digits, '_', '.' or '-' (matched whole)."""
 
+PhaseName = Annotated[
+    str,
+    Field(min_length=1, max_length=64, pattern=NAME_PATTERN.pattern, description="The name of a pipeline's phase"),
+]
+"""A phase's name, by the same rule as a pipeline's."""
+
 
 class RequestModel(BaseModel):
     """Base for request bodies: camelCase names only, and unknown fields are refused (a typo is not ignored)."""
@@ -81,12 +87,16 @@ class RetryRequest(RequestModel):
     mode: RetryMode = Field(
         default=RetryMode.RESUME,
         description="resume: from the saved nextPhase (a fresh start when there is no checkpoint); "
-        "full: discard the checkpoint and the old log",
+        "full: discard the checkpoint and the old log; from: rerun from the body's phase, keeping the log",
     )
     state: Any = Field(
         default=None,
         description="The state to start from when the job starts fresh; the job's stored input when absent. "
-        "Refused with resume when the job has a checkpoint to resume from, which would ignore it",
+        "Refused with resume when the job has a checkpoint to resume from, which would ignore it. With from: "
+        "the (edited) state the phase reruns with; absent, the state the job had when it last entered the phase",
+    )
+    phase: PhaseName | None = Field(
+        default=None, description="With mode from (and only then): the phase to rerun the job from"
     )
 
 

@@ -37,13 +37,13 @@ from ..errors import (
     VersionConflict,
 )
 from ..ids import JOB_ID_PATTERN, validate_owner
-from ..models import Job, JobPage, JobStatus, JobSummary, Signal
+from ..models import Checkpoint, HistoryItem, Job, JobPage, JobStatus, JobSummary, Signal
 from ..settings import Settings
 from ..storage.base import Route, Storage
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from . import dynamodb_schema as schema
 from .dynamodb_expressions import Expression
-from .dynamodb_items import UNREADABLE, Item, ItemCodec, from_item, item_size, location, to_item
+from .dynamodb_items import UNREADABLE, Item, ItemCodec, from_item, item_size, kept_object, location, to_item
 from .payloads import ITEM_BUDGET, PayloadCodec
 
 if TYPE_CHECKING:
@@ -185,6 +185,33 @@ class DynamoDBStorage(Storage):
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptJobError(f"{self.codec.pk(job_id)}/{schema.JOB_SK}", f"{type(exc).__name__}: {exc}") from exc
+
+    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+        """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one."""
+        now = self.clock()
+        job_item: Item | None = None
+        history: dict[str, HistoryItem] = {}
+        items: dict[str, Item] = {}
+        for item in self._query_partition(job_id):
+            sk = str(item["sk"].get("S", ""))
+            if sk == schema.JOB_SK:
+                job_item = item
+            elif sk.startswith(schema.HISTORY_PREFIX):
+                try:
+                    linked = HistoryItem.model_validate_json(from_item(item)["history"])
+                except UNREADABLE:
+                    continue  # an unreadable item ends the chain there, as when the job is read
+                history[linked.token] = linked
+                items[linked.token] = item
+        if job_item is None or self._expired(job_item, now):
+            return None
+        head = from_item(job_item).get("historyHead")
+        for linked in transitions.history_chain(history, head if isinstance(head, str) else None):
+            where = f"{self.codec.pk(job_id)}/{schema.history_sk(linked.token)}"
+            found = self.codec.decode_entry(items[linked.token], where=where)
+            if found is not None and found.next_phase == phase:
+                return found
+        return None
 
     def _query_partition(self, job_id: str) -> Iterator[Item]:
         start: dict[str, Any] | None = None
@@ -439,7 +466,9 @@ class DynamoDBStorage(Storage):
         new_keys = set(encoded.s3_keys)
         if written.history is not None:
             expires = ttl.side_expires_at(request.now_ms, request.ttl_seconds)
-            side.append(self.codec.history_item(job.job_id, written.history, expires_at=expires))
+            side.append(
+                self.codec.history_item(job.job_id, written.history, expires_at=expires, entry=encoded.checkpoint)
+            )
         input_item = self.codec.input_item(job)
         if input_item is not None:
             side.append(input_item[0])
@@ -530,7 +559,9 @@ class DynamoDBStorage(Storage):
         written = transitions.save(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
         room = self._room(job_id, request.seen, expression)
-        state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token, budget=room)
+        state, keys = self.codec.encode_checkpoint(
+            job_id, request.checkpoint, token=request.token, budget=room, entry=False
+        )
         expression.set("checkpoint", state)
         expression.set("nextPhase", request.checkpoint.next_phase)
         expression.set("leaseExpiresAt", request.lease_expires_at)
@@ -547,10 +578,12 @@ class DynamoDBStorage(Storage):
             expression.remove("signal")
             expression.set("attempt", 1)
         keys: set[str] = set()
+        entry: dict[str, Any] | None = None
         if request.kind in ("next", "sleep", "wait"):
             assert request.checkpoint is not None
             room = self._room(job_id, request.seen, expression)
             state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token, budget=room)
+            entry = state
             expression.set("checkpoint", state)
             expression.set("nextPhase", request.checkpoint.next_phase)
             if request.kind == "sleep":
@@ -576,7 +609,7 @@ class DynamoDBStorage(Storage):
                 expression.remove("checkpoint", "nextPhase")
             else:
                 expression.set("error", request.error)
-        job = self._fenced(job_id, expression, written, keys)
+        job = self._fenced(job_id, expression, written, keys, entry=entry)
         if request.kind in ("next", "sleep", "wait"):
             return job.model_copy(update={"checkpoint": request.checkpoint})
         if request.kind == "done":
@@ -610,13 +643,25 @@ class DynamoDBStorage(Storage):
             expression.set("historyHead", written.history.token)
         return expression
 
-    def _fenced(self, job_id: str, expression: Expression, written: Written, new_keys: set[str]) -> Job:
-        """Write the holder's history, then its update; a refused update means the claim was lost."""
+    def _fenced(
+        self,
+        job_id: str,
+        expression: Expression,
+        written: Written,
+        new_keys: set[str],
+        *,
+        entry: dict[str, Any] | None = None,
+    ) -> Job:
+        """Write the holder's history (with the ``entry`` checkpoint it sets), then its update.
+
+        A refused update means the claim was lost.
+        """
         token = written.job.write_token
         assert token is not None
         if written.history is not None:
             expires = ttl.side_expires_at(written.job.updated_at, written.job.ttl_seconds)
-            self._put_items([self.codec.history_item(job_id, written.history, expires_at=expires)])
+            item = self.codec.history_item(job_id, written.history, expires_at=expires, entry=entry)
+            self._put_items([item])
         try:
             item = self._update(job_id, expression, now_ms=written.job.updated_at, token=token)
         except _ConditionFailed as failed:
@@ -703,9 +748,10 @@ class DynamoDBStorage(Storage):
         expression.value("waiting", JobStatus.WAITING.value)
         expression.value("sequence", request.sequence)
         self._set_status(expression, job_id, written.job.status)
-        expression.remove("waitingFor", "waitDeadline", "timeoutPhase", "signal")
+        expression.remove("signal")
         if written.job.status == JobStatus.RUNNING:
             assert written.job.checkpoint is not None
+            expression.remove("waitingFor", "waitDeadline", "timeoutPhase")
             expression.set("nextPhase", written.job.checkpoint.next_phase)
             expression.set_to("checkpoint.nextPhase", expression.value("phase", written.job.checkpoint.next_phase))
             expression.set_to("checkpoint.createdAt", expression.value("now", request.now_ms))
@@ -884,7 +930,8 @@ class DynamoDBStorage(Storage):
 
     def _release_old_objects(self, job_id: str, current: set[str]) -> None:
         for key in self._s3_keys.get(job_id, set()) - current:
-            self.payloads.delete(key)
+            if not kept_object(key):
+                self.payloads.delete(key)
         self._s3_keys[job_id] = set(current)
 
     def _forget_new_objects(self, job_id: str, written: set[str]) -> None:

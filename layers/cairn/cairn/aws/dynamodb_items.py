@@ -10,7 +10,7 @@ and history items (log entries, phase records) sit beside it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -95,6 +95,15 @@ def _reason(exc: BaseException) -> str:
 #: Room an encoded payload's wrapping takes in an item: the map, its names, an S3 reference.
 _PAYLOAD_OVERHEAD = 512
 
+ENTRY_STATES = "states/"
+SAVED_STATES = "saves/"
+
+
+def kept_object(key: str) -> bool:
+    """Whether an S3 object stays when the job item stops referring to it: a phase's entry state does."""
+    return key.startswith(ENTRY_STATES)
+
+
 HISTORY_DROPPED = "{count} earlier log entries of this write were left out: they would not fit in one stored item"
 
 
@@ -141,6 +150,7 @@ class EncodedJob:
 
     item: Item
     s3_keys: set[str] = field(default_factory=set)
+    checkpoint: dict[str, Any] | None = None
 
 
 def _key_of(encoded: EncodedPayload) -> set[str]:
@@ -167,14 +177,17 @@ class ItemCodec:
         return schema.owner_key(self.owner, schema.list_shard(self.owner, job_id))
 
     def encode_checkpoint(
-        self, job_id: str, checkpoint: Checkpoint, *, token: str, budget: int | None = None
+        self, job_id: str, checkpoint: Checkpoint, *, token: str, budget: int | None = None, entry: bool = True
     ) -> tuple[dict[str, Any], set[str]]:
         """The checkpoint map ``{nextPhase, createdAt, state}``; a large state goes to S3 under the write's token.
 
-        ``budget`` is the room the whole map has in the item.
+        ``budget`` is the room the whole map has in the item. A phase's entry state (``entry``: a
+        start, or a commit entering a phase) goes under ``states/`` and is kept for reruns until the
+        bucket's retention removes it; a state saved mid-phase goes under ``saves/`` and is removed
+        once replaced (see :func:`kept_object`).
         """
         room = None if budget is None else budget - _PAYLOAD_OVERHEAD - len(checkpoint.next_phase.encode())
-        key = f"states/{self.owner}/{job_id}/{token}.json"
+        key = f"{ENTRY_STATES if entry else SAVED_STATES}{self.owner}/{job_id}/{token}.json"
         state = self.payloads.encode(checkpoint.state, key=key, budget=room)
         value = {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "state": state.attribute}
         return value, _key_of(state)
@@ -201,7 +214,7 @@ class ItemCodec:
             encoded = self.encode_result(job.job_id, job.result, token=token, budget=budget)
             s3_keys |= _key_of(encoded)
             values["result"] = encoded.attribute
-        return EncodedJob(to_item(values), s3_keys)
+        return EncodedJob(to_item(values), s3_keys, values.get("checkpoint"))
 
     def measure(self, job: Job) -> int:
         """About how large ``job``'s item is (its state and result as uncompressed JSON: never less than stored)."""
@@ -259,16 +272,38 @@ class ItemCodec:
         }
         return to_item(values), _key_of(encoded)
 
-    def history_item(self, job_id: str, history: HistoryItem, *, expires_at: int) -> Item:
-        """The item of what one write added to the job's history."""
-        return to_item(
-            {
-                "pk": self.pk(job_id),
-                "sk": schema.history_sk(history.token),
-                "history": fitting_history(history),
-                "expiresAt": expires_at,
-            }
-        )
+    def history_item(
+        self, job_id: str, history: HistoryItem, *, expires_at: int, entry: Mapping[str, Any] | None = None
+    ) -> Item:
+        """The item of what one write added to the job's history.
+
+        ``entry`` is the encoded checkpoint the write set (as in the job item; a large state is an S3
+        reference): kept beside the history, for a rerun from that phase, when the item has room.
+        """
+        values: dict[str, Any] = {
+            "pk": self.pk(job_id),
+            "sk": schema.history_sk(history.token),
+            "history": fitting_history(history.model_copy(update={"entry": None})),
+            "expiresAt": expires_at,
+        }
+        item = to_item(values)
+        if entry is not None:
+            encoded = to_item({"entry": dict(entry)})
+            if item_size(item) + item_size(encoded) <= ITEM_BUDGET:
+                item.update(encoded)
+        return item
+
+    def decode_entry(self, item: Item, *, where: str) -> Checkpoint | None:
+        """The entry checkpoint a history item keeps (its state fetched from S3 if it lives there)."""
+        values = from_item(item)
+        raw = values.get("entry")
+        if not isinstance(raw, dict):
+            return None
+        try:
+            state = self.payloads.decode(raw["state"], where=where)
+            return Checkpoint(next_phase=raw["nextPhase"], state=state, created_at=raw["createdAt"])
+        except UNREADABLE as exc:
+            raise CorruptJobError(where, _reason(exc)) from exc
 
     def decode_job(self, item: Item, *, with_payloads: bool = True, partition: Iterable[Item] = ()) -> Job:
         """The job an item holds (with its input and history from ``partition``); unreadable items are named."""

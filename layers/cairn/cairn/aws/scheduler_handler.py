@@ -28,12 +28,16 @@ from ..engine import record_crash
 from ..errors import JobExistsError
 from ..models import Job, JobStatus, RetryMode
 from ..registry import PipelineRegistry
+from ..scheduling.base import Scheduler
 from ..scheduling.messages import AdvanceMessage
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import logger, metrics
 from .routing import function_for
 from .runtime import Runtime
 from .stepfunctions_scheduler import StepRecorder
+
+EARLY_MS = 1000
+"""How early a delayed advance may be invoked rather than queued again (not a wait's timeout)."""
 
 
 class ResolveRequest(BaseModel):
@@ -122,7 +126,12 @@ class Dispatcher:
         self.runtime = runtime
 
     def delayed(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        """SQS delayed advances: invoke the phase, or queue again while time remains; failures are retried."""
+        """SQS delayed advances: invoke the phase once due, else queue again; failures are retried.
+
+        An advance up to a second early is invoked (a sleep or a backoff ends a moment sooner), except
+        the timeout of a wait still on at the message's sequence: it would find the wait not yet over,
+        end nothing, and nothing would send it again, so it goes back on the queue until due.
+        """
         failures = []
         for record in records:
             try:
@@ -133,7 +142,8 @@ class Dispatcher:
             try:
                 pipeline = self.pipelines.get(message.pipeline)
                 scheduler = self.runtime.lambda_scheduler(message.owner, pipeline)
-                if (message.not_before or 0) > self.runtime.clock() + 1000:
+                due, now = message.not_before or 0, self.runtime.clock()
+                if due > now + EARLY_MS or (due > now and self._waiting_at(message)):
                     scheduler.queue(message)
                 else:
                     scheduler.invoke_now(message)
@@ -141,6 +151,11 @@ class Dispatcher:
                 logger.exception("Delayed advance failed; SQS will deliver it again")
                 failures.append({"itemIdentifier": record.get("messageId", "")})
         return {"batchItemFailures": failures}
+
+    def _waiting_at(self, message: AdvanceMessage) -> bool:
+        """Whether the message's job is waiting for a signal at the message's sequence (the wait's timeout)."""
+        route = self.runtime.storage(message.owner).get_route(message.job_id)
+        return route is not None and route.status == JobStatus.WAITING and route.sequence == message.sequence
 
     def crash_report(self, event: dict[str, Any]) -> dict[str, Any]:
         """A phase function's invocation failed for good: record the crash on the job."""
@@ -248,13 +263,25 @@ class Dispatcher:
         return {"status": job.status.value, "jobId": request.jobId, "nextPhase": _next_phase(job)}
 
     def advance(self, message: AdvanceMessage) -> dict[str, Any]:
-        """Advance a phase that has no function of its own (the engine records it as unknown)."""
+        """Advance a phase that has no function of its own (the engine records it as unknown).
+
+        The advance may instead end a wait whose next phase is unknown, into its timeout phase: under
+        the stepfunctions driver that next advance is reported to the state machine (``scheduled``),
+        as a phase function reports it.
+        """
         pipeline = self.pipelines.get(message.pipeline)
-        jobs = self.runtime.cairn(
-            message.owner, pipeline, scheduler=self.runtime.lambda_scheduler(message.owner, pipeline)
+        recorder = StepRecorder()
+        scheduler: Scheduler = (
+            recorder
+            if self.runtime.settings.driver == "stepfunctions"
+            else self.runtime.lambda_scheduler(message.owner, pipeline)
         )
+        jobs = self.runtime.cairn(message.owner, pipeline, scheduler=scheduler)
         job = jobs.advance(message.job_id, phase=message.phase, sequence=message.sequence)
-        return {"status": job.status.value if job else "skipped", "jobId": message.job_id}
+        response: dict[str, Any] = {"status": job.status.value if job else "skipped", "jobId": message.job_id}
+        if scheduler is recorder:
+            response["scheduled"] = recorder.scheduled.to_wire() if recorder.scheduled else None
+        return response
 
 
 def _next_phase(job: Job) -> str | None:

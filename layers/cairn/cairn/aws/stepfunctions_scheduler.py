@@ -31,7 +31,9 @@ class StepFunctionsScheduler:
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Start an execution for the job (after ``delay`` seconds, waited inside the execution).
 
-        The execution carries ``sequence``: it runs nothing if the job has moved past it by then.
+        The execution carries ``sequence``: it runs nothing if the job has moved past it by then. The
+        Wait state takes whole seconds: a fraction is rounded up, never down (a wait's timeout that
+        ended early would find nothing to end).
         """
         name = f"{_NAME_UNSAFE.sub('_', job_id)[:60]}-{uuid.uuid4().hex[:12]}"
         payload = {
@@ -39,7 +41,7 @@ class StepFunctionsScheduler:
             "owner": self.owner,
             "pipeline": self.pipeline,
             "sequence": sequence,
-            "delay": int(delay),
+            "delay": math.ceil(delay),
         }
         try:
             self._client.start_execution(stateMachineArn=self.state_machine_arn, name=name, input=json.dumps(payload))

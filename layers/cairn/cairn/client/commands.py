@@ -1,4 +1,4 @@
-"""``cairn jobs``: start, list, show, follow, retry, pause and cancel jobs through the jobs HTTP API.
+"""``cairn jobs``: start, list, show, follow, retry, rerun, signal, pause and cancel jobs through the jobs HTTP API.
 
 Exit status: 0 on success; 1 when the API answered with an error or could not be reached (one
 line on stderr); 2 for a usage error; 130 when interrupted (Ctrl-C).
@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 
 from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
-from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_state
+from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_json
 from .render import job_details, jobs_table, log_line, status_line
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-STATUSES = ("idle", "running", "paused", "complete", "error", "cancelled")
+STATUSES = ("idle", "running", "waiting", "paused", "complete", "error", "cancelled")
 DEFAULT_INTERVAL = 2.0
 
 Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
@@ -126,7 +126,7 @@ def _output(arguments: argparse.Namespace, value: Json, text: Callable[[Json], s
 
 
 def _state(arguments: argparse.Namespace) -> Any:
-    return None if arguments.state is None else read_state(arguments.state, sys.stdin)
+    return None if arguments.state is None else read_json(arguments.state, sys.stdin)
 
 
 def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
@@ -191,6 +191,19 @@ def _retry(mode: str) -> Action:
     return run
 
 
+def run_rerun(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs rerun ID --from PHASE [--state]``: the job's status line, restarted at PHASE."""
+    state = _state(arguments)
+    job = client.retry(arguments.job_id, mode="from", state=state, phase=arguments.phase)
+    return _output(arguments, job, status_line)
+
+
+def run_signal(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs signal ID NAME [--payload]``: the status line of the job the signal woke."""
+    payload = None if arguments.payload is None else read_json(arguments.payload, sys.stdin, option="--payload")
+    return _output(arguments, client.signal(arguments.job_id, arguments.name, payload=payload), status_line)
+
+
 def run_pause(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs pause ID``: the paused job's status line."""
     return _output(arguments, client.pause(arguments.job_id), status_line)
@@ -209,10 +222,10 @@ def run_health(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 
 def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
-    """Add ``cairn jobs start|list|show|log|retry|restart|pause|cancel|health`` to the subcommands."""
+    """Add ``cairn jobs start|list|show|log|retry|restart|rerun|signal|pause|cancel|health`` to the subcommands."""
     jobs = commands.add_parser(
         "jobs",
-        help="start, list, show, follow, retry, pause and cancel jobs through the jobs HTTP API",
+        help="start, list, show, follow, retry, rerun, signal, pause and cancel jobs through the jobs HTTP API",
         description="Call the jobs HTTP API: a local `cairn dev` server (the default) or a deployed stack "
         "(--api https://..., signed with your AWS credentials, or --token for a JWT authorizer).",
     )
@@ -262,6 +275,16 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         retry = action(name, _retry(mode), summary)
         job_argument(retry)
         state_option(retry, "the state to start from when the job starts fresh")
+    rerun = action("rerun", run_rerun, "run a job again from the phase --from names")
+    job_argument(rerun)
+    rerun.add_argument("--from", dest="phase", required=True, metavar="PHASE", help="the phase to run from")
+    state_option(rerun, "the state PHASE starts from")
+    signal = action("signal", run_signal, "deliver signal NAME to a job waiting for it")
+    job_argument(signal)
+    signal.add_argument("name", metavar="NAME", help="the signal's name, as the phase's WaitFor names it")
+    signal.add_argument(
+        "--payload", metavar="JSON|@FILE", help="what the next phase reads as ctx.signal: JSON, @FILE, or @- for stdin"
+    )
     job_argument(action("pause", run_pause, "pause a job at its next phase boundary"))
     job_argument(action("cancel", run_cancel, "cancel a job (its checkpoint stays: retry resumes it)"))
     action("health", run_health, "check that the API answers")

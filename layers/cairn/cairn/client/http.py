@@ -158,12 +158,18 @@ class ApiClient:
         """The job's log, oldest first (``GET /jobs/{id}/log``): ``{"jobId", "entries": [...]}``; not paged."""
         return self.request("GET", self._job(job_id, "/log"))
 
-    def retry(self, job_id: str, mode: str = "resume", state: Any = None) -> Json:
-        """Retry the job: ``resume`` from its checkpoint, or ``full`` from the start; the restarted job."""
+    def retry(self, job_id: str, mode: str = "resume", state: Any = None, phase: str | None = None) -> Json:
+        """Retry the job: ``resume`` from its checkpoint, ``full`` from the start, ``from`` ``phase``; the job."""
         body: Json = {"mode": mode}
+        if phase is not None:
+            body["phase"] = phase
         if state is not None:
             body["state"] = state
         return self.request("POST", self._job(job_id, "/retry"), body=body)
+
+    def signal(self, job_id: str, name: str, payload: Any = None) -> Json:
+        """Deliver the signal ``name`` (``payload`` as its JSON body) to the job waiting for it; the job."""
+        return self.request("POST", self._job(job_id, f"/signals/{quote(name, safe='')}"), body=payload)
 
     def pause(self, job_id: str) -> Json:
         """Pause the job at its next phase boundary; the paused job."""

@@ -1,4 +1,4 @@
-"""What ``cairn jobs`` options resolve to: the API's URL, how to authenticate, and a ``--state`` value."""
+"""What ``cairn jobs`` options resolve to: the API's URL, how to authenticate, a ``--state`` or ``--payload``."""
 
 from __future__ import annotations
 
@@ -64,25 +64,25 @@ def make_auth(
     return NoAuth(identity)
 
 
-def read_state(value: str, stdin: TextIO) -> Any:
-    """The JSON a ``--state`` names: ``@FILE``, ``@-`` (standard input) or the JSON text itself."""
+def read_json(value: str, stdin: TextIO, *, option: str = "--state") -> Any:
+    """The JSON ``option`` (``--state``, ``--payload``) names: ``@FILE``, ``@-`` (standard input) or the JSON text."""
     if value.startswith("@"):
         source = value[1:]
         if not source:
-            raise UsageError("--state @ needs a file name (or @- for standard input)")
+            raise UsageError(f"{option} @ needs a file name (or @- for standard input)")
         where = "standard input" if source == "-" else source
         try:
             text = stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
         except OSError as exc:
-            raise UsageError(f"--state: cannot read {where}: {exc.strerror or exc}") from None
+            raise UsageError(f"{option}: cannot read {where}: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
-            raise UsageError(f"--state: {where} is not UTF-8 text") from None
+            raise UsageError(f"{option}: {where} is not UTF-8 text") from None
     else:
         where, text = "the value", value
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        hint = f" (to read a file, write --state @{value})" if not value.startswith(("@", "{", "[")) else ""
+        hint = f" (to read a file, write {option} @{value})" if not value.startswith(("@", "{", "[")) else ""
         raise UsageError(
-            f"--state: {where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{hint}"
+            f"{option}: {where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{hint}"
         ) from None

@@ -115,7 +115,7 @@ def _saved(ms: Any, now_ms: int) -> str:
 
 
 def job_details(job: Json, now_ms: int) -> str:
-    """Everything ``cairn jobs show`` prints: the job's fields, its phase timeline, usage, error and result."""
+    """Everything ``cairn jobs show`` prints: the job's fields (a wait's too), timeline, usage, error and result."""
     fields = [
         ("Job", _text(job.get("jobId"))),
         ("Pipeline", _text(job.get("pipeline"))),
@@ -125,6 +125,12 @@ def job_details(job: Json, now_ms: int) -> str:
         ("Created", f"{clock_time(job.get('createdAt'))} ({age(job.get('createdAt'), now_ms)})"),
         ("Updated", f"{clock_time(job.get('updatedAt'))} ({age(job.get('updatedAt'), now_ms)})"),
     ]
+    if job.get("waitingFor") is not None:
+        deadline = job.get("waitDeadline")
+        until = f" (until {clock_time(deadline)})" if isinstance(deadline, int | float) else ""
+        fields.append(("Waiting for", f"{job['waitingFor']}{until}"))
+    if isinstance(job.get("wakeAt"), int | float):
+        fields.append(("Wakes at", clock_time(job["wakeAt"])))
     usage = job.get("usage") or {}
     if usage:
         fields.append(("Usage", ", ".join(f"{name}={value}" for name, value in sorted(usage.items()))))

@@ -70,6 +70,12 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     dev.add_argument("--concurrency", type=_positive, default=4, help="workers per function at most (default 4)")
     dev.add_argument("--no-reload", action="store_true", help="do not restart workers when the code changes")
     dev.add_argument("--sweep-seconds", type=float, help="tick the template's schedules this often instead")
+    dev.add_argument(
+        "--skip-waits",
+        action="store_true",
+        help="time skipping: when nothing can run, the functions' clock jumps to the end of the next wait "
+        "(a Sleep, a retry's backoff: an SQS delay or a Wait state), so waits take no real time",
+    )
     dev.set_defaults(run=run_dev)
 
 
@@ -89,6 +95,7 @@ def run_dev(arguments: argparse.Namespace) -> int:
         concurrency=arguments.concurrency,
         reload=not arguments.no_reload,
         sweep_seconds=arguments.sweep_seconds,
+        skip_waits=arguments.skip_waits,
     )
     server = DevServer(options, DevLog(stack_prefix=f"{options.stack_name}-"))
     try:

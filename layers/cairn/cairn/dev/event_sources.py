@@ -8,9 +8,12 @@ schedule sends EventBridge's ``Scheduled Event`` asynchronously every period.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -44,19 +47,28 @@ class SqsPoller:
     """Polls one queue into one function, on a thread, until stopped."""
 
     def __init__(
-        self, sqs: SQSClient, source: SqsSource, function: str, lambdas: LambdaService, stop: threading.Event
+        self,
+        sqs: SQSClient,
+        source: SqsSource,
+        function: str,
+        lambdas: LambdaService,
+        stop: threading.Event,
+        working: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
     ) -> None:
         self.sqs = sqs
         self.source = source
         self.function = function
         self.lambdas = lambdas
         self.stop = stop
+        self.working = working
+        """Entered around each receive and what it delivers (the time skipper's, with ``--skip-waits``)."""
         self.thread = threading.Thread(target=self._loop, name=f"sqs-{function}", daemon=True)
 
     def _loop(self) -> None:
         while not self.stop.is_set():
             try:
-                delivered = self.poll_once()
+                with self.working():
+                    delivered = self.poll_once()
             except Exception as exc:  # the endpoint is shutting down, or moto hiccuped: try again
                 if self.stop.is_set():
                     return

@@ -5,7 +5,8 @@ none is API Gateway's ``404 {"message": "Not Found"}``; a function that fails is
 ``500 {"message": "Internal Server Error"}``. The caller of a route that needs one is the
 local identity: the ``X-Cairn-Identity`` header (a principal ARN) or the server's default,
 put in the event as IAM authorization puts a signed caller. ``/_cairn/...`` are the dev
-server's own routes (``GET /_cairn/invocations``: what runs now, with process ids).
+server's own routes (``GET /_cairn/invocations``: what runs now, with process ids; ``GET /_cairn/info``:
+what runs where, and the stack's clock, skipped ahead with ``--skip-waits``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,8 @@ class LambdaService:
             max_workers=max(8, concurrency * len(functions)), thread_name_prefix="async"
         )
         self._pending = 0
+        self._invoking: Counter[str] = Counter()
+        self._started: Counter[str] = Counter()
         self._idle = threading.Condition()
         self._timers: list[threading.Timer] = []
         self._closed = False
@@ -86,7 +89,14 @@ class LambdaService:
 
     def invoke(self, name: str, payload: Any, *, request_id: str | None = None) -> Outcome:
         """Run ``name`` with ``payload`` now and return what it returned."""
-        outcome = self.pools[name].invoke(payload, request_id)
+        with self._idle:
+            self._invoking[name] += 1
+            self._started[name] += 1
+        try:
+            outcome = self.pools[name].invoke(payload, request_id)
+        finally:
+            with self._idle:
+                self._invoking[name] -= 1
         if outcome.failed:
             message = outcome.payload.get("errorMessage") if isinstance(outcome.payload, dict) else outcome.payload
             self.log.say(self.log.short_name(name), f"failed: {message}", "ERROR")
@@ -148,6 +158,16 @@ class LambdaService:
         """Asynchronous invocations queued, running or waiting for a retry."""
         with self._idle:
             return self._pending
+
+    def started(self, excluding: Collection[str] = ()) -> int:
+        """Invocations started so far (synchronous ones and runs of asynchronous ones), but of ``excluding``."""
+        with self._idle:
+            return sum(count for name, count in self._started.items() if name not in excluding)
+
+    def busy(self, excluding: Collection[str] = ()) -> bool:
+        """Whether an invocation runs now (but of ``excluding``), or an asynchronous one is queued or waiting."""
+        with self._idle:
+            return self._pending > 0 or any(count for name, count in self._invoking.items() if name not in excluding)
 
     def warm(self) -> None:
         """Start one environment of each function, in parallel."""

@@ -3,17 +3,19 @@
 :class:`DevServer` starts the local AWS endpoint (moto and Lambda's Invoke API), deploys
 ``template.yaml`` onto it (:func:`cairn.dev.deployment.deploy`), runs the functions in worker
 processes (:class:`LambdaService`), polls the SQS event sources, ticks the schedules, serves
-the HTTP API (:class:`ApiGateway`) and reloads the code when it changes.
+the HTTP API (:class:`ApiGateway`) and reloads the code when it changes. With ``skip_waits``
+a :class:`TimeSkipper` moves the stack's clock past its waits whenever nothing else can run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -21,6 +23,7 @@ from typing import Any
 
 import cairn
 
+from ..clock import OFFSET_FILE_VARIABLE, system_clock_ms
 from ..errors import CairnError
 from ..templating import cfnyaml
 from ..testing.api_events import LOCAL_ACCOUNT, LOCAL_IDENTITY
@@ -30,10 +33,17 @@ from .gateway import ApiGateway
 from .lambda_service import LambdaService
 from .logs import DevLog
 from .reload import CodeWatcher
+from .time_skipping import TimeSkipper, iso_ms, skip_step_functions_waits
 
 REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-_DROPPED_VARIABLES = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_DEFAULT_PROFILE")
+_DROPPED_VARIABLES = (
+    "AWS_PROFILE",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_DEFAULT_PROFILE",
+    OFFSET_FILE_VARIABLE,  # the workers read this server's skipped clock, or the real one: never another's
+)
 
 
 class DevServerError(CairnError):
@@ -58,6 +68,8 @@ class DevOptions:
     warm: bool = True
     sweep_seconds: float | None = None
     """The period of the template's schedules (None: each schedule's own rate)."""
+    skip_waits: bool = False
+    """Skip the stack's clock past its waits whenever nothing else can run (:mod:`cairn.dev.time_skipping`)."""
 
 
 def ensure_free(host: str, port: int) -> None:
@@ -101,6 +113,8 @@ class DevServer:
         self.aws: AwsEndpoint | None = None
         self.lambdas: LambdaService | None = None
         self.gateway: ApiGateway | None = None
+        self.skipper: TimeSkipper | None = None
+        self._restore_waits: Callable[[], None] | None = None
         self.deployment: Any = None
 
     def _client(self, service: str) -> Any:
@@ -159,9 +173,13 @@ class DevServer:
         assert self.aws is not None
         if deployment.api is None:
             raise DevServerError(f"{options.template} has no function with HttpApi events: there is no API to serve")
+        environment = worker_environment(self.aws.url)
+        if options.skip_waits:
+            self.skipper = TimeSkipper(self.log, self.stopping)
+            environment.update(self.skipper.environment)
         self.lambdas = LambdaService(
             deployment.functions,
-            worker_environment(self.aws.url),
+            environment,
             self.log,
             region=REGION,
             account=LOCAL_ACCOUNT,
@@ -169,9 +187,13 @@ class DevServer:
         )
         self.aws.lambdas.service = self.lambdas
         sqs = self._client("sqs")
+        sources = [source for function in deployment.functions.values() for source in function.sqs_sources]
+        if self.skipper is not None:
+            self.skipper.watch([source.queue_arn for source in sources], self.lambdas, {deployment.api.function_name})
         for function in deployment.functions.values():
             for source in function.sqs_sources:
-                SqsPoller(sqs, source, function.name, self.lambdas, self.stopping).thread.start()
+                working = self.skipper.working if self.skipper is not None else contextlib.nullcontext
+                SqsPoller(sqs, source, function.name, self.lambdas, self.stopping, working).thread.start()
             for schedule in function.schedules:
                 period = options.sweep_seconds or schedule.every_seconds
                 if period:
@@ -189,6 +211,9 @@ class DevServer:
         if options.warm:
             self.lambdas.warm()
         self.gateway.start()
+        if self.skipper is not None:
+            self._restore_waits = skip_step_functions_waits(self.skipper)
+            self.skipper.start()
         if options.reload:
             roots = {function.code_uri for function in deployment.functions.values()}
             CodeWatcher(roots, self._reload, self.stopping).thread.start()
@@ -212,7 +237,15 @@ class DevServer:
             "table": deployment.table_name if deployment else None,
             "stateMachine": deployment.state_machine.arn if deployment and deployment.state_machine else None,
             "functions": sorted(deployment.functions) if deployment else [],
+            "clock": self.clock(),
         }
+
+    def clock(self) -> dict[str, Any]:
+        """The stack's clock: whether it skips waits, its offset from real time, what it reads now."""
+        if self.skipper is not None:
+            return self.skipper.info()
+        now = system_clock_ms()
+        return {"skipWaits": False, "offsetMs": 0, "nowMs": now, "now": iso_ms(now), "skips": 0}
 
     def banner(self) -> list[str]:
         """The lines printed once the server is ready."""
@@ -228,6 +261,11 @@ class DevServer:
         lines.append(f"  functions     {', '.join(self.log.short_name(name) for name in info['functions'])}")
         if self.options.reload:
             lines.append("  reload        on: a change to the functions' code starts new workers")
+        if self.skipper is not None:
+            lines.append(
+                "  skip waits    on: when nothing can run, the stack's clock skips to the end of the next wait "
+                f"(an SQS delay, a Wait state); the functions read it through {OFFSET_FILE_VARIABLE}"
+            )
         lines.append("Ready. Ctrl-C stops.")
         return lines
 
@@ -259,4 +297,9 @@ class DevServer:
         if self.aws is not None:
             self.aws.stop()
             self.aws = None
+        if self._restore_waits is not None:
+            self._restore_waits()
+            self._restore_waits = None
+        if self.skipper is not None:
+            self.skipper.close()
         sys.stdout.flush()

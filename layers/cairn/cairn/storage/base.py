@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from ..clock import Clock, system_clock_ms
-from ..models import Job, JobStatus
+from ..models import Checkpoint, Job, JobStatus
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -89,3 +89,7 @@ class Storage(ABC):
     @abstractmethod
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
         """End a wait past its deadline (timeout phase, or error); None when there is no such wait."""
+
+    @abstractmethod
+    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+        """The checkpoint the job's newest write entering ``phase`` set (its state then); None when none is kept."""

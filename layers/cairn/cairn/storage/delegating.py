@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..models import Job, JobStatus
+from ..models import Checkpoint, Job, JobStatus
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from .base import Route, Storage
 
@@ -59,3 +59,6 @@ class DelegatingStorage(Storage):
 
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
         return self.around("expire_wait", lambda: self.inner.expire_wait(job_id, request))
+
+    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+        return self.around("entered", lambda: self.inner.entered(job_id, phase))

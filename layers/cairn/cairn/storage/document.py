@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 
 from .. import transitions
-from ..models import HistoryItem, Job, JobStatus
+from ..models import Checkpoint, HistoryItem, Job, JobStatus
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from .base import Storage
 
@@ -107,3 +107,7 @@ class DocumentStorage(Storage):
 
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
         return self._update(job_id, lambda job: transitions.expire_wait(job, request))
+
+    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+        job = transitions.live(self._load(job_id), self.clock())
+        return transitions.entered(self._history(job_id), job.history_head, phase) if job is not None else None
