@@ -65,14 +65,36 @@ def test_a_ten_megabyte_state_round_trips_through_s3(moto: Moto, clock: FakeCloc
 
     scheduler.drain(max_steps=1)
     second_keys = bucket_keys(moto)
-    assert len(second_keys) == 1
-    assert second_keys != first_keys
+    assert len(second_keys) == 2  # each phase's entry state is kept, for a rerun from that phase
+    assert set(first_keys) < set(second_keys)
 
     scheduler.drain()
     done = job_of(storage, "big-1")
     assert done.status == JobStatus.COMPLETE
     assert done.result == {"sha256": hashlib.sha256(blob[::-1].encode()).hexdigest()}
-    assert bucket_keys(moto) == []  # the job completed: its state object is gone
+    assert bucket_keys(moto) == second_keys  # kept until the bucket's retention removes them
+    entered = storage.entered("big-1", "grow")
+    assert entered is not None
+    assert entered.state == {"blob": blob, "round": 1}
+
+
+def test_a_state_saved_mid_phase_is_removed_once_replaced(moto: Moto, clock: FakeClock) -> None:
+    blob = incompressible_text(1024 * 1024)
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    pipeline: Pipeline[Any] = Pipeline("saver")
+
+    @pipeline.phase
+    def work(ctx: PhaseContext[Any]) -> Done:
+        for round_ in range(3):
+            ctx.save_state({"blob": blob, "round": round_})
+        return Done(None)
+
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("saver-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    assert job_of(storage, "saver-1").status == JobStatus.COMPLETE
+    assert not [key for key in bucket_keys(moto) if key.startswith("saves/")]
 
 
 def test_a_state_object_that_does_not_match_its_hash_is_reported(moto: Moto, clock: FakeClock) -> None:
