@@ -766,14 +766,9 @@ def test_a_wait_for_an_unknown_phase_times_out_into_its_timeout_phase(deploy: De
         assert machine.advances(execution) == ["draft", "nowhere", "escalate"]
 
 
-# -- engine bugs the drivers show (engine.py / transitions.py: reported, not fixed here) ------------
+# -- a resumed sleep, and a sleep as long as the TTL --------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine.run_pipeline: a resume of a paused sleeping job drops not_before and schedules the next "
-    "phase at once, so the sleep is cut short",
-)
 def test_direct_a_sleeping_job_paused_and_resumed_before_its_wake_up_still_sleeps(direct: Deploy) -> None:
     runs: Runs = Counter()
     deployment = direct(napper(runs))
@@ -790,11 +785,6 @@ def test_direct_a_sleeping_job_paused_and_resumed_before_its_wake_up_still_sleep
     assert done.phases[-1].started_at >= wake_at
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine._sleep allows seconds up to the TTL, but the commit's expiry is now + TTL: the job "
-    "expires when it should wake, and vanishes",
-)
 def test_direct_a_sleep_as_long_as_the_ttl_does_not_lose_the_job(direct: Deploy) -> None:
     runs: Runs = Counter()
     deployment = direct(napper(runs))

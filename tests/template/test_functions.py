@@ -35,6 +35,7 @@ ROUTES = {
     ("post", "/jobs/{jobId}/retry"),
     ("post", "/jobs/{jobId}/pause"),
     ("post", "/jobs/{jobId}/cancel"),
+    ("post", "/jobs/{jobId}/signals/{name}"),
     ("get", "/health"),
     ("get", "/openapi.json"),
 }

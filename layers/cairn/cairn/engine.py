@@ -187,6 +187,8 @@ def run_pipeline(
             reset_history=mode == RetryMode.FULL,
             journal=Journal(log=(note,)),
             keep_signal=saved is not None,
+            # a resume of a sleeping job (paused, cancelled) sleeps what is left of its sleep
+            not_before=existing.not_before if saved is not None and existing is not None else None,
             **wait,
         )
         try:
@@ -198,7 +200,8 @@ def run_pipeline(
                 delay = max(0.0, (job.wait_deadline - now) / 1000)
                 scheduler.schedule_advance(job_id, phase=start_phase, sequence=job.sequence, delay=delay)
         else:
-            scheduler.schedule_advance(job_id, phase=start_phase, sequence=job.sequence)
+            delay = max(0.0, (job.not_before - now) / 1000) if job.not_before is not None else 0.0
+            scheduler.schedule_advance(job_id, phase=start_phase, sequence=job.sequence, delay=delay)
         return job
     raise StorageError(f'Job "{job_id}" kept changing while it was being started; try again', retryable=True)
 
@@ -334,19 +337,22 @@ class _PhaseRun:
             error=error,
             code_version=code_version(phase.run) if phase is not None else None,
         )
+        not_before = now + int(delay * 1000) if kind in ("retry", "sleep") else None
+        deadline = now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None
         request = Commit(
             seen=self.job,
             kind=kind,
             now_ms=now,
-            expires_at=_expires_at(self.pipeline, now),
+            # a job lives its TTL past the moment it wakes or its wait times out, never expiring asleep
+            expires_at=_expires_at(self.pipeline, max(now, not_before or now, deadline or now)),
             record=record,
             journal=self.journal.peek(),
             checkpoint=checkpoint,
             result=result,
             error=error,
-            not_before=now + int(delay * 1000) if kind in ("retry", "sleep") else None,
+            not_before=not_before,
             waiting_for=wait.signal if wait is not None else None,
-            wait_deadline=now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None,
+            wait_deadline=deadline,
             timeout_phase=wait.timeout_phase if wait is not None else None,
         )
         self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
@@ -397,9 +403,15 @@ def _end_wait_if_due(
     route = storage.get_route(job_id)
     if route is None or route.status != JobStatus.WAITING or route.sequence != sequence:
         return None
-    request = WaitExpiry(sequence=sequence, now_ms=storage.clock())
+    now = storage.clock()
+    request = WaitExpiry(sequence=sequence, now_ms=now)
     job = resolve_write(partial(storage.expire_wait, job_id, request))
     if job is None:
+        waiting = storage.get_job(job_id)
+        if waiting is not None and waiting.sequence == sequence and waiting.wait_deadline is not None:
+            if waiting.status == JobStatus.WAITING and waiting.wait_deadline > now:  # early (clock skew): again later
+                delay = (waiting.wait_deadline - now) / 1000
+                scheduler.schedule_advance(job_id, phase=route.next_phase or "", sequence=sequence, delay=delay)
         return None
     logger.warning("Job %s: the wait at sequence %d timed out (%s)", job_id, sequence, job.status.value)
     if job.status == JobStatus.RUNNING and job.checkpoint is not None:

@@ -86,6 +86,7 @@ class StartJob:
     wait_deadline: int | None = None
     timeout_phase: str | None = None
     keep_signal: bool = False
+    not_before: int | None = None
     token: str = field(default_factory=new_token)
 
     @property
@@ -339,7 +340,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
             "lease_owner": None,
             "lease_expires_at": None,
             "claim_sequence": None,
-            "not_before": None,
+            "not_before": request.not_before,
             "usage": merge_usage(current.usage, request.journal.usage),
             "log": [],
             "phases": [],
