@@ -26,8 +26,8 @@ from .errors import (
     TransitionRefusedError,
     UnknownPhaseError,
 )
-from .models import Checkpoint, Job, JobStatus, LogEntry, PhaseRecord, RetryMode, Signal
-from .outcomes import Done, Fail, Next, Sleep, WaitFor
+from .models import Checkpoint, FanOut, Job, JobStatus, LogEntry, MapItem, PhaseRecord, RetryMode, Signal
+from .outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from .pipeline import Pipeline
 from .registry import PipelineRegistry
 from .retry import RetryPolicy
@@ -47,6 +47,7 @@ __all__ = [
     "Done",
     "DynamoDBStorage",
     "Fail",
+    "FanOut",
     "FileStorage",
     "InlineScheduler",
     "InvalidInputError",
@@ -55,6 +56,8 @@ __all__ = [
     "JobNotFoundError",
     "JobStatus",
     "LogEntry",
+    "Map",
+    "MapItem",
     "MemoryStorage",
     "Next",
     "PhaseContext",

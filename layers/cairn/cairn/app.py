@@ -140,11 +140,18 @@ class Cairn:
         )
 
     def advance(
-        self, job_id: str, *, phase: str | None = None, sequence: int | None = None, worker: str | None = None
+        self,
+        job_id: str,
+        *,
+        phase: str | None = None,
+        sequence: int | None = None,
+        worker: str | None = None,
+        fan_out: str | None = None,
+        item: int | None = None,
     ) -> Job | None:
         """One advance of a job (what a scheduled message does; ``worker`` names the claim, e.g. a request id).
 
-        See :func:`cairn.advance_phase`.
+        With ``fan_out`` and ``item``: one item of the job's map. See :func:`cairn.advance_phase`.
         """
         names = self.pipelines.names
         if len(names) == 1:  # the claim refuses a job of another pipeline: no read needed
@@ -162,6 +169,8 @@ class Cairn:
             phase=phase,
             sequence=sequence,
             worker=worker,
+            fan_out=fan_out,
+            item=item,
         )
 
     def pause(self, job_id: str) -> Job:

@@ -69,6 +69,8 @@ class PhaseContext(Generic[S]):
         saver: Callable[[Any], None],
         journal: JournalBuffer,
         signal: Any = None,
+        results: list[Any] | None = None,
+        item: int | None = None,
     ) -> None:
         self.job_id = job_id
         self.phase = phase
@@ -80,6 +82,10 @@ class PhaseContext(Generic[S]):
         self._journal = journal
         self.signal = signal
         """The payload of the signal this phase was waiting for (``WaitFor``); None otherwise."""
+        self.results = results
+        """The results of a map's items, in item order, in the phase after the map (``Map(then=)``)."""
+        self.item = item
+        """In an item phase of a map: the item's index (its input is ``state``); None otherwise."""
 
     def save_state(self, state: S) -> None:
         """Checkpoint ``state`` now, as ``{nextPhase: <this phase>, state}``.

@@ -32,22 +32,25 @@ from .errors import (
     UnknownPhaseError,
     VersionConflict,
 )
+from .fan_out import ItemRun, ItemStore, collected, new_items, runnable, schedule_items, validate_map
 from .ids import JOB_ID_PATTERN as JOB_ID_PATTERN
 from .ids import validate_job_id as validate_job_id
 from .models import (
     MAX_ERROR_CHARS,
     Checkpoint,
     EntryKind,
+    FanOut,
     Job,
     JobStatus,
     LogEntry,
     LogLevel,
+    MapItem,
     PhaseOutcome,
     PhaseRecord,
     RetryMode,
     clip_text,
 )
-from .outcomes import Done, Fail, Next, Sleep, WaitFor
+from .outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from .pipeline import Phase, Pipeline, to_json
 from .scheduling.base import Scheduler
 from .storage.base import Storage
@@ -186,7 +189,7 @@ def run_pipeline(
             input=existing.input if saved is not None and existing is not None else fresh_state,
             reset_history=mode == RetryMode.FULL,
             journal=Journal(log=(note,)),
-            keep_signal=saved is not None,
+            resumed=saved is not None,
             # a resume of a sleeping job (paused, cancelled) sleeps what is left of its sleep
             not_before=existing.not_before if saved is not None and existing is not None else None,
             **wait,
@@ -295,6 +298,7 @@ class _PhaseRun:
         self.checkpoint = job.checkpoint
         self.phase_name = job.checkpoint.next_phase
         self.journal = JournalBuffer()
+        self.map_items: list[MapItem] | None = None
 
     def entry(self, message: str, *, level: LogLevel = "info", kind: EntryKind = "log") -> None:
         self.journal.add_entry(
@@ -323,6 +327,7 @@ class _PhaseRun:
         error: str | None = None,
         delay: float = 0.0,
         wait: WaitFor | None = None,
+        fan_out: FanOut | None = None,
     ) -> Job:
         now = self.storage.clock()
         error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
@@ -354,6 +359,7 @@ class _PhaseRun:
             waiting_for=wait.signal if wait is not None else None,
             wait_deadline=deadline,
             timeout_phase=wait.timeout_phase if wait is not None else None,
+            fan_out=fan_out,
         )
         self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
         self.journal.clear()
@@ -375,8 +381,13 @@ def advance_phase(
     phase: str | None = None,
     sequence: int | None = None,
     worker: str | None = None,
+    fan_out: str | None = None,
+    item: int | None = None,
 ) -> Job | None:
     """Run the phase the checkpoint names, commit its outcome and schedule what follows.
+
+    With ``fan_out`` and ``item`` the advance runs one item of the job's map instead (see
+    :mod:`cairn.fan_out`); it returns the job when the item ran, else None.
 
     ``phase`` and ``sequence`` come from the message that asked for the
     advance: it runs only if the job is still at that ``sequence`` (and its
@@ -386,6 +397,12 @@ def advance_phase(
     sequence), another worker holds the job, or this worker lost its claim
     before committing.
     """
+    if item is not None or fan_out is not None:
+        if item is None or fan_out is None or phase is None:
+            raise InvalidInputError("An item advance names its phase, its map (fan_out) and its item")
+        return _advance_item(
+            job_id, pipeline, storage, scheduler, phase=phase, fan_out=fan_out, item=item, worker=worker
+        )
     run = _claim(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker)
     if run is None:
         return _end_wait_if_due(job_id, pipeline, storage, scheduler, sequence) if sequence is not None else None
@@ -394,6 +411,93 @@ def advance_phase(
     except ClaimLostError:
         logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
         return None
+
+
+def _item_store(storage: Storage, pipeline: Pipeline[Any], job_id: str, fan_out: str) -> ItemStore:
+    expires = ttl.side_expires_at(storage.clock(), _ttl_seconds(pipeline))
+    return ItemStore(storage, job_id, fan_out, expires_at=expires)
+
+
+def _advance_item(
+    job_id: str,
+    pipeline: Pipeline[Any],
+    storage: Storage,
+    scheduler: Scheduler,
+    *,
+    phase: str,
+    fan_out: str,
+    item: int,
+    worker: str | None,
+) -> Job | None:
+    """Run one item of the job's map, while the job runs that map; None when there is nothing to run."""
+    validate_job_id(job_id)
+    route = storage.get_route(job_id)
+    if route is None or route.status != JobStatus.RUNNING or route.fan_out is None or route.fan_out.id != fan_out:
+        return None
+    if route.next_phase is None or route.fan_out.phase != phase or not pipeline.has_phase(phase):
+        return None
+    next_phase = route.next_phase
+
+    def fail_job(message: str) -> None:
+        run = _claim(job_id, pipeline, storage, phase=next_phase, worker=None)
+        if run is None:
+            logger.warning("Job %s: %s; the job was busy, its next advance runs the item again", job_id, message)
+            return
+        run.entry(message, level="error", kind="error")
+        run.commit("error", error=message)
+
+    runner = ItemRun(
+        pipeline=pipeline,
+        store=_item_store(storage, pipeline, job_id, fan_out),
+        fan_out=route.fan_out,
+        next_phase=next_phase,
+        scheduler=scheduler,
+        clock=storage.clock,
+        fail_job=fail_job,
+    )
+    if runner.run(item, worker or uuid.uuid4().hex) is None:
+        return None
+    return storage.get_job(job_id)
+
+
+def _start_map(run: _PhaseRun, outcome: Map, scheduler: Scheduler) -> Job:
+    """Write the map's item records, commit the checkpoint at ``then`` with the map, schedule the first items."""
+    if not getattr(scheduler, "runs_maps", True):
+        raise InvalidInputError("a map runs on the direct driver; the Step Functions driver does not run maps yet")
+    values = validate_map(outcome, run.pipeline)
+    state = run.pipeline.dump_state(outcome.state) if outcome.state is not None else run.job.checkpoint.state  # type: ignore[union-attr]
+    now = run.storage.clock()
+    fan_out = FanOut(
+        id=uuid.uuid4().hex,
+        phase=run.pipeline.resolve_name(outcome.phase),
+        count=len(values),
+        max_concurrency=outcome.max_concurrency,
+    )
+    store = _item_store(run.storage, run.pipeline, run.job.job_id, fan_out.id)
+    store.create(new_items(values, now))
+    run.entry(f'Map of {len(values)} items over phase "{fan_out.phase}", then "{outcome.then}"')
+    checkpoint = Checkpoint(next_phase=outcome.then, state=state, created_at=now)
+    job = run.commit("map", checkpoint=checkpoint, fan_out=fan_out)
+    if job.status == JobStatus.RUNNING:
+        schedule_items(scheduler, job.job_id, fan_out, runnable(store.all(), fan_out, now), now)
+    return job
+
+
+def _items_unfinished(run: _PhaseRun, scheduler: Scheduler) -> Job | None:
+    """The job after giving its claim back when its map still has items to run (scheduled again); else None."""
+    fan_out = run.job.fan_out
+    if fan_out is None:
+        return None
+    store = _item_store(run.storage, run.pipeline, run.job.job_id, fan_out.id)
+    items = store.all()
+    if items and all(item.status == "done" for item in items):
+        run.map_items = items
+        return None
+    job = run.commit("release")
+    now = run.storage.clock()
+    if job.status == JobStatus.RUNNING:
+        schedule_items(scheduler, job.job_id, fan_out, runnable(items, fan_out, now), now)
+    return job
 
 
 def _end_wait_if_due(
@@ -408,10 +512,11 @@ def _end_wait_if_due(
     job = resolve_write(partial(storage.expire_wait, job_id, request))
     if job is None:
         waiting = storage.get_job(job_id)
-        if waiting is not None and waiting.sequence == sequence and waiting.wait_deadline is not None:
-            if waiting.status == JobStatus.WAITING and waiting.wait_deadline > now:  # early (clock skew): again later
-                delay = (waiting.wait_deadline - now) / 1000
-                scheduler.schedule_advance(job_id, phase=route.next_phase or "", sequence=sequence, delay=delay)
+        deadline = waiting.wait_deadline if waiting is not None and waiting.sequence == sequence else None
+        if waiting is not None and waiting.status == JobStatus.WAITING and deadline is not None and deadline > now:
+            # the timeout came early (clock skew between hosts): send it again for when it is due
+            delay = (deadline - now) / 1000
+            scheduler.schedule_advance(job_id, phase=route.next_phase or "", sequence=sequence, delay=delay)
         return None
     logger.warning("Job %s: the wait at sequence %d timed out (%s)", job_id, sequence, job.status.value)
     if job.status == JobStatus.RUNNING and job.checkpoint is not None:
@@ -540,6 +645,15 @@ def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
     if not pipeline.has_phase(run.phase_name):
         return _commit_unknown_phase(run)
 
+    released = _items_unfinished(run, scheduler)
+    if released is not None:
+        return released
+    results = None
+    if run.map_items is not None:
+        results, usage, entries = collected(run.map_items)
+        run.journal.add_usage(usage)
+        for entry in entries:
+            run.journal.add_entry(entry)
     phase = pipeline.get_phase(run.phase_name)
     try:
         state = pipeline.load_state(run.checkpoint.state)
@@ -556,6 +670,7 @@ def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
         saver=lambda state: run.save(state, phase.lease_seconds),
         journal=run.journal,
         signal=run.job.signal.payload if run.job.signal is not None else None,
+        results=results,
     )
     if run.job.signal is not None and run.job.attempt == 1:
         run.entry(f'Received signal "{run.job.signal.name}"', kind="observation")
@@ -614,11 +729,13 @@ def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Sc
             return _sleep(run, outcome, scheduler)
         if isinstance(outcome, WaitFor):
             return _wait(run, outcome, scheduler)
+        if isinstance(outcome, Map):
+            return _start_map(run, outcome, scheduler)
     except (InvalidInputError, StateTooLargeError) as exc:
         message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
         run.entry(message, level="error", kind="error")
         return run.commit("error", error=message)
-    message = f'Phase "{phase.name}" returned {outcome!r}; expected Next, Done, Fail, Sleep or WaitFor'
+    message = f'Phase "{phase.name}" returned {outcome!r}; expected Next, Done, Fail, Sleep, WaitFor or Map'
     run.entry(message, level="error", kind="error")
     return run.commit("error", error=message)
 

@@ -85,7 +85,7 @@ class LogEntry(WireModel):
     reason: Message | None = None
 
 
-PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase", "sleep", "wait"]
+PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase", "sleep", "wait", "map", "release"]
 
 
 class PhaseRecord(WireModel):
@@ -107,6 +107,44 @@ class Signal(WireModel):
     name: str
     payload: Any = None
     delivered_at: int
+
+
+class FanOut(WireModel):
+    """A map in progress: ``count`` items, each run by ``phase``, at most ``max_concurrency`` at a time.
+
+    While it is on the job, the checkpoint's ``nextPhase`` is the phase that runs once every item
+    has finished; ``id`` names the item records, which sit under the job (one checkpoint stream).
+    """
+
+    id: str
+    phase: str
+    count: int
+    max_concurrency: int
+
+
+MapItemStatus = Literal["pending", "done", "failed"]
+
+
+class MapItem(WireModel):
+    """One item of a map: its input, its own small checkpoint (attempt, claim, backoff) and its result.
+
+    ``version`` grows with every write: each write is conditioned on the version it read.
+    """
+
+    index: int
+    input: Any = None
+    status: MapItemStatus = "pending"
+    attempt: int = 1
+    lease_owner: str | None = None
+    lease_expires_at: int | None = None
+    not_before: int | None = None
+    result: Any = None
+    error: ErrorText | None = None
+    usage: dict[str, float] = Field(default_factory=dict)
+    log: list[LogEntry] = Field(default_factory=list)
+    version: int = 0
+    write_token: str | None = None
+    updated_at: int = 0
 
 
 class Job(WireModel):
@@ -143,6 +181,7 @@ class Job(WireModel):
     wait_deadline: int | None = Field(default=None, description="Unix ms: the wait times out then (None: never)")
     timeout_phase: str | None = Field(default=None, description="Where a wait that times out continues (None: error)")
     signal: Signal | None = Field(default=None, description="The signal delivered to the wait the job left last")
+    fan_out: FanOut | None = Field(default=None, description="The map whose items run before the next phase")
     write_token: str | None = Field(default=None, description="The token of the last write, to recognise a retry")
     history_head: str | None = Field(default=None, description="The token of the last write that added history")
     input_token: str | None = Field(default=None, description="The token of the write that set the input")

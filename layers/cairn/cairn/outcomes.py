@@ -7,6 +7,7 @@ compute runs while the job waits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,4 +58,20 @@ class WaitFor:
     timeout_phase: str | None = None
 
 
-PhaseResult = Next | Done | Fail | Sleep | WaitFor
+@dataclass(frozen=True)
+class Map:
+    """Run ``phase`` once per item of ``items`` (at most ``max_concurrency`` at a time), then ``then`` once.
+
+    Each item phase reads its item as ``ctx.state`` and returns ``Done(result)``; it is retried per
+    its own ``RetryPolicy``. ``then`` runs when every item has finished, with ``state`` (None: the
+    current state) and the items' results, in item order, as ``ctx.results``.
+    """
+
+    items: Sequence[Any]
+    phase: str
+    then: str
+    state: Any = None
+    max_concurrency: int = 10
+
+
+PhaseResult = Next | Done | Fail | Sleep | WaitFor | Map

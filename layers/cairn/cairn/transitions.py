@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
-from .models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord, Signal
+from .models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord, Signal
 
 
 def new_token() -> str:
@@ -68,8 +68,8 @@ class StartJob:
 
     ``seen`` is the job as the caller read it (None: there was none). If the
     stored job's sequence differs from it, someone wrote in between and the
-    caller reads again. ``keep_signal``: a resume of the same checkpoint keeps the signal the phase
-    was given; ``waiting_for`` (with its deadline and timeout phase) starts the job waiting.
+    caller reads again. ``resumed``: a resume of the same checkpoint keeps the signal the phase
+    was given and the map in progress; ``waiting_for`` (with its deadline and timeout phase) starts the job waiting.
     """
 
     job_id: str
@@ -85,7 +85,7 @@ class StartJob:
     waiting_for: str | None = None
     wait_deadline: int | None = None
     timeout_phase: str | None = None
-    keep_signal: bool = False
+    resumed: bool = False
     not_before: int | None = None
     token: str = field(default_factory=new_token)
 
@@ -183,7 +183,10 @@ class Commit:
     records ``error``. A retry or an error never writes the checkpoint: the
     stored one stays as it is. ``sleep`` writes ``checkpoint`` and, in
     ``not_before``, when the job wakes; ``wait`` writes ``checkpoint`` and sets
-    the job ``waiting`` for ``waiting_for`` until ``wait_deadline``.
+    the job ``waiting`` for ``waiting_for`` until ``wait_deadline``; ``map``
+    writes ``checkpoint`` (the phase after the items) and ``fan_out``;
+    ``release`` gives the claim back and changes nothing else (a map's next
+    phase claimed before its items finished), adding no history.
     """
 
     seen: Job
@@ -199,12 +202,13 @@ class Commit:
     waiting_for: str | None = None
     wait_deadline: int | None = None
     timeout_phase: str | None = None
+    fan_out: FanOut | None = None
     token: str = field(default_factory=new_token)
 
     @property
     def entry(self) -> Checkpoint | None:
-        """The checkpoint of the phase the commit enters (next, sleep, wait), kept in its history."""
-        return self.checkpoint if self.kind in ("next", "sleep", "wait") else None
+        """The checkpoint of the phase the commit enters (next, sleep, wait, map), kept in its history."""
+        return self.checkpoint if self.kind in ENTERING else None
 
     @property
     def status(self) -> JobStatus | None:
@@ -233,6 +237,10 @@ class WaitExpiry:
     sequence: int
     now_ms: int
     token: str = field(default_factory=new_token)
+
+
+ENTERING: tuple[PhaseOutcome, ...] = ("next", "sleep", "wait", "map")
+"""The commits that enter a phase: they write the checkpoint."""
 
 
 def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:
@@ -334,7 +342,8 @@ def start(existing: Job | None, request: StartJob) -> Written:
             "error": None,
             "result": None,
             "attempt": 1,
-            "signal": current.signal if request.keep_signal else None,
+            "signal": current.signal if request.resumed else None,
+            "fan_out": current.fan_out if request.resumed else None,
             "run": current.run + 1 if request.reset_history else current.run,
             "sequence": current.sequence + 1,
             "lease_owner": None,
@@ -411,9 +420,13 @@ def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
     A commit that leaves the phase (next, done, sleep, wait) consumes the signal the phase was given;
     a retry or an error keeps it, so that the phase run again reads it again.
     """
-    left = {"attempt": 1, "signal": None}
+    left = {"attempt": 1, "signal": None, "fan_out": None}
     if request.kind == "next":
         return {**left, "checkpoint": request.checkpoint}
+    if request.kind == "map":
+        return {**left, "checkpoint": request.checkpoint, "fan_out": request.fan_out}
+    if request.kind == "release":
+        return {"not_before": job.not_before}
     if request.kind == "sleep":
         return {**left, "checkpoint": request.checkpoint, "not_before": request.not_before}
     if request.kind == "wait":
@@ -438,7 +451,9 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
     if repeated is not None:
         return repeated
     job = check_fence(existing, job_id, fence, request.now_ms)
-    history = history_item(request.token, job.history_head, request.journal, request.record, entry=request.entry)
+    history = None
+    if request.kind != "release":
+        history = history_item(request.token, job.history_head, request.journal, request.record, entry=request.entry)
     committed = job.model_copy(
         update={
             "not_before": None,
@@ -451,7 +466,7 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
             "updated_at": request.now_ms,
             "expires_at": request.expires_at,
             "write_token": request.token,
-            "history_head": request.token,
+            "history_head": request.token if history is not None else job.history_head,
         }
     )
     return Written(committed, history)

@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
 
 from .. import transitions, ttl
 from ..clock import Clock
@@ -37,7 +38,7 @@ from ..errors import (
     VersionConflict,
 )
 from ..ids import JOB_ID_PATTERN, validate_owner
-from ..models import Checkpoint, HistoryItem, Job, JobPage, JobStatus, JobSummary, Signal
+from ..models import Checkpoint, FanOut, HistoryItem, Job, JobPage, JobStatus, JobSummary, MapItem, Signal
 from ..settings import Settings
 from ..storage.base import Route, Storage
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
@@ -173,17 +174,22 @@ class DynamoDBStorage(Storage):
             TableName=self.table_name,
             Key=self._key(job_id),
             ConsistentRead=True,
-            **Expression().projection_kwargs("pipeline", "status", "nextPhase", "sequence", "expiresAt"),
+            **Expression().projection_kwargs("pipeline", "status", "nextPhase", "sequence", "expiresAt", "fanOut"),
         )
         item = response.get("Item")
         if not item or self._expired(item, self.clock()):
             return None
         values = from_item(item)
         try:
+            fan_out = FanOut.model_validate_json(values["fanOut"]) if "fanOut" in values else None
             return Route(
-                str(values["pipeline"]), JobStatus(values["status"]), values.get("nextPhase"), int(values["sequence"])
+                str(values["pipeline"]),
+                JobStatus(values["status"]),
+                values.get("nextPhase"),
+                int(values["sequence"]),
+                fan_out,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
             raise CorruptJobError(f"{self.codec.pk(job_id)}/{schema.JOB_SK}", f"{type(exc).__name__}: {exc}") from exc
 
     def entered(self, job_id: str, phase: str) -> Checkpoint | None:
@@ -213,13 +219,41 @@ class DynamoDBStorage(Storage):
                 return found
         return None
 
-    def _query_partition(self, job_id: str) -> Iterator[Item]:
+    def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
+        """The map's item records, in item order (one consistent query)."""
+        items = self._query_partition(job_id, prefix=schema.map_items_prefix(fan_out))
+        return [self.codec.decode_map_item(item) for item in items]
+
+    def write_item(
+        self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
+    ) -> bool:
+        """One conditional put: on the version read (or on no record); False when it no longer holds."""
+        encoded, keys = self.codec.map_item(job_id, fan_out, item, expires_at=expires_at)
+        expression = Expression()
+        if expected_version is None:
+            expression.require(f"attribute_not_exists({expression.name('pk')})")
+        else:
+            expression.require(f"{expression.name('version')} = {expression.value('expected', expected_version)}")
+        try:
+            self._call(self.client.put_item, TableName=self.table_name, Item=encoded, **expression.condition_kwargs())
+        except _ConditionFailed:
+            for key in keys:
+                self.payloads.delete(key)
+            return False
+        return True
+
+    def _query_partition(self, job_id: str, *, prefix: str | None = None) -> Iterator[Item]:
+        """The job's items (consistent): without ``prefix``, the job and its history and input (not map items)."""
         start: dict[str, Any] | None = None
         while True:
+            if prefix is None:
+                condition, values = "pk = :pk AND sk < :items", {":items": schema.MAP_ITEM_PREFIX}
+            else:
+                condition, values = "pk = :pk AND begins_with(sk, :prefix)", {":prefix": prefix}
             kwargs: dict[str, Any] = {
                 "TableName": self.table_name,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": to_item({":pk": self.codec.pk(job_id)}),
+                "KeyConditionExpression": condition,
+                "ExpressionAttributeValues": to_item({":pk": self.codec.pk(job_id), **values}),
                 "ConsistentRead": True,
             }
             if start:
@@ -572,14 +606,21 @@ class DynamoDBStorage(Storage):
         written = transitions.commit(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
         expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence")
-        if request.kind not in ("retry", "sleep"):
+        if request.kind not in ("retry", "sleep", "release"):
             expression.remove("notBefore")
-        if request.kind in ("next", "done", "sleep", "wait"):  # the phase is left: its signal is consumed
+        if request.kind in ("next", "done", "sleep", "wait", "map"):  # the phase is left: its signal is consumed
             expression.remove("signal")
             expression.set("attempt", 1)
+            if request.kind == "map":
+                assert request.fan_out is not None
+                expression.set("fanOut", request.fan_out.model_dump_json(by_alias=True))
+            else:
+                expression.remove("fanOut")
         keys: set[str] = set()
         entry: dict[str, Any] | None = None
-        if request.kind in ("next", "sleep", "wait"):
+        if request.kind == "release":
+            pass  # the claim is given back (above): nothing else changes
+        elif request.kind in ("next", "sleep", "wait", "map"):
             assert request.checkpoint is not None
             room = self._room(job_id, request.seen, expression)
             state, keys = self.codec.encode_checkpoint(job_id, request.checkpoint, token=request.token, budget=room)
@@ -610,7 +651,7 @@ class DynamoDBStorage(Storage):
             else:
                 expression.set("error", request.error)
         job = self._fenced(job_id, expression, written, keys, entry=entry)
-        if request.kind in ("next", "sleep", "wait"):
+        if request.kind in ("next", "sleep", "wait", "map"):
             return job.model_copy(update={"checkpoint": request.checkpoint})
         if request.kind == "done":
             return job.model_copy(update={"result": request.result})

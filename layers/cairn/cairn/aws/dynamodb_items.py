@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .. import ttl
 from ..errors import CorruptJobError
-from ..models import Checkpoint, HistoryItem, Job, JobStatus, JobSummary, LogEntry, Signal
+from ..models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, JobSummary, LogEntry, MapItem, Signal
 from ..transitions import linked_history
 from . import dynamodb_schema as schema
 from .payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
@@ -250,6 +250,7 @@ class ItemCodec:
             "waitDeadline": job.wait_deadline,
             "timeoutPhase": job.timeout_phase,
             "signal": job.signal.model_dump_json(by_alias=True) if job.signal else None,
+            "fanOut": job.fan_out.model_dump_json(by_alias=True) if job.fan_out else None,
             "error": job.error,
             "nextPhase": job.checkpoint.next_phase if job.checkpoint else None,
             "inputToken": job.input_token,
@@ -292,6 +293,28 @@ class ItemCodec:
             if item_size(item) + item_size(encoded) <= ITEM_BUDGET:
                 item.update(encoded)
         return item
+
+    def map_item(self, job_id: str, fan_out: str, item: MapItem, *, expires_at: int) -> tuple[Item, set[str]]:
+        """The DynamoDB item of a map's item record (a large one goes to S3 under its write token)."""
+        key = f"items/{self.owner}/{job_id}/{fan_out}/{item.index}-{item.write_token or 'new'}.json"
+        encoded = self.payloads.encode(item.model_dump(mode="json", by_alias=True), key=key, budget=ITEM_BUDGET - 1024)
+        values = {
+            "pk": self.pk(job_id),
+            "sk": schema.map_item_sk(fan_out, item.index),
+            "record": encoded.attribute,
+            "version": item.version,
+            "writeToken": item.write_token,
+            "expiresAt": expires_at,
+        }
+        return to_item(values), _key_of(encoded)
+
+    def decode_map_item(self, item: Item) -> MapItem:
+        """The item record a DynamoDB item holds; CorruptJobError names an unreadable one."""
+        where = location(item)
+        try:
+            return MapItem.model_validate(self.payloads.decode(from_item(item)["record"], where=where))
+        except UNREADABLE as exc:
+            raise CorruptJobError(where, _reason(exc)) from exc
 
     def decode_entry(self, item: Item, *, where: str) -> Checkpoint | None:
         """The entry checkpoint a history item keeps (its state fetched from S3 if it lives there)."""
@@ -341,6 +364,7 @@ class ItemCodec:
                 wait_deadline=values.get("waitDeadline"),
                 timeout_phase=values.get("timeoutPhase"),
                 signal=Signal.model_validate_json(values["signal"]) if "signal" in values else None,
+                fan_out=FanOut.model_validate_json(values["fanOut"]) if "fanOut" in values else None,
                 write_token=values.get("writeToken"),
                 history_head=values.get("historyHead"),
                 input_token=values.get("inputToken"),

@@ -87,6 +87,20 @@ def owner_key(owner: str, shard: int) -> str:
     return f"{owner}#{shard}"
 
 
+MAP_ITEM_PREFIX = "~MAP#"
+"""Sorts after the job, history and input items, so that reading a job never reads a map's items."""
+
+
+def map_item_sk(fan_out: str, index: int) -> str:
+    """The sort key of item ``index`` of the map ``fan_out`` (in item order within the map)."""
+    return f"{MAP_ITEM_PREFIX}{fan_out}#{index:06d}"
+
+
+def map_items_prefix(fan_out: str) -> str:
+    """The sort-key prefix of every item of the map ``fan_out``."""
+    return f"{MAP_ITEM_PREFIX}{fan_out}#"
+
+
 def history_sk(token: str) -> str:
     """Sort key of the history item written by the write ``token``."""
     return f"{HISTORY_PREFIX}{token}"

@@ -71,6 +71,16 @@ class LambdaScheduler:
         else:
             self.invoke_now(message)
 
+    def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
+        """Invoke the item phase's function for one item of a map now, or queue it for ``delay`` seconds."""
+        message = AdvanceMessage(
+            job_id=job_id, owner=self.owner, pipeline=self.pipeline.name, phase=phase, fan_out=fan_out, item=item
+        )
+        if delay > 0:
+            self.queue(message.model_copy(update={"not_before": self._clock() + math.ceil(delay * 1000)}))
+        else:
+            self.invoke_now(message)
+
     def invoke_now(self, message: AdvanceMessage) -> None:
         """Invoke the phase's function for ``message`` asynchronously."""
         invoke_phase(message, pipeline=self.pipeline, settings=self.settings, lambda_client=self._lambda)

@@ -104,7 +104,12 @@ def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime)
         started = time.perf_counter()
         jobs = active.cairn(message.owner, pipeline, scheduler=scheduler)
         job = jobs.advance(
-            message.job_id, phase=message.phase, sequence=message.sequence, worker=context.aws_request_id
+            message.job_id,
+            phase=message.phase,
+            sequence=message.sequence,
+            worker=context.aws_request_id,
+            fan_out=message.fan_out,
+            item=message.item,
         )
         record_phase_metrics(job, phase=message.phase, duration_ms=(time.perf_counter() - started) * 1000)
         return {

@@ -129,6 +129,13 @@ class PipelineSchedulers:
 
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Schedule the advance with the scheduler of the job's pipeline."""
+        self._of(job_id, phase).schedule_advance(job_id, phase=phase, sequence=sequence, delay=delay)
+
+    def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
+        """Schedule a map item's advance with the scheduler of the job's pipeline."""
+        self._of(job_id, phase).schedule_item(job_id, phase=phase, fan_out=fan_out, item=item, delay=delay)
+
+    def _of(self, job_id: str, phase: str) -> Scheduler:
         names = self.pipelines.names
         if len(names) == 1:
             name = names[0]
@@ -137,5 +144,4 @@ class PipelineSchedulers:
             if route is None:
                 raise SchedulingError(f'Job "{job_id}" is gone; its advance of "{phase}" was not scheduled')
             name = route.pipeline
-        scheduler = self.for_pipeline(self.pipelines.get(name))
-        scheduler.schedule_advance(job_id, phase=phase, sequence=sequence, delay=delay)
+        return self.for_pipeline(self.pipelines.get(name))

@@ -16,3 +16,7 @@ class Scheduler(Protocol):
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Arrange for ``phase`` of ``job_id`` (at ``sequence``) to be advanced after ``delay`` seconds."""
         ...
+
+    def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
+        """Arrange for item ``item`` of the job's map ``fan_out`` to be run by ``phase`` after ``delay`` seconds."""
+        ...

@@ -31,13 +31,14 @@ class InlineScheduler:
     ) -> None:
         self._now = now
         self._sleep = sleep
-        self._queue: list[tuple[float, int, str, str, int | None]] = []
+        self._queue: list[tuple[float, int, str, str, int | None, dict[str, Any]]] = []
         self._order = itertools.count()
         self._advance: AdvanceFunction | None = None
         self._triage: Triage | None = None
 
     def bind(self, fn: AdvanceFunction, *, triage: Triage | None = None) -> None:
-        """Set what runs an advance: called as ``fn(job_id, phase=phase, sequence=sequence)``.
+        """Set what runs an advance: called as ``fn(job_id, phase=phase, sequence=sequence)`` (and, for a
+        map's item, with ``fan_out=`` and ``item=``).
 
         ``triage(job_id, sequence)`` is asked about an advance that is not due yet, before ``drain``
         waits for it: ``"run"`` (wait, then run it), ``"hold"`` (a wait's timeout: leave it queued and
@@ -50,7 +51,14 @@ class InlineScheduler:
         """Queue an advance of ``phase`` for ``job_id`` (at ``sequence``) after ``delay`` seconds."""
         if delay < 0:
             raise InvalidInputError(f"delay must not be negative, got {delay}")
-        heapq.heappush(self._queue, (self._now() + delay, next(self._order), job_id, phase, sequence))
+        heapq.heappush(self._queue, (self._now() + delay, next(self._order), job_id, phase, sequence, {}))
+
+    def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
+        """Queue an advance of item ``item`` of the map ``fan_out`` (run by ``phase``) after ``delay`` seconds."""
+        if delay < 0:
+            raise InvalidInputError(f"delay must not be negative, got {delay}")
+        extra = {"fan_out": fan_out, "item": item}
+        heapq.heappush(self._queue, (self._now() + delay, next(self._order), job_id, phase, None, extra))
 
     @property
     def bound(self) -> bool:
@@ -74,7 +82,7 @@ class InlineScheduler:
             raise CairnError("InlineScheduler.drain() needs bind(fn) first")
         ran = 0
         while self._queue and (max_steps is None or ran < max_steps):
-            due, _, job_id, phase, sequence = self._queue[0]
+            due, _, job_id, phase, sequence, extra = self._queue[0]
             wait = due - self._now()
             if wait > 0 and self._triage is not None:
                 verdict = self._triage(job_id, sequence)
@@ -87,5 +95,5 @@ class InlineScheduler:
             if wait > 0:
                 self._sleep(wait)
             ran += 1
-            self._advance(job_id, phase=phase, sequence=sequence)
+            self._advance(job_id, phase=phase, sequence=sequence, **extra)
         return ran

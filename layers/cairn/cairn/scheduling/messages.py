@@ -21,6 +21,8 @@ class AdvanceMessage(WireModel):
     phase: str
     sequence: int | None = Field(default=None, ge=0, description="The job's sequence this advance is for")
     not_before: int | None = Field(default=None, description="Unix ms; only on delayed advances")
+    fan_out: str | None = Field(default=None, max_length=64, description="A map item's advance: the map's id")
+    item: int | None = Field(default=None, ge=0, description="A map item's advance: the item's index")
 
 
 class ScheduledAdvance(WireModel):

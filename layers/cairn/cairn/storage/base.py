@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from ..clock import Clock, system_clock_ms
-from ..models import Checkpoint, Job, JobStatus
+from ..models import Checkpoint, FanOut, Job, JobStatus, MapItem
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -26,6 +26,8 @@ class Route:
     status: JobStatus
     next_phase: str | None
     sequence: int
+    fan_out: FanOut | None = None
+    """The map whose items run before ``next_phase`` (None: no map)."""
 
 
 class Storage(ABC):
@@ -48,7 +50,8 @@ class Storage(ABC):
         job = self.get_job(job_id)
         if job is None:
             return None
-        return Route(job.pipeline, job.status, job.checkpoint.next_phase if job.checkpoint else None, job.sequence)
+        next_phase = job.checkpoint.next_phase if job.checkpoint else None
+        return Route(job.pipeline, job.status, next_phase, job.sequence, job.fan_out)
 
     @abstractmethod
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
@@ -93,3 +96,16 @@ class Storage(ABC):
     @abstractmethod
     def entered(self, job_id: str, phase: str) -> Checkpoint | None:
         """The checkpoint the job's newest write entering ``phase`` set (its state then); None when none is kept."""
+
+    @abstractmethod
+    def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
+        """The item records of the job's map ``fan_out``, in item order."""
+
+    @abstractmethod
+    def write_item(
+        self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
+    ) -> bool:
+        """Write ``item`` if the stored record has ``expected_version`` (None: there is none); False if not.
+
+        ``expires_at`` (Unix seconds) is when the record may be deleted.
+        """

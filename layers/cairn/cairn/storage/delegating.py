@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..models import Checkpoint, Job, JobStatus
+from ..models import Checkpoint, Job, JobStatus, MapItem
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from .base import Route, Storage
 
@@ -62,3 +62,16 @@ class DelegatingStorage(Storage):
 
     def entered(self, job_id: str, phase: str) -> Checkpoint | None:
         return self.around("entered", lambda: self.inner.entered(job_id, phase))
+
+    def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
+        return self.around("get_items", lambda: self.inner.get_items(job_id, fan_out))
+
+    def write_item(
+        self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
+    ) -> bool:
+        return self.around(
+            "write_item",
+            lambda: self.inner.write_item(
+                job_id, fan_out, item, expected_version=expected_version, expires_at=expires_at
+            ),
+        )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 
 from .. import transitions
-from ..models import Checkpoint, HistoryItem, Job, JobStatus
+from ..models import Checkpoint, HistoryItem, Job, JobStatus, MapItem
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from .base import Storage
 
@@ -46,6 +46,14 @@ class DocumentStorage(Storage):
     @abstractmethod
     def _append_history(self, job_id: str, item: HistoryItem) -> None:
         """Add one history item durably (before the document that links it is written)."""
+
+    @abstractmethod
+    def _items(self, job_id: str, fan_out: str) -> dict[int, MapItem]:
+        """The stored item records of a map, by index."""
+
+    @abstractmethod
+    def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
+        """Store one item record durably (replacing the one with its index)."""
 
     def _update(self, job_id: str, change: Callable[[Job | None], Written | None]) -> Job | None:
         with self._locked(job_id):
@@ -111,3 +119,18 @@ class DocumentStorage(Storage):
     def entered(self, job_id: str, phase: str) -> Checkpoint | None:
         job = transitions.live(self._load(job_id), self.clock())
         return transitions.entered(self._history(job_id), job.history_head, phase) if job is not None else None
+
+    def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
+        with self._locked(job_id):
+            stored = self._items(job_id, fan_out)
+        return [stored[index] for index in sorted(stored)]
+
+    def write_item(
+        self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
+    ) -> bool:
+        with self._locked(job_id):
+            stored = self._items(job_id, fan_out).get(item.index)
+            if (stored.version if stored is not None else None) != expected_version:
+                return False
+            self._put_item(job_id, fan_out, item)
+            return True

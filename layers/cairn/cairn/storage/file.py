@@ -29,13 +29,14 @@ from pydantic import BaseModel, ValidationError
 from ..clock import Clock
 from ..errors import CorruptJobError, InvalidInputError, StorageError
 from ..ids import validate_job_id
-from ..models import HistoryItem, Job, JobStatus
+from ..models import HistoryItem, Job, JobStatus, MapItem
 from .document import DocumentStorage
 
 logger = logging.getLogger(__name__)
 
 _SUFFIX = ".json"
 _HISTORY_SUFFIX = ".history.jsonl"
+_ITEMS_SUFFIX = ".items.jsonl"
 _TEMP_PREFIX = ".tmp-"
 _RECOVERABLE = {JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.ERROR, JobStatus.CANCELLED}
 
@@ -49,6 +50,13 @@ class StorageHealth(BaseModel):
     can_recover: bool
     recommendation: str
     unreadable_files: list[str] = []
+
+
+class _ItemLine(BaseModel):
+    """One line of a job's item file: an item record of the map ``fan_out``."""
+
+    fan_out: str
+    item: MapItem
 
 
 class FileStorage(DocumentStorage):
@@ -149,8 +157,38 @@ class FileStorage(DocumentStorage):
         return items
 
     def _append_history(self, job_id: str, item: HistoryItem) -> None:
-        path = self.history_path_for(job_id)
-        line = item.model_dump_json(by_alias=True).encode() + b"\n"
+        self._append_line(self.history_path_for(job_id), item.model_dump_json(by_alias=True).encode())
+
+    def items_path_for(self, job_id: str) -> Path:
+        """The file that holds the item records of ``job_id``'s maps, one record a line (the last one counts)."""
+        return self.path_for(job_id).with_name(f"{job_id}{_ITEMS_SUFFIX}")
+
+    def _items(self, job_id: str, fan_out: str) -> dict[int, MapItem]:
+        path = self.items_path_for(job_id)
+        try:
+            lines = path.read_bytes().splitlines()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
+        items: dict[int, MapItem] = {}
+        for line in lines:
+            try:
+                record = _ItemLine.model_validate_json(line)
+            except (ValueError, ValidationError):
+                continue  # a line torn by a crash mid-append: that write never happened
+            if record.fan_out == fan_out:
+                items[record.item.index] = record.item
+        return items
+
+    def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
+        line = _ItemLine(fan_out=fan_out, item=item).model_dump_json(by_alias=True).encode()
+        self._append_line(self.items_path_for(job_id), line)
+
+    @staticmethod
+    def _append_line(path: Path, data: bytes) -> None:
+        """Append one line durably; a line torn by an earlier crash is left on a line of its own."""
+        line = data + b"\n"
         try:
             with open(path, "a+b") as history:
                 size = os.fstat(history.fileno()).st_size
@@ -189,6 +227,7 @@ class FileStorage(DocumentStorage):
         """Remove a job's file; True when there was one."""
         with self._held(job_id):
             self.history_path_for(job_id).unlink(missing_ok=True)
+            self.items_path_for(job_id).unlink(missing_ok=True)
             try:
                 self.path_for(job_id).unlink()
             except FileNotFoundError:

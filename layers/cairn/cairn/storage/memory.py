@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 
 from ..clock import Clock
-from ..models import HistoryItem, Job
+from ..models import HistoryItem, Job, MapItem
 from .document import DocumentStorage
 
 
@@ -18,6 +18,7 @@ class MemoryStorage(DocumentStorage):
         super().__init__(clock=clock)
         self._jobs: dict[str, Job] = {}
         self._histories: dict[str, dict[str, HistoryItem]] = {}
+        self._map_items: dict[tuple[str, str], dict[int, MapItem]] = {}
         self._lock = threading.RLock()
 
     def _locked(self, job_id: str) -> AbstractContextManager[object]:
@@ -38,6 +39,14 @@ class MemoryStorage(DocumentStorage):
     def _append_history(self, job_id: str, item: HistoryItem) -> None:
         with self._lock:
             self._histories.setdefault(job_id, {})[item.token] = item
+
+    def _items(self, job_id: str, fan_out: str) -> dict[int, MapItem]:
+        with self._lock:
+            return dict(self._map_items.get((job_id, fan_out), {}))
+
+    def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
+        with self._lock:
+            self._map_items.setdefault((job_id, fan_out), {})[item.index] = item
 
     def _job_ids(self) -> Iterator[str]:
         with self._lock:

@@ -1,0 +1,345 @@
+"""Map: one run of an item phase per item, each with its own small checkpoint under the job, then one phase.
+
+A phase that returns ``Map(items, phase, then, max_concurrency=N)`` writes one record per item (its
+input, status, attempt, claim and result) and commits the job's checkpoint at ``then`` with the
+map on the job (``fan_out``). Items are one checkpoint stream with the job: they are not jobs.
+
+- Each item advance claims its record (a conditional write on the record's version); a duplicate
+  delivery finds it held or done and does nothing. A claim that finds the last claim expired
+  unfinished counts a crash as an attempt; the item phase's ``RetryPolicy`` alone decides retries.
+- Items run in slots: the first N are scheduled at once, and each finished item schedules the one
+  N places after it. Whatever is lost (a crash between a finish and its schedule) is scheduled
+  again when the job's next phase is advanced (a resume, the sweep) before the items are done.
+- ``then`` runs once every item is done, with their results in item order as ``ctx.results``, and
+  the items' usage and log entries added to the job's.
+- An item that fails for good puts the job in ``error``; a resume runs the unfinished items again
+  (the finished ones keep their results).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .clock import Clock
+from .context import JournalBuffer, PhaseContext
+from .errors import InvalidInputError, StorageError
+from .models import Checkpoint, FanOut, MapItem
+from .outcomes import Done, Fail, Map
+from .pipeline import Pipeline, to_json
+from .scheduling.base import Scheduler
+from .storage.base import Storage
+from .transitions import merge_usage, new_token
+
+logger = logging.getLogger("cairn")
+
+MAX_ITEMS = 10_000
+"""The most items one map may have."""
+
+MAX_CONCURRENCY = 1_000
+_WRITE_ATTEMPTS = 5
+
+
+def validate_map(outcome: Map, pipeline: Pipeline[Any]) -> list[Any]:
+    """The map's items as JSON values; InvalidInputError for a map that cannot run."""
+    if isinstance(outcome.items, str | bytes) or not hasattr(outcome.items, "__iter__"):
+        raise InvalidInputError(f"Map(items) must be a list, got {type(outcome.items).__name__}")
+    items = [to_json(item) for item in outcome.items]
+    if not items:
+        raise InvalidInputError("Map(items) is empty: return Next to go on without a map")
+    if len(items) > MAX_ITEMS:
+        raise InvalidInputError(f"Map(items) has {len(items)} items; at most {MAX_ITEMS}")
+    for name, what in ((outcome.phase, "phase"), (outcome.then, "then")):
+        if not isinstance(name, str) or not pipeline.has_phase(name):
+            raise InvalidInputError(f'Map({what}="{name}") names no phase of the pipeline')
+    concurrency = outcome.max_concurrency
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise InvalidInputError(f"Map(max_concurrency) must be a whole number from 1 to {MAX_CONCURRENCY}")
+    return items
+
+
+# -- the item record's rules (pure) ------------------------------------------------------------
+
+
+def claim_item(
+    item: MapItem, *, worker: str, now_ms: int, lease_expires_at: int, max_attempts: int, token: str
+) -> MapItem | None:
+    """The claimed record, or None when the item is done, held, or waiting out a backoff.
+
+    A claim that finds the last one expired unfinished counts it as a crashed attempt; past
+    ``max_attempts`` the record comes back ``failed`` (unclaimed). A failed item (its job was
+    resumed) starts again at attempt 1.
+    """
+    if item.status == "done":
+        return None
+    attempt = item.attempt
+    if item.status == "failed":
+        attempt = 1
+    else:
+        if item.lease_owner is not None and (item.lease_expires_at or 0) > now_ms:
+            return None
+        if item.not_before is not None and item.not_before > now_ms:
+            return None
+        if item.lease_owner is not None:
+            attempt += 1  # the last claim ran out without a finish: its worker died
+    common: dict[str, Any] = {"version": item.version + 1, "write_token": token, "updated_at": now_ms}
+    if attempt > max_attempts:
+        error = f"Item {item.index} crashed on each of its {max_attempts} attempts"
+        failed: dict[str, Any] = {"status": "failed", "error": error, "lease_owner": None, "lease_expires_at": None}
+        return item.model_copy(update={**common, **failed})
+    update: dict[str, Any] = {
+        "status": "pending",
+        "attempt": attempt,
+        "error": None,
+        "lease_owner": worker,
+        "lease_expires_at": lease_expires_at,
+        "not_before": None,
+    }
+    return item.model_copy(update={**common, **update})
+
+
+class ItemClaimLost(Exception):
+    """The item's claim was taken over (its lease ran out and another worker claimed it)."""
+
+
+def finish_item(item: MapItem, *, worker: str, now_ms: int, token: str, **changes: Any) -> MapItem:
+    """The record after its claim holder's finish (done, a retry, failed); ItemClaimLost when not the holder."""
+    if item.lease_owner != worker:
+        raise ItemClaimLost(f"item {item.index} is no longer held by {worker}")
+    update = {"lease_owner": None, "lease_expires_at": None, "version": item.version + 1, "write_token": token}
+    return item.model_copy(update={**changes, **update, "updated_at": now_ms})
+
+
+def runnable(items: list[MapItem], fan_out: FanOut, now_ms: int) -> list[MapItem]:
+    """The unfinished items to schedule now, in order, leaving room for the ones still held."""
+    held = [item for item in items if item.lease_owner is not None and (item.lease_expires_at or 0) > now_ms]
+    room = fan_out.max_concurrency - len(held)
+    waiting = [item for item in items if item.status != "done" and item not in held]
+    return waiting[: max(0, room)]
+
+
+# -- storage -------------------------------------------------------------------------------------
+
+
+class ItemStore:
+    """The item records of one map of one job, written with a check of the version each write read."""
+
+    def __init__(self, storage: Storage, job_id: str, fan_out: str, *, expires_at: int) -> None:
+        self.storage = storage
+        self.job_id = job_id
+        self.fan_out = fan_out
+        self.expires_at = expires_at
+
+    def all(self) -> list[MapItem]:
+        """Every record, in item order."""
+        return self.storage.get_items(self.job_id, self.fan_out)
+
+    def get(self, index: int) -> MapItem | None:
+        """One record (None when it was never written)."""
+        found = [item for item in self.all() if item.index == index]
+        return found[0] if found else None
+
+    def create(self, items: list[MapItem]) -> None:
+        """Write the records of a new map; one already written (a write sent again) is left as it is."""
+        for item in items:
+            self._write(item, expected=None)
+
+    def change(self, index: int, rule: Callable[[MapItem], MapItem | None]) -> MapItem | None:
+        """Apply ``rule`` to the stored record and write the result, conditioned on the version read."""
+        for _ in range(_WRITE_ATTEMPTS):
+            current = self.get(index)
+            if current is None:
+                return None
+            changed = rule(current)
+            if changed is None:
+                return None
+            if self._write(changed, expected=current.version):
+                return changed
+        raise StorageError(f"Item {index} of job {self.job_id} kept changing; try again", retryable=True)
+
+    def _write(self, item: MapItem, *, expected: int | None) -> bool:
+        """One conditional write; a write whose response was lost is recognised by its token."""
+        try:
+            return self.storage.write_item(
+                self.job_id, self.fan_out, item, expected_version=expected, expires_at=self.expires_at
+            )
+        except StorageError as exc:
+            if not exc.retryable:
+                raise
+            stored = self.get(item.index)
+            if stored is not None and stored.write_token == item.write_token:
+                return True
+            raise
+
+
+def new_items(values: list[Any], now_ms: int) -> list[MapItem]:
+    """The records of a new map's items."""
+    return [MapItem(index=index, input=value, version=1, updated_at=now_ms) for index, value in enumerate(values)]
+
+
+def schedule_items(scheduler: Scheduler, job_id: str, fan_out: FanOut, items: list[MapItem], now_ms: int) -> None:
+    """Ask for an advance of each of ``items`` (after what is left of its backoff)."""
+    for item in items:
+        delay = max(0.0, math.ceil((item.not_before or 0) - now_ms) / 1000 + (0.001 if item.not_before else 0.0))
+        scheduler.schedule_item(job_id, phase=fan_out.phase, fan_out=fan_out.id, item=item.index, delay=delay)
+
+
+# -- one item advance ----------------------------------------------------------------------------
+
+
+class ItemRun:
+    """One advance of one item: claim its record, run the item phase, write how it ended."""
+
+    def __init__(
+        self,
+        *,
+        pipeline: Pipeline[Any],
+        store: ItemStore,
+        fan_out: FanOut,
+        next_phase: str,
+        scheduler: Scheduler,
+        clock: Clock,
+        fail_job: Callable[[str], None],
+    ) -> None:
+        self.pipeline = pipeline
+        self.store = store
+        self.fan_out = fan_out
+        self.next_phase = next_phase
+        self.scheduler = scheduler
+        self.clock = clock
+        self.fail_job = fail_job
+
+    def run(self, index: int, worker: str) -> MapItem | None:
+        """Advance item ``index``: None when there was nothing to run (done, held, not due, unknown)."""
+        phase = self.pipeline.get_phase(self.fan_out.phase)
+        now = self.clock()
+        claimed = self.store.change(
+            index,
+            lambda item: claim_item(
+                item,
+                worker=worker,
+                now_ms=now,
+                lease_expires_at=now + int(phase.lease_seconds * 1000),
+                max_attempts=phase.retry.max_attempts,
+                token=new_token(),
+            ),
+        )
+        if claimed is None:
+            self._again_if_early(index, now)
+            return None
+        if claimed.status == "failed":
+            self.fail_job(self._failure(claimed))
+            return claimed
+        journal = JournalBuffer()
+        ctx: PhaseContext[Any] = PhaseContext(
+            job_id=self.store.job_id,
+            phase=phase.name,
+            state=claimed.input,
+            checkpoint=Checkpoint(next_phase=phase.name, state=claimed.input, created_at=now),
+            attempt=claimed.attempt,
+            clock=self.clock,
+            saver=_no_saves,
+            journal=journal,
+            item=index,
+        )
+        try:
+            outcome = phase.run(ctx)
+        except Exception as exc:  # the item failed; BaseException (process death) passes through
+            return self._failed(claimed, worker, journal, exc, retry=phase.retry.should_retry(exc, claimed.attempt))
+        if isinstance(outcome, Done):
+            try:
+                result = to_json(outcome.result)
+            except InvalidInputError as exc:
+                return self._failed(claimed, worker, journal, exc, retry=False)
+            return self._done(claimed, worker, journal, result)
+        error: Exception = RuntimeError(
+            outcome.error if isinstance(outcome, Fail) else f"an item phase returns Done or Fail, not {outcome!r}"
+        )
+        return self._failed(claimed, worker, journal, error, retry=False)
+
+    def _again_if_early(self, index: int, now_ms: int) -> None:
+        """An advance that came before the item's backoff ended (clock skew, a rounded delay) is sent again."""
+        stored = self.store.get(index)
+        early = stored is not None and stored.status == "pending" and stored.lease_owner is None
+        if early and stored is not None and stored.not_before is not None and stored.not_before > now_ms:
+            schedule_items(self.scheduler, self.store.job_id, self.fan_out, [stored], now_ms)
+
+    def _done(self, claimed: MapItem, worker: str, journal: JournalBuffer, result: Any) -> MapItem | None:
+        kept = journal.peek()
+        finished = self._finish(claimed, worker, kept.usage, status="done", result=result, log=list(kept.log))
+        if finished is None:
+            return None
+        successor = claimed.index + self.fan_out.max_concurrency
+        if successor < self.fan_out.count:
+            following = self.store.get(successor)
+            if following is not None and following.status != "done":
+                schedule_items(self.scheduler, self.store.job_id, self.fan_out, [following], self.clock())
+        else:  # one of the last items: the next phase runs once all are done
+            if all(item.status == "done" for item in self.store.all()):
+                self.scheduler.schedule_advance(self.store.job_id, phase=self.next_phase)
+        return finished
+
+    def _failed(
+        self, claimed: MapItem, worker: str, journal: JournalBuffer, exc: Exception, *, retry: bool
+    ) -> MapItem | None:
+        phase = self.pipeline.get_phase(self.fan_out.phase)
+        message = str(exc) or type(exc).__name__
+        logger.error("Job %s: item %d (%s) failed: %s", self.store.job_id, claimed.index, phase.name, message)
+        kept = journal.peek()
+        if retry:
+            delay = phase.retry.delay_for(claimed.attempt)
+            finished = self._finish(
+                claimed,
+                worker,
+                kept.usage,
+                attempt=claimed.attempt + 1,
+                not_before=self.clock() + math.ceil(delay * 1000),
+                error=message,
+            )
+            if finished is not None:
+                schedule_items(self.scheduler, self.store.job_id, self.fan_out, [finished], self.clock())
+            return finished
+        finished = self._finish(claimed, worker, kept.usage, status="failed", error=message)
+        if finished is not None:
+            self.fail_job(self._failure(finished))
+        return finished
+
+    def _finish(self, claimed: MapItem, worker: str, usage: Mapping[str, float], **changes: Any) -> MapItem | None:
+        """Write how the item's run ended (adding its ``usage``); None when its claim was taken over."""
+        now = self.clock()
+        token = new_token()
+
+        def rule(item: MapItem) -> MapItem | None:
+            if item.write_token == token:
+                return None  # already written (a lost response)
+            try:
+                summed = merge_usage(item.usage, usage)
+                return finish_item(item, worker=worker, now_ms=now, token=token, usage=summed, **changes)
+            except ItemClaimLost:
+                return None
+
+        finished = self.store.change(claimed.index, rule)
+        if finished is None:
+            stored = self.store.get(claimed.index)
+            if stored is not None and stored.write_token == token:
+                return stored
+            logger.warning("Job %s: item %d was taken over; its outcome is dropped", self.store.job_id, claimed.index)
+        return finished
+
+    def _failure(self, item: MapItem) -> str:
+        return f'Map item {item.index} of {self.fan_out.count} (phase "{self.fan_out.phase}") failed: {item.error}'
+
+
+def _no_saves(state: Any) -> None:
+    raise InvalidInputError("An item phase cannot save_state: it returns Done(result) when its item is done")
+
+
+def collected(items: list[MapItem]) -> tuple[list[Any], dict[str, float], list[Any]]:
+    """The results in item order, the summed usage, and the log entries of finished items."""
+    usage: dict[str, float] = {}
+    for item in items:
+        for key, value in item.usage.items():
+            usage[key] = usage.get(key, 0) + value
+    return [item.result for item in items], usage, [entry for item in items for entry in item.log]
