@@ -28,6 +28,7 @@ from tests.support import FakeClock, log_messages
 
 JOB = "doc-1"
 PAGES = 5
+PAGE_RETRY = RetryPolicy(max_attempts=3, backoff=1.0)
 
 
 def _pages(
@@ -37,7 +38,7 @@ def _pages(
     crash: frozenset[int] = frozenset(),
     fail: frozenset[int] = frozenset(),
     failing: set[int] | None = None,
-    retry: RetryPolicy | None = RetryPolicy(max_attempts=3, backoff=1.0),
+    retry: RetryPolicy | None = PAGE_RETRY,
 ) -> Pipeline[Any]:
     """Split 5 pages, extract each (crashing or failing once where told, failing while in ``failing``), merge."""
     pipeline: Pipeline[Any] = Pipeline("pages")
@@ -51,6 +52,7 @@ def _pages(
 
     @pipeline.phase(retry=retry)
     def extract_page(ctx: PhaseContext[Any]) -> Done:
+        assert ctx.item is not None
         assert ctx.item == ctx.state["page"]
         runs[ctx.item] += 1
         ctx.add_usage(tokens=10)
@@ -98,7 +100,7 @@ def test_each_item_runs_once_and_then_runs_once_with_the_results_in_order(storag
     done = jobs.get(JOB)
     assert done.status == JobStatus.COMPLETE
     assert done.result == {"title": "Q3", "pages": [0, 1, 2, 3, 4]}
-    assert runs == Counter({index: 1 for index in range(PAGES)})
+    assert runs == Counter(dict.fromkeys(range(PAGES), 1))
     assert len(merges) == 1
     assert [result["page"] for result in merges[0]] == [0, 1, 2, 3, 4]
     assert done.usage == {"tokens": 10 * PAGES}
@@ -149,7 +151,7 @@ def test_a_duplicate_item_event_is_a_no_op(storage: Storage, clock: FakeClock) -
     assert jobs.advance(JOB, phase="extract_page", fan_out=fan_out.id, item=3) is None
     assert jobs.advance(JOB, phase="merge") is None  # then ran already
 
-    assert runs == Counter({index: 1 for index in range(PAGES)})
+    assert runs == Counter(dict.fromkeys(range(PAGES), 1))
     assert len(merges) == 1
 
 
@@ -208,7 +210,7 @@ def test_a_paused_map_runs_no_more_items_until_resumed(storage: Storage, clock: 
     jobs.retry(JOB)
     jobs.run_until_idle()
     assert jobs.get(JOB).status == JobStatus.COMPLETE
-    assert runs == Counter({index: 1 for index in range(PAGES)})
+    assert runs == Counter(dict.fromkeys(range(PAGES), 1))
 
 
 @pytest.mark.parametrize(

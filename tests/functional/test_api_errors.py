@@ -34,7 +34,8 @@ KNOWN_PIPELINES = ", ".join(PIPELINES.names)  # every registered pipeline is nam
         ("create-job-malformed-json", "The request body is not valid JSON"),
         (
             "list-jobs-bad-status",
-            "query parameter status: Input should be 'idle', 'running', 'waiting', 'paused', 'complete', 'error' or 'cancelled'",
+            "query parameter status: Input should be "
+            "'idle', 'running', 'waiting', 'paused', 'complete', 'error' or 'cancelled'",
         ),
         ("list-jobs-bad-cursor", "Invalid cursor: it was not returned by this listing"),
         ("retry-job-bad-mode", "body.mode: Input should be 'resume', 'full' or 'from'"),

@@ -52,7 +52,7 @@ from .models import (
 )
 from .outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from .pipeline import Phase, Pipeline, to_json
-from .scheduling.base import Scheduler
+from .scheduling.base import ItemScheduler, Scheduler
 from .storage.base import Storage
 from .transitions import Claim, Commit, CrashReport, Fence, Journal, Save, SignalDelivery, StartJob, WaitExpiry
 from .versions import code_version
@@ -431,6 +431,8 @@ def _advance_item(
 ) -> Job | None:
     """Run one item of the job's map, while the job runs that map; None when there is nothing to run."""
     validate_job_id(job_id)
+    if not isinstance(scheduler, ItemScheduler):
+        raise InvalidInputError("An item advance needs a scheduler that runs items (schedule_item)")
     route = storage.get_route(job_id)
     if route is None or route.status != JobStatus.RUNNING or route.fan_out is None or route.fan_out.id != fan_out:
         return None
@@ -462,8 +464,11 @@ def _advance_item(
 
 def _start_map(run: _PhaseRun, outcome: Map, scheduler: Scheduler) -> Job:
     """Write the map's item records, commit the checkpoint at ``then`` with the map, schedule the first items."""
-    if not getattr(scheduler, "runs_maps", True):
-        raise InvalidInputError("a map runs on the direct driver; the Step Functions driver does not run maps yet")
+    if not isinstance(scheduler, ItemScheduler):
+        raise InvalidInputError(
+            "a map needs a scheduler that runs items (the inline scheduler, the direct driver); "
+            "the Step Functions driver does not run maps yet"
+        )
     values = validate_map(outcome, run.pipeline)
     state = run.pipeline.dump_state(outcome.state) if outcome.state is not None else run.job.checkpoint.state  # type: ignore[union-attr]
     now = run.storage.clock()
@@ -495,7 +500,7 @@ def _items_unfinished(run: _PhaseRun, scheduler: Scheduler) -> Job | None:
         return None
     job = run.commit("release")
     now = run.storage.clock()
-    if job.status == JobStatus.RUNNING:
+    if job.status == JobStatus.RUNNING and isinstance(scheduler, ItemScheduler):
         schedule_items(scheduler, job.job_id, fan_out, runnable(items, fan_out, now), now)
     return job
 

@@ -29,7 +29,7 @@ from .errors import InvalidInputError, StorageError
 from .models import Checkpoint, FanOut, MapItem
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
-from .scheduling.base import Scheduler
+from .scheduling.base import ItemScheduler
 from .storage.base import Storage
 from .transitions import merge_usage, new_token
 
@@ -179,7 +179,7 @@ def new_items(values: list[Any], now_ms: int) -> list[MapItem]:
     return [MapItem(index=index, input=value, version=1, updated_at=now_ms) for index, value in enumerate(values)]
 
 
-def schedule_items(scheduler: Scheduler, job_id: str, fan_out: FanOut, items: list[MapItem], now_ms: int) -> None:
+def schedule_items(scheduler: ItemScheduler, job_id: str, fan_out: FanOut, items: list[MapItem], now_ms: int) -> None:
     """Ask for an advance of each of ``items`` (after what is left of its backoff)."""
     for item in items:
         delay = max(0.0, math.ceil((item.not_before or 0) - now_ms) / 1000 + (0.001 if item.not_before else 0.0))
@@ -199,7 +199,7 @@ class ItemRun:
         store: ItemStore,
         fan_out: FanOut,
         next_phase: str,
-        scheduler: Scheduler,
+        scheduler: ItemScheduler,
         clock: Clock,
         fail_job: Callable[[str], None],
     ) -> None:

@@ -15,7 +15,7 @@ from ..clock import Clock, system_clock_ms
 from ..errors import ConfigurationError, SchedulingError
 from ..pipeline import Pipeline
 from ..registry import PipelineRegistry
-from ..scheduling.base import Scheduler
+from ..scheduling.base import ItemScheduler, Scheduler
 from ..settings import Settings
 from ..storage.base import Storage
 from . import clients
@@ -133,7 +133,10 @@ class PipelineSchedulers:
 
     def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
         """Schedule a map item's advance with the scheduler of the job's pipeline."""
-        self._of(job_id, phase).schedule_item(job_id, phase=phase, fan_out=fan_out, item=item, delay=delay)
+        scheduler = self._of(job_id, phase)
+        if not isinstance(scheduler, ItemScheduler):
+            raise SchedulingError(f'The scheduler of job "{job_id}" does not run map items')
+        scheduler.schedule_item(job_id, phase=phase, fan_out=fan_out, item=item, delay=delay)
 
     def _of(self, job_id: str, phase: str) -> Scheduler:
         names = self.pipelines.names

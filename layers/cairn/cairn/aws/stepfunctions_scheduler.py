@@ -48,10 +48,6 @@ class StepFunctionsScheduler:
         except (ClientError, BotoCoreError) as exc:
             raise SchedulingError(f"Cannot start an execution for job {job_id}: {exc}", retryable=True) from exc
 
-    def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
-        """Not supported yet: SchedulingError."""
-        raise SchedulingError(MAP_ON_DIRECT_ONLY)
-
 
 MAP_ON_DIRECT_ONLY = "A map (Map outcome) runs on the direct driver; the Step Functions driver does not run maps yet"
 
@@ -59,15 +55,8 @@ MAP_ON_DIRECT_ONLY = "A map (Map outcome) runs on the direct driver; the Step Fu
 class StepRecorder:
     """The scheduler a phase uses inside an execution: it only records the advance for the state machine."""
 
-    runs_maps = False
-    """A map's items cannot be run from inside an execution yet (the engine refuses the Map outcome)."""
-
     def __init__(self) -> None:
         self.scheduled: ScheduledAdvance | None = None
-
-    def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
-        """Not supported inside an execution yet: SchedulingError (the map's phase is recorded as failed)."""
-        raise SchedulingError(MAP_ON_DIRECT_ONLY)
 
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Remember the advance; the state machine loops (and waits ``delay``, in whole seconds) itself."""

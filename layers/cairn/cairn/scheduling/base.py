@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class Scheduler(Protocol):
@@ -16,6 +16,11 @@ class Scheduler(Protocol):
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Arrange for ``phase`` of ``job_id`` (at ``sequence``) to be advanced after ``delay`` seconds."""
         ...
+
+
+@runtime_checkable
+class ItemScheduler(Scheduler, Protocol):
+    """A scheduler that can also run a map's items (:class:`cairn.Map`); a map needs one."""
 
     def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
         """Arrange for item ``item`` of the job's map ``fan_out`` to be run by ``phase`` after ``delay`` seconds."""
