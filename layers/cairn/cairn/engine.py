@@ -735,7 +735,12 @@ def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Sc
         if isinstance(outcome, WaitFor):
             return _wait(run, outcome, scheduler)
         if isinstance(outcome, Map):
-            return _start_map(run, outcome, scheduler)
+            try:
+                return _start_map(run, outcome, scheduler)
+            except InvalidInputError as exc:
+                message = f'Phase "{phase.name}" returned a map that cannot run: {exc}'
+                run.entry(message, level="error", kind="error")
+                return run.commit("error", error=message)
     except (InvalidInputError, StateTooLargeError) as exc:
         message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
         run.entry(message, level="error", kind="error")

@@ -272,13 +272,11 @@ class ItemRun:
         if finished is None:
             return None
         successor = claimed.index + self.fan_out.max_concurrency
-        if successor < self.fan_out.count:
-            following = self.store.get(successor)
-            if following is not None and following.status != "done":
-                schedule_items(self.scheduler, self.store.job_id, self.fan_out, [following], self.clock())
-        else:  # one of the last items: the next phase runs once all are done
-            if all(item.status == "done" for item in self.store.all()):
-                self.scheduler.schedule_advance(self.store.job_id, phase=self.next_phase)
+        following = self.store.get(successor) if successor < self.fan_out.count else None
+        if following is not None and following.status != "done":
+            schedule_items(self.scheduler, self.store.job_id, self.fan_out, [following], self.clock())
+        elif all(item.status == "done" for item in self.store.all()):  # the last slot ended: all done?
+            self.scheduler.schedule_advance(self.store.job_id, phase=self.next_phase)
         return finished
 
     def _failed(

@@ -49,9 +49,6 @@ class StepFunctionsScheduler:
             raise SchedulingError(f"Cannot start an execution for job {job_id}: {exc}", retryable=True) from exc
 
 
-MAP_ON_DIRECT_ONLY = "A map (Map outcome) runs on the direct driver; the Step Functions driver does not run maps yet"
-
-
 class StepRecorder:
     """The scheduler a phase uses inside an execution: it only records the advance for the state machine."""
 
