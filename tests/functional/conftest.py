@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +15,9 @@ from moto import mock_aws
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.aws import REGION, dynamodb_client, new_bucket, new_table, s3_client
+from tests.functional import jobs_server
 from tests.functional.api_client import Api
+from tests.functional.jobs_server import JobsServer
 from tests.support import FakeClock
 
 if TYPE_CHECKING:
@@ -72,3 +75,27 @@ def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
 def api(stack: LocalStack) -> Api:
     """The API function deployed beside the phase functions and the scheduler."""
     return Api(stack)
+
+
+@pytest.fixture
+def jobs(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsServer]:
+    """The API (serving the stack's pipelines) on a loopback port; `cairn jobs` reaches it through $CAIRN_API."""
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")  # the functions' EMF lines would go to stdout
+    for name in ("CAIRN_TOKEN", "CAIRN_IDENTITY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(jobs_server, "PIPELINES", stack.pipelines)
+    with JobsServer(stack) as server:
+        monkeypatch.setenv("CAIRN_API", server.url)
+        yield server
+
+
+@pytest.fixture
+def no_api(monkeypatch: pytest.MonkeyPatch) -> str:
+    """$CAIRN_API names a loopback port nobody listens on: a command that sent a request would exit 1, not 2."""
+    for name in ("CAIRN_TOKEN", "CAIRN_IDENTITY"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    monkeypatch.setenv("CAIRN_API", url)
+    return url

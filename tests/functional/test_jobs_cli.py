@@ -9,7 +9,6 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from cairn.client.auth import region_of
 from cairn.client.http import api_error
 from cairn.client.options import default_auth_mode
 from cairn.client.render import log_line, table
-from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.functional.jobs_server import JobsServer, Seen, sigv4_signature_is_valid
 from tests.support import FakeClock
@@ -34,27 +32,6 @@ BOB = "arn:aws:iam::123456789012:user/bob"
 INVOICE = '{"document": "invoice.txt"}'
 MISSING = '{"document": "missing.txt"}'
 EXECUTE_API = "https://abc123.execute-api.us-east-1.amazonaws.com"
-
-
-@pytest.fixture
-def jobs(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsServer]:
-    """The API on a loopback port; `cairn jobs` reaches it through $CAIRN_API."""
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")  # the functions' EMF lines would go to stdout
-    for name in ("CAIRN_TOKEN", "CAIRN_IDENTITY"):
-        monkeypatch.delenv(name, raising=False)
-    with JobsServer(stack) as server:
-        monkeypatch.setenv("CAIRN_API", server.url)
-        yield server
-
-
-@pytest.fixture
-def no_api(monkeypatch: pytest.MonkeyPatch) -> str:
-    """$CAIRN_API names a loopback port nobody listens on: a command that sent a request would exit 1, not 2."""
-    for name in ("CAIRN_TOKEN", "CAIRN_IDENTITY"):
-        monkeypatch.delenv(name, raising=False)
-    url = f"http://127.0.0.1:{free_port()}"
-    monkeypatch.setenv("CAIRN_API", url)
-    return url
 
 
 def free_port() -> int:

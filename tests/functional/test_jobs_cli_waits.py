@@ -19,10 +19,9 @@ from cairn.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.aws import REGION, dynamodb_client, s3_client
-from tests.functional import jobs_server
 from tests.functional.jobs_server import JobsServer
 from tests.functional.pipelines import approval_pipeline
-from tests.functional.test_jobs_cli import INVOICE, cli, error_line, free_port, run_cli, show_json
+from tests.functional.test_jobs_cli import INVOICE, cli, error_line, run_cli, show_json
 from tests.support import FakeClock
 
 REQUEST = '{"amount": 120}'
@@ -39,28 +38,6 @@ def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
             sqs=boto3.client("sqs", region_name=REGION),
             clock=stack_clock,
         )
-
-
-@pytest.fixture
-def jobs(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsServer]:
-    """The API (serving the stack's pipelines) on a loopback port; `cairn jobs` reaches it through $CAIRN_API."""
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")  # the functions' EMF lines would go to stdout
-    for name in ("CAIRN_TOKEN", "CAIRN_IDENTITY"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(jobs_server, "PIPELINES", stack.pipelines)
-    with JobsServer(stack) as server:
-        monkeypatch.setenv("CAIRN_API", server.url)
-        yield server
-
-
-@pytest.fixture
-def no_api(monkeypatch: pytest.MonkeyPatch) -> str:
-    """$CAIRN_API names a loopback port nobody listens on: a command that sent a request would exit 1, not 2."""
-    for name in ("CAIRN_TOKEN", "CAIRN_IDENTITY"):
-        monkeypatch.delenv(name, raising=False)
-    url = f"http://127.0.0.1:{free_port()}"
-    monkeypatch.setenv("CAIRN_API", url)
-    return url
 
 
 def waiting(jobs: JobsServer, capsys: pytest.CaptureFixture[str], job_id: str) -> None:

@@ -357,4 +357,4 @@ def test_resolve_reads_only_the_job_items_routing_fields(stack: LocalStack) -> N
     [(operation, params)] = calls
     assert operation == "GetItem"
     projected = {params["ExpressionAttributeNames"][alias] for alias in params["ProjectionExpression"].split(", ")}
-    assert projected == {"pipeline", "status", "nextPhase", "sequence", "expiresAt"}
+    assert projected == {"pipeline", "status", "nextPhase", "sequence", "expiresAt", "fanOut"}

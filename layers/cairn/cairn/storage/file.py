@@ -139,16 +139,19 @@ class FileStorage(DocumentStorage):
         """The file that holds ``job_id``'s history, one JSON item per line."""
         return self.path_for(job_id).with_name(f"{job_id}{_HISTORY_SUFFIX}")
 
-    def _history(self, job_id: str) -> Mapping[str, HistoryItem]:
-        path = self.history_path_for(job_id)
+    @staticmethod
+    def _read_lines(path: Path) -> list[bytes]:
+        """The lines of an append-only file (none when it does not exist)."""
         try:
-            lines = path.read_bytes().splitlines()
+            return path.read_bytes().splitlines()
         except FileNotFoundError:
-            return {}
+            return []
         except OSError as exc:
             raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
+
+    def _history(self, job_id: str) -> Mapping[str, HistoryItem]:
         items: dict[str, HistoryItem] = {}
-        for line in lines:
+        for line in self._read_lines(self.history_path_for(job_id)):
             try:
                 item = HistoryItem.model_validate_json(line)
             except (ValueError, ValidationError):
@@ -164,15 +167,8 @@ class FileStorage(DocumentStorage):
         return self.path_for(job_id).with_name(f"{job_id}{_ITEMS_SUFFIX}")
 
     def _items(self, job_id: str, fan_out: str) -> dict[int, MapItem]:
-        path = self.items_path_for(job_id)
-        try:
-            lines = path.read_bytes().splitlines()
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
         items: dict[int, MapItem] = {}
-        for line in lines:
+        for line in self._read_lines(self.items_path_for(job_id)):
             try:
                 record = _ItemLine.model_validate_json(line)
             except (ValueError, ValidationError):
