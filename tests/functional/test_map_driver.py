@@ -3,8 +3,8 @@
 The direct driver runs on the test kit's API client on moto (as tests/functional/test_waits_drivers.py
 does): each item is an async invoke of the item phase's function, a backoff goes through the SQS
 delay queue (its delay skipped on the stack's clock), a dead item worker's on-failure record goes to
-the scheduler, and the scheduled sweep advances a stalled job again. The Step Functions driver does
-not run maps: a phase that returns one puts the job in ``error``, saying so.
+the scheduler, and the scheduled sweep advances a stalled job again. On the Step Functions driver the
+machine's ``Map`` state runs the items, one slot each, and resolves the job again after them.
 """
 
 from __future__ import annotations
@@ -335,27 +335,22 @@ def test_an_item_that_fails_once_is_retried_through_the_delay_queue_and_the_job_
 # -- 5. the Step Functions driver --------------------------------------------------------------------
 
 
-def test_stepfunctions_a_phase_that_returns_a_map_puts_the_job_in_error_saying_maps_need_the_direct_driver(
+def test_stepfunctions_a_map_runs_its_items_in_the_machines_map_state_then_merge_once(
     stepfunctions: Deploy,
 ) -> None:
     runs = Runs()
-    deployment = stepfunctions(pages(runs))
-    _, machine = on_stepfunctions(deployment)
+    deployment = stepfunctions(pages(runs, fail=frozenset({1})))
+    on_stepfunctions(deployment)
 
     deployment.start(PIPELINE, JOB, {})
     deployment.settle()
 
-    view = deployment.view(JOB)
-    assert view["status"] == "error"
-    assert view["nextPhase"] == "split"  # the checkpoint is kept: a retry on the direct driver resumes there
-    error = view["error"] or ""
-    assert "direct driver" in error
-    assert "Step Functions driver does not run maps" in error
-    failed = deployment.job(JOB)
-    assert (failed.status, failed.error, failed.fan_out) == (JobStatus.ERROR, error, None)
-    assert runs.splits == 1
-    assert runs.items == Counter()
-    assert runs.merges == []
+    done = deployment.job(JOB)
+    assert done.status == JobStatus.COMPLETE, done.error
+    assert done.result == ALL_PAGES
+    assert runs.merges == [RESULTS]
+    assert runs.items == Counter({index: 2 if index == 1 else 1 for index in range(ITEMS)})
+    assert done.usage == {"tokens": TOKENS + 2}  # item 1 ran twice
+    assert done.fan_out is None
     [execution] = deployment.executions()
-    assert (execution["status"], execution["error"]) == ("FAILED", "cairn.JobFailed")
-    assert machine.advances(execution) == ["split"]
+    assert execution["status"] == "SUCCEEDED"

@@ -20,6 +20,7 @@ from ..settings import PHASE, PIPELINE
 from ..text import shown
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import keys_for, logger, metrics, record_phase_metrics
+from .routing import function_for
 from .runtime import Runtime
 from .stepfunctions_scheduler import StepRecorder
 
@@ -97,7 +98,7 @@ def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime)
         if message.pipeline != pipeline.name or pipeline.resolve_name(message.phase) != own_phase:
             logger.error("Rejected an advance meant for another function", extra={"expected": own_phase})
             return {"status": "rejected", "error": f"this function runs {pipeline.name}/{own_phase}"}
-        recorder = StepRecorder()
+        recorder = StepRecorder(owner=message.owner, pipeline=pipeline.name)
         scheduler: Scheduler = (
             recorder if active.settings.driver == "stepfunctions" else active.lambda_scheduler(message.owner, pipeline)
         )
@@ -118,6 +119,10 @@ def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime)
             "phase": message.phase,
             "status": job.status.value if job else "skipped",
             "scheduled": recorder.scheduled.to_wire() if recorder.scheduled else None,
+            "items": [
+                item.model_copy(update={"function_name": function_for(pipeline, item.phase, active.settings)}).to_wire()
+                for item in recorder.items
+            ],
         }
 
     return handler

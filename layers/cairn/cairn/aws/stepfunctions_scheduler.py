@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import SchedulingError
-from ..scheduling.messages import ScheduledAdvance
+from ..scheduling.messages import ScheduledAdvance, ScheduledItem
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
@@ -52,9 +52,26 @@ class StepFunctionsScheduler:
 class StepRecorder:
     """The scheduler a phase uses inside an execution: it only records the advance for the state machine."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, owner: str = "", pipeline: str = "") -> None:
+        self.owner = owner
+        self.pipeline = pipeline
         self.scheduled: ScheduledAdvance | None = None
+        self.items: list[ScheduledItem] = []
 
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Remember the advance; the state machine loops (and waits ``delay``, in whole seconds) itself."""
         self.scheduled = ScheduledAdvance(phase=phase, sequence=sequence, delay=math.ceil(delay))
+
+    def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
+        """Remember a map item to run; the state machine's ``Map`` state runs it (after ``delay``, whole seconds)."""
+        self.items.append(
+            ScheduledItem(
+                job_id=job_id,
+                owner=self.owner,
+                pipeline=self.pipeline,
+                phase=phase,
+                fan_out=fan_out,
+                item=item,
+                delay=math.ceil(delay),
+            )
+        )

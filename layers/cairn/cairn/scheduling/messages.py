@@ -31,3 +31,16 @@ class ScheduledAdvance(WireModel):
     phase: str
     sequence: int | None = None
     delay: float = 0.0
+
+
+class ScheduledItem(WireModel):
+    """A map item a phase asked to run, reported back to a state machine that runs it (in its ``Map`` state)."""
+
+    job_id: str
+    owner: str
+    pipeline: str
+    phase: str
+    fan_out: str
+    item: int
+    delay: int = 0
+    function_name: str = ""
