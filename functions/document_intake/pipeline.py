@@ -9,8 +9,9 @@ statements); the template's phase functions follow from it.
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from cairn import Done, Fail, Next, PhaseContext, Pipeline, RetryPolicy
+from cairn import Done, Fail, Map, Next, PhaseContext, Pipeline, RetryPolicy
 
 from .fields import extract_fields, page_heading
 from .output import write_json_atomic
@@ -64,7 +65,7 @@ def fetch(ctx: PhaseContext[IntakeState]) -> Next | Fail:
 
 
 @pipeline.phase(timeout=120, memory=512)
-def split(ctx: PhaseContext[IntakeState]) -> Next | Fail:
+def split(ctx: PhaseContext[IntakeState]) -> Next | Fail | Map:
     """Split the text into pages at form feeds and ``--- page N ---`` markers."""
     state = ctx.state
     text = state.content or ""
@@ -77,7 +78,15 @@ def split(ctx: PhaseContext[IntakeState]) -> Next | Fail:
     else:
         ctx.decide(f"Split into {len(pages)} pages", reason=f"the text marks its pages with {breaks}")
     ctx.log("Dropped the raw text from the state: the pages hold it")
-    return Next("extract", state.model_copy(update={"content": None, "pages": pages, "results": []}))
+    state = state.model_copy(update={"content": None, "pages": pages, "results": []})
+    if state.page_concurrency:
+        ctx.decide(
+            f"Extract the {len(pages)} pages as a map, {state.page_concurrency} at a time",
+            reason="page_concurrency is set",
+        )
+        items = [{"page": number, "text": text} for number, text in enumerate(pages, start=1)]
+        return Map(items, phase="extract_page", then="publish", state=state, max_concurrency=state.page_concurrency)
+    return Next("extract", state)
 
 
 @pipeline.phase(timeout=900, memory=1024)
@@ -103,10 +112,28 @@ def extract(ctx: PhaseContext[IntakeState]) -> Next:
     return Next("publish", state)
 
 
+@pipeline.phase(timeout=120, memory=512)
+def extract_page(ctx: PhaseContext[Any]) -> Done:
+    """Extract the fields of one page (a map's item: ``{"page": n, "text": ...}``)."""
+    number, text = int(ctx.state["page"]), str(ctx.state["text"])
+    found = extract_fields(text)
+    ctx.log(f"Extracted page {number}: {found.count()} fields")
+    if found.count() == 0:
+        ctx.observe(f"Page {number} has no recognisable fields")
+    ctx.add_usage(pages=1)
+    page = PageResult(page=number, heading=page_heading(text), characters=len(text), fields=found)
+    return Done(page.model_dump(mode="json"))
+
+
 @pipeline.phase(retry=_IO_RETRY, timeout=120, memory=512)
 def publish(ctx: PhaseContext[IntakeState]) -> Done | Fail:
-    """Merge the page results into one JSON result; also write it to ``output_path`` when set."""
+    """Merge the page results into one JSON result; also write it to ``output_path`` when set.
+
+    After a map over the pages, the page results are the map's (``ctx.results``, in page order).
+    """
     state = ctx.state
+    if ctx.results is not None:
+        state = state.model_copy(update={"results": [PageResult.model_validate(page) for page in ctx.results]})
     if state.pages_done != len(state.pages):
         return Fail(f"Only {state.pages_done} of {len(state.pages)} pages were extracted")
     result = build_result(

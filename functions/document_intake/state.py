@@ -34,6 +34,9 @@ class IntakeState(BaseModel):
     output_path: str | None = None
     page_seconds: float = Field(default=0.0, ge=0.0, le=5.0)
     """A pause after each saved page, to watch a long extraction (and stop it) locally; 0 normally."""
+    page_concurrency: int = Field(default=0, ge=0, le=100)
+    """0: ``extract`` reads the pages one after the other, saving after each; N: a map over the pages,
+    each page extracted by ``extract_page`` in its own run, N at a time."""
     source: str | None = None
     content: str | None = None
     characters: int = 0

@@ -35,7 +35,8 @@ OWNER = "arn:aws:iam::123456789012:user/alice"
         ({PIPELINE: "invoices", PHASE: "fetch"}, f'no registered pipeline: "invoices" \\(known: {KNOWN}\\)'),
         (
             {PIPELINE: "document-intake", PHASE: "summarise"},
-            'no phase of pipeline "document-intake": "summarise" \\(its phases: fetch, split, extract, publish\\)',
+            'no phase of pipeline "document-intake": "summarise" '
+            "\\(its phases: fetch, split, extract, extract_page, publish\\)",
         ),
     ],
 )

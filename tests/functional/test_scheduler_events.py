@@ -260,7 +260,7 @@ def test_an_advance_of_an_unknown_phase_records_a_clear_error(stack: LocalStack)
     stored = job(stack)
     assert stored.error is not None
     assert 'Unknown phase "summarise"' in stored.error
-    assert "fetch, split, extract, publish" in stored.error
+    assert "fetch, split, extract, extract_page, publish" in stored.error
 
 
 def test_a_start_event_starts_a_new_job_and_never_resets_an_existing_one(stack: LocalStack) -> None:

@@ -29,3 +29,13 @@ def test_a_job_completes_through_the_state_machine(stepfunctions_stack: DevStack
     history = sfn.get_execution_history(executionArn=executions[0]["executionArn"])["events"]
     tasks = [event for event in history if event["type"] == "TaskSucceeded"]
     assert len(tasks) >= 4  # each phase ran as a lambda:invoke task of the state machine
+
+
+def test_a_map_over_the_pages_runs_in_the_state_machines_map_state(stepfunctions_stack: DevStack) -> None:
+    state = {"document": "contract.txt", "page_concurrency": 2}
+    stepfunctions_stack.api.start("document-intake", state=state, job_id="sfn-map")
+    view = stepfunctions_stack.wait_for("sfn-map")
+    assert view["status"] == "complete", view
+    assert [record["phase"] for record in view["phases"]] == ["fetch", "split", "publish"]
+    assert [record["outcome"] for record in view["phases"]] == ["next", "map", "done"]
+    assert view["usage"]["pages"] == view["result"]["document"]["pages"]  # one item per page

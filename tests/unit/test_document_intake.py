@@ -64,7 +64,23 @@ def extraction_logs(job: Job) -> list[str]:
 
 def test_the_phases_are_registered_in_order() -> None:
     assert pipeline.name == "document-intake"
-    assert pipeline.phase_names == ["fetch", "split", "extract", "publish"]
+    assert pipeline.phase_names == ["fetch", "split", "extract", "extract_page", "publish"]
+
+
+@pytest.mark.parametrize("document", ["invoice.txt", "contract.txt", "report.txt"])
+def test_a_map_over_the_pages_gives_the_result_of_the_page_by_page_extraction(document: str) -> None:
+    one_by_one = run_job({"document": document}, job_id="sequential")
+    mapped = run_job({"document": document, "page_concurrency": 2}, job_id="mapped")
+
+    assert mapped.status == JobStatus.COMPLETE, mapped.error
+    assert mapped.result == one_by_one.result
+    assert mapped.usage == one_by_one.usage
+    assert [record.phase for record in mapped.phases] == ["fetch", "split", "publish"]
+    assert [record.outcome for record in mapped.phases] == ["next", "map", "done"]
+    assert sorted(extraction_logs(mapped)) == sorted(
+        f"Extracted page {number}: {message.split(': ')[1]}"
+        for number, message in enumerate(extraction_logs(one_by_one), start=1)
+    )
 
 
 def test_invoice_sample() -> None:

@@ -139,7 +139,10 @@ def test_the_registry_gets_one_import_line_and_one_entry(
     code = "import pipelines\nfor p in pipelines.PIPELINES:\n    print(p.name, *p.phase_names)\n"
     listed = run(root, sys.executable, "-c", code)
     assert listed.returncode == 0, listed.stderr
-    assert listed.stdout.splitlines() == ["document-intake fetch split extract publish", "demo-two start finish"]
+    assert listed.stdout.splitlines() == [
+        "document-intake fetch split extract extract_page publish",
+        "demo-two start finish",
+    ]
 
 
 def test_the_template_is_in_sync_with_the_new_registry(
