@@ -39,3 +39,17 @@ def test_a_map_over_the_pages_runs_in_the_state_machines_map_state(stepfunctions
     assert [record["phase"] for record in view["phases"]] == ["fetch", "split", "publish"]
     assert [record["outcome"] for record in view["phases"]] == ["next", "map", "done"]
     assert view["usage"]["pages"] == view["result"]["document"]["pages"]  # one item per page
+
+
+def test_a_rerun_from_a_phase_runs_a_new_execution_from_there(stepfunctions_stack: DevStack) -> None:
+    stepfunctions_stack.api.start("document-intake", state={"document": "report.txt"}, job_id="sfn-rerun")
+    first = stepfunctions_stack.wait_for("sfn-rerun")
+    assert first["status"] == "complete", first
+
+    rerun = stepfunctions_stack.api.retry("sfn-rerun", mode="from", phase="extract")
+    assert rerun["nextPhase"] == "extract"
+    view = stepfunctions_stack.wait_for("sfn-rerun")
+    assert view["status"] == "complete", view
+    phases = [record["phase"] for record in view["phases"]]
+    assert phases == ["fetch", "split", "extract", "publish", "extract", "publish"]
+    assert view["result"] == first["result"]
