@@ -215,3 +215,15 @@ def test_rerun_without_from_is_argparses_usage_error(no_api: str, capsys: pytest
 
     assert exited.value.code == 2
     assert "the following arguments are required: --from" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("payload", [["a", "b"], [], {"nested": [1, 2]}, None, "text", 0])
+def test_any_json_payload_reaches_the_phase_as_sent(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str], payload: object
+) -> None:
+    waiting(jobs, capsys, "any-json")
+
+    assert run_cli(capsys, "signal", "any-json", "approval", "--payload", json.dumps(payload))[0] == 0
+    jobs.run()
+
+    assert show_json(capsys, "any-json")["result"]["approval"] == payload
