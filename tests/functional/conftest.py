@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
+    from tests.functional.test_waits_drivers import Deploy
+
 
 @dataclass
 class Moto:
@@ -99,3 +101,21 @@ def no_api(monkeypatch: pytest.MonkeyPatch) -> str:
         url = f"http://127.0.0.1:{probe.getsockname()[1]}"
     monkeypatch.setenv("CAIRN_API", url)
     return url
+
+
+@pytest.fixture
+def direct() -> Iterator[Deploy]:
+    """Deploy a pipeline on the direct driver (tests/functional/test_waits_drivers.py builds it)."""
+    from tests.functional.test_waits_drivers import direct_driver
+
+    with direct_driver() as make:
+        yield make
+
+
+@pytest.fixture
+def stepfunctions() -> Iterator[Deploy]:
+    """Deploy a pipeline on the Step Functions driver, run by moto's engine."""
+    from tests.functional.test_waits_drivers import stepfunctions_driver
+
+    with stepfunctions_driver() as make:
+        yield make

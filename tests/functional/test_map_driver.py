@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import pytest
 
 from cairn import Done, JobStatus, Map, PhaseContext, Pipeline, RetryPolicy
 from cairn.testing.faults import SimulatedCrash
@@ -24,13 +21,11 @@ from tests.events import load_event
 from tests.functional.test_waits_drivers import (
     Deploy,
     Deployment,
-    direct_driver,
     on_stepfunctions,
     phase_function,
     queue_deliveries,
     recorded,
     statuses,
-    stepfunctions_driver,
 )
 
 JOB = "doc-1"
@@ -89,18 +84,6 @@ def pages(runs: Runs, *, crash: frozenset[int] = frozenset(), fail: frozenset[in
 ALL_PAGES = {"title": "Q3", "pages": list(range(ITEMS))}
 RESULTS = [{"page": index, "words": index + 1} for index in range(ITEMS)]
 TOKENS = sum(index + 1 for index in range(ITEMS))
-
-
-@pytest.fixture
-def direct() -> Iterator[Deploy]:
-    with direct_driver() as make:
-        yield make
-
-
-@pytest.fixture
-def stepfunctions() -> Iterator[Deploy]:
-    with stepfunctions_driver() as make:
-        yield make
 
 
 @dataclass(frozen=True)

@@ -265,18 +265,6 @@ def deploy(request: pytest.FixtureRequest) -> Iterator[Deploy]:
         yield make
 
 
-@pytest.fixture
-def direct() -> Iterator[Deploy]:
-    with direct_driver() as make:
-        yield make
-
-
-@pytest.fixture
-def stepfunctions() -> Iterator[Deploy]:
-    with stepfunctions_driver() as make:
-        yield make
-
-
 # -- what the direct driver's functions did ---------------------------------------------------------
 
 
