@@ -9,6 +9,8 @@ SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed
 NODE_STAMP := node_modules/.installed
+# The browser tests (tests/browser) run Debian's chromium through Playwright, never a browser of Playwright's own.
+CHROMIUM := /usr/bin/chromium
 STATELINT := node_modules/.bin/statelint
 TEMPLATE := template.yaml
 STATE_MACHINE := layers/cairn/cairn/aws/pipeline.asl.json
@@ -28,7 +30,7 @@ export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check
+.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check chromium
 
 venv: $(STAMP)
 
@@ -49,6 +51,21 @@ $(NODE_STAMP): package.json package-lock.json
 		exit 1; }
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
+
+# Debian's chromium for the browser tests, installed once (as root, else with sudo) when it is missing.
+chromium: $(CHROMIUM)
+
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; \
+	else echo "The browser tests need Debian's chromium ($(CHROMIUM)); install it as root:" \
+		"apt-get install -y --no-install-recommends chromium" >&2; exit 1; fi; \
+	echo "Installing Debian's chromium for the browser tests (apt-get install chromium)"; \
+	{ $$sudo apt-get update -qq && \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } || { \
+		echo "Could not install chromium: run 'apt-get install -y --no-install-recommends chromium' as root," \
+			"then make test again." >&2; exit 1; }; \
+	test -x $(CHROMIUM) || { echo "apt-get installed chromium, but $(CHROMIUM) is not there" >&2; exit 1; }
 
 # The demo runs on the local stack: `cairn dev` on free ports, jobs over its HTTP API, a real worker kill.
 demo: $(STAMP)
@@ -94,12 +111,12 @@ build: $(SAM_STAMP) $(STAMP)
 deploy: build
 	$(SAM) deploy --template-file $(BUILD_DIR)/template.yaml --parameter-overrides Architecture=$(ARCH) $(PARAMETERS)
 
-# The template tests need the tools `validate` installs: with TEMPLATE_TOOLS_REQUIRED they fail
-# instead of skipping when one is missing.
+# The template tests need the tools `validate` installs, the browser tests Debian's chromium: with
+# TEMPLATE_TOOLS_REQUIRED and BROWSER_REQUIRED they fail instead of skipping when one is missing.
 # The suite runs on TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
 TEST_WORKERS ?= 2
-test: lint types validate
-	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+test: lint types validate $(CHROMIUM)
+	TEMPLATE_TOOLS_REQUIRED=1 BROWSER_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # The fault-schedule property test (tests/contract/test_fault_schedules.py) at PROOF_SCALE times the size
 # `make test` runs: more sampled pairs of faults and hypothesis examples per storage (about 10 minutes).

@@ -14,17 +14,27 @@ import sys
 from pathlib import Path
 
 SOURCE = Path(__file__).resolve().parent / "cairn"
-#: Parts of the cairn package that never go into the layer (the dev extra's tools).
-LOCAL_ONLY = ("testing", "cli.py", "__main__.py", "scaffold.py", "templating", "dev", "client")
+#: Parts of the cairn package (paths inside it) that never go into the layer (the dev extra's tools). The
+#: dashboard's files stay in the layer; its local server (``cairn dashboard``) does not.
+LOCAL_ONLY = (
+    "testing",
+    "cli.py",
+    "__main__.py",
+    "scaffold.py",
+    "templating",
+    "dev",
+    "client",
+    "dashboard/proxy.py",
+    "dashboard/command.py",
+)
 
 
 def _left_out(directory: str, names: list[str]) -> set[str]:
-    inside_package = Path(directory).resolve() == (SOURCE / "cairn").resolve()
-    return {
-        name
-        for name in names
-        if name == "__pycache__" or name.endswith(".pyc") or (inside_package and name in LOCAL_ONLY)
-    }
+    package = (SOURCE / "cairn").resolve()
+    folder = Path(directory).resolve()
+    inside = folder.relative_to(package).as_posix() if folder.is_relative_to(package) else None
+    local = {name for name in names if inside is not None and (Path(inside) / name).as_posix() in LOCAL_ONLY}
+    return local | {name for name in names if name == "__pycache__" or name.endswith(".pyc")}
 
 
 def stage(destination: Path) -> Path:

@@ -27,7 +27,8 @@ class IntakeState(BaseModel):
     ``extract`` appends one entry to ``results`` per page, in page order.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # The example is the sample initial state the API's GET /pipelines offers (the dashboard's start form).
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"document": "invoice.txt"}]})
 
     document: str | None = None
     text: str | None = None

@@ -283,6 +283,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         ("POST", "/jobs/{jobId}/pause"),
         ("POST", "/jobs/{jobId}/cancel"),
         ("POST", "/jobs/{jobId}/signals/{name}"),
+        ("GET", "/pipelines"),
         ("GET", "/health"),
         ("GET", "/openapi.json"),
     }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from cairn import JobStatus
+from pipelines import PIPELINES
 from tests.events import event_names
 from tests.functional.api_client import ALICE, CAROL, JOB, Api, Reply
 
@@ -67,6 +68,7 @@ CASES = {
     "api/send-signal": Case(complete, 409, "conflict"),
     "api/pause-job": Case(running, 200, job=JobStatus.PAUSED),
     "api/cancel-job": Case(running, 200, job=JobStatus.CANCELLED),
+    "api/list-pipelines": Case(nothing, 200),
     "api/health": Case(nothing, 200),
     "api/openapi": Case(nothing, 200),
     "api/unauthenticated": Case(nothing, 401, "unauthenticated"),
@@ -91,6 +93,8 @@ def check_body(name: str, reply: Reply, api: Api) -> None:
         assert body["jobs"][0]["status"] == "complete"
     elif name == "api/create-job-jwt":
         assert api.stored(body["jobId"], owner=CAROL).status == JobStatus.RUNNING
+    elif name == "api/list-pipelines":
+        assert [pipeline["name"] for pipeline in body["pipelines"]] == PIPELINES.names
     elif name == "api/health":
         assert body["status"] == "ok"
     elif name == "api/openapi":

@@ -36,6 +36,7 @@ ROUTES = {
     ("post", "/jobs/{jobId}/pause"),
     ("post", "/jobs/{jobId}/cancel"),
     ("post", "/jobs/{jobId}/signals/{name}"),
+    ("get", "/pipelines"),
     ("get", "/health"),
     ("get", "/openapi.json"),
 }

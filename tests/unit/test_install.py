@@ -50,6 +50,15 @@ def readme_script() -> str:
 def test_pip_install_gives_a_library_that_runs_the_readme_without_the_aws_sdk(tmp_path: Path) -> None:
     source = tmp_path / "source"
     shutil.copytree(LIBRARY, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info", "*.pyc"))
+    # The dashboard's files ship as package data, in subfolders too (a probe, in the copy only).
+    probe_file = source / "cairn" / "dashboard" / "static" / "probe" / "probe.css"
+    probe_file.parent.mkdir(parents=True)
+    probe_file.write_text("body {}\n")
+    static_files = sorted(
+        path.relative_to(source / "cairn").as_posix()
+        for path in (source / "cairn" / "dashboard" / "static").rglob("*")
+        if path.is_file()
+    )
 
     venv = tmp_path / "venv"
     created = run([sys.executable, "-m", "venv", venv], cwd=tmp_path)
@@ -76,17 +85,20 @@ def test_pip_install_gives_a_library_that_runs_the_readme_without_the_aws_sdk(tm
             "print(root.parent.name)\n"
             "print((root / 'py.typed').is_file(), (root / 'aws' / 'pipeline.asl.json').is_file())\n"
             "print(sorted(p.parent.relative_to(root.parent).as_posix() for p in root.rglob('__init__.py')))\n"
-            "print(importlib.util.find_spec('boto3'), importlib.util.find_spec('moto'))\n",
+            "print(importlib.util.find_spec('boto3'), importlib.util.find_spec('moto'))\n"
+            "print(sorted(p.relative_to(root).as_posix() for p in (root / 'dashboard' / 'static').rglob('*')"
+            " if p.is_file()))\n",
         ],
         cwd=workdir,
     )
     assert probe.returncode == 0, probe.stderr
-    location, typed, packages, sdk = probe.stdout.splitlines()
+    location, typed, packages, sdk, static = probe.stdout.splitlines()
     assert location == "site-packages"
     assert typed == "True True", "the typing marker and the Step Functions definition ship as package data"
     expected = sorted(path.parent.relative_to(LIBRARY).as_posix() for path in (LIBRARY / "cairn").rglob("__init__.py"))
     assert packages == str(expected)
     assert sdk == "None None"
+    assert static == str(static_files), "the dashboard's files ship as package data"
     no_boto3 = run([python, "-c", "import boto3"], cwd=workdir)
     assert no_boto3.returncode != 0
     assert "ModuleNotFoundError" in no_boto3.stderr

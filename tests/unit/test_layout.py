@@ -19,6 +19,8 @@ LOCAL_TOOLS = (
     PACKAGE / "templating",
     PACKAGE / "dev",
     PACKAGE / "client",
+    PACKAGE / "dashboard" / "proxy.py",
+    PACKAGE / "dashboard" / "command.py",
 )
 
 
@@ -79,7 +81,9 @@ def test_nothing_that_runs_in_lambda_imports_the_local_tools() -> None:
         module_name(path): sorted(
             name
             for name in imported_modules(path)
-            if name.startswith(("cairn.testing", "cairn.cli", "cairn.scaffold", "cairn.templating"))
+            if name.startswith(
+                ("cairn.testing", "cairn.cli", "cairn.scaffold", "cairn.templating", "cairn.dev", "cairn.client")
+            )
             or name.split(".")[0] in ("moto", "yaml")
         )
         for path in runtime
@@ -109,8 +113,10 @@ def test_the_staged_layer_holds_the_runtime_and_none_of_the_local_tools(tmp_path
     assert not [
         name
         for name in files
-        if name.startswith(("cairn/testing", "cairn/templating")) or name in ("cairn/cli.py", "cairn/scaffold.py")
+        if name.startswith(("cairn/testing", "cairn/templating", "cairn/dev/", "cairn/client/"))
+        or name in ("cairn/cli.py", "cairn/scaffold.py", "cairn/dashboard/proxy.py", "cairn/dashboard/command.py")
     ]
+    assert "cairn/dashboard/assets.py" in files  # the dashboard's files stay: the API may serve them
     assert not [name for name in files if "__pycache__" in name]
     assert "moto" not in (staged / "requirements.txt").read_text()
 

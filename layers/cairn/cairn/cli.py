@@ -1,4 +1,5 @@
-"""The ``cairn`` command: ``cairn --version``, ``cairn validate-pipeline MODULE:ATTR`` and ``cairn template``.
+"""The ``cairn`` command: ``cairn --version``, ``validate-pipeline MODULE:ATTR``, ``template``, ``new``, ``dev``,
+``jobs`` and ``dashboard``.
 
 Standard library only at import time (no boto3): ``cairn`` itself is imported only by the
 subcommand that needs it. Every expected error is one line on stderr and exit status 2.
@@ -114,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .client.commands import add_command as add_jobs_command
 
     add_jobs_command(commands)
+    from .dashboard.command import add_command as add_dashboard_command
+
+    add_dashboard_command(commands)
     return parser
 
 

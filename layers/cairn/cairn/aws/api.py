@@ -10,6 +10,7 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
   As in ``run_pipeline``, a resume without a checkpoint (a complete job, say) starts fresh; a ``state``
   that a resume would ignore (the job has a checkpoint) is refused (400), as the front door refuses it.
 - ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it).
+- ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
 - ``GET /health`` reads the table once; ``GET /openapi.json`` is this API's OpenAPI document.
 
 The owner of the jobs a request sees comes only from the authorizer context
@@ -42,7 +43,18 @@ from ..models import Job, JobPage, JobStatus
 from ..registry import PipelineRegistry
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_errors import ApiError, error_response, install_error_handlers
-from .api_models import CreateJobRequest, ErrorBody, Health, JobId, JobLog, JobView, RetryRequest, SignalName
+from .api_models import (
+    CreateJobRequest,
+    ErrorBody,
+    Health,
+    JobId,
+    JobLog,
+    JobView,
+    PipelineList,
+    PipelineView,
+    RetryRequest,
+    SignalName,
+)
 from .api_request import MAX_BODY_BYTES, admit
 from .api_services import ApiServices, checked_input, current_services
 from .entry import Handler, entry_point
@@ -292,6 +304,20 @@ def send_signal(
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="SignalsDelivered", unit=MetricUnit.Count, value=1)
     return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
+
+
+@app.get(
+    "/pipelines",
+    summary="The pipelines this deployment runs",
+    description="Each pipeline's phases in order, the JSON schema of its state ({} for plain JSON) and a sample "
+    "initial state (the schema's first example; null when it has none): what a form to start a job needs.",
+    tags=["pipelines"],
+    responses=_responses(HTTPStatus.OK, "Every pipeline, by name"),
+)
+def list_pipelines() -> PipelineList:
+    caller()  # names the caller in the log, as every other route does
+    pipelines = sorted(current_services().pipelines, key=lambda pipeline: pipeline.name)
+    return PipelineList(pipelines=[PipelineView.of(pipeline) for pipeline in pipelines])
 
 
 @app.get(

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PydanticInvalidForJsonSchema
 from pydantic.alias_generators import to_camel
 
 from ..engine import SIGNAL_NAME_PATTERN
 from ..errors import InvalidInputError
 from ..ids import JOB_ID_PATTERN, validate_job_id
 from ..models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
-from ..pipeline import NAME_PATTERN
+from ..pipeline import NAME_PATTERN, Pipeline
 
 #: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
 JOB_ID_MAX_LENGTH = 128
@@ -170,6 +170,46 @@ class Health(WireModel):
 
     status: Literal["ok"]
     driver: str
+
+
+class PipelineView(WireModel):
+    """A pipeline this deployment runs: its phases in order, its state's JSON schema and a sample state."""
+
+    name: str
+    phases: list[str] = Field(description="The phase names, in the order a job runs them")
+    state_schema: dict[str, Any] = Field(
+        description="The JSON schema of the pipeline's state model; {} when its state is plain JSON"
+    )
+    sample: Any = Field(default=None, description="A sample initial state (the schema's first example); null: none")
+
+    @classmethod
+    def of(cls, pipeline: Pipeline[Any]) -> PipelineView:
+        """The view of a registered pipeline."""
+        schema = state_schema(pipeline)
+        examples = schema.get("examples")
+        sample = examples[0] if isinstance(examples, list) and examples else None
+        return cls(name=pipeline.name, phases=pipeline.phase_names, state_schema=schema, sample=sample)
+
+
+class PipelineList(WireModel):
+    """Every pipeline this deployment runs, by name."""
+
+    pipelines: list[PipelineView]
+
+
+def state_schema(pipeline: Pipeline[Any]) -> dict[str, Any]:
+    """The JSON schema of ``pipeline``'s state model (as input is validated).
+
+    {} without a pydantic model, or for a model JSON schema cannot describe (a field of an arbitrary
+    Python type): the API still checks every state it is sent against the model.
+    """
+    model = pipeline.state_model
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        return {}
+    try:
+        return model.model_json_schema(mode="validation")
+    except PydanticInvalidForJsonSchema:
+        return {}
 
 
 class ErrorDetail(WireModel):

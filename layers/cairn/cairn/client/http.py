@@ -12,6 +12,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -56,6 +57,15 @@ def api_error(status: int, raw: bytes) -> ApiError:
     return ApiError(status, _error_code(status), text or f"The API answered {status} with no explanation")
 
 
+@dataclass(frozen=True)
+class RawAnswer:
+    """An answer as it came: its status, its headers and its body's bytes."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
 class ApiClient:
     """The jobs API at ``base_url`` (a stage path is kept), called as ``auth`` says, ``timeout`` s per request."""
 
@@ -71,28 +81,45 @@ class ApiClient:
     def request(self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None) -> Json:
         """Send one request and return its JSON body; ApiError for an error answer, ApiUnreachable for none."""
         given = {key: str(value) for key, value in (query or {}).items() if value is not None}
-        url = self.base_url + path + (f"?{urlencode(given)}" if given else "")
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
-        prepared = PreparedRequest(method, url, {"Accept": "application/json", "User-Agent": "cairn-cli"}, data)
-        if data is not None:
-            prepared.headers["Content-Type"] = "application/json"
-        self.auth.apply(prepared)
-        request = urllib.request.Request(url, data=data, headers=prepared.headers, method=method)
+        headers = {} if data is None else {"Content-Type": "application/json"}
+        answer = self.exchange(method, path, query=urlencode(given), body=data, headers=headers)
+        if not 200 <= answer.status < 300:
+            raise api_error(answer.status, answer.body)
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                status, raw = int(response.status), response.read()
-        except urllib.error.HTTPError as exc:
-            with exc:
-                raise api_error(exc.code, exc.read()) from None
-        except (OSError, http.client.HTTPException) as exc:
-            raise ApiUnreachable(self._unreachable(exc)) from None
-        try:
-            parsed: Any = json.loads(raw)
+            parsed: Any = json.loads(answer.body)
         except ValueError:
             parsed = None
         if not isinstance(parsed, dict):
-            raise ApiError(status, "bad_response", f"The answer to {method} {path} is not a JSON object")
+            raise ApiError(answer.status, "bad_response", f"The answer to {method} {path} is not a JSON object")
         return parsed
+
+    def exchange(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: str = "",
+        body: bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> RawAnswer:
+        """Send one request (``path`` and the encoded ``query`` as given) as ``auth`` says; the answer, as it came.
+
+        An error status is an answer too; only no answer at all raises (ApiUnreachable).
+        """
+        url = self.base_url + path + (f"?{query}" if query else "")
+        prepared = PreparedRequest(method, url, {"Accept": "application/json", "User-Agent": "cairn-cli"}, body)
+        prepared.headers.update(headers or {})
+        self.auth.apply(prepared)
+        request = urllib.request.Request(url, data=body, headers=prepared.headers, method=method)
+        try:
+            with self._opener.open(request, timeout=self.timeout) as response:
+                return RawAnswer(int(response.status), dict(response.headers.items()), response.read())
+        except urllib.error.HTTPError as exc:
+            with exc:
+                return RawAnswer(exc.code, dict(exc.headers.items()), exc.read())
+        except (OSError, http.client.HTTPException) as exc:
+            raise ApiUnreachable(self._unreachable(exc)) from None
 
     def _unreachable(self, exc: BaseException) -> str:
         """One line on why no answer came."""

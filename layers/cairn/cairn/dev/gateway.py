@@ -6,7 +6,8 @@ none is API Gateway's ``404 {"message": "Not Found"}``; a function that fails is
 local identity: the ``X-Cairn-Identity`` header (a principal ARN) or the server's default,
 put in the event as IAM authorization puts a signed caller. ``/_cairn/...`` are the dev
 server's own routes (``GET /_cairn/invocations``: what runs now, with process ids; ``GET /_cairn/info``:
-what runs where, and the stack's clock, skipped ahead with ``--skip-waits``).
+what runs where, and the stack's clock, skipped ahead with ``--skip-waits``). A ``GET`` that matches no
+route serves the dashboard (:mod:`cairn.dashboard.assets`): its page at ``/``, its files at ``/assets/...``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from ..dashboard.assets import HEADERS as ASSET_HEADERS
+from ..dashboard.assets import asset_at, is_dashboard_path
 from ..testing.api_events import http_api_event, iam_caller, response_body
 from .lambda_service import LambdaService
 from .logs import DevLog
@@ -139,6 +142,9 @@ class ApiGateway:
             return
         body = request.rfile.read(length) if length else b""
         found = self.match(method, raw_path)
+        if found is None and method in ("GET", "HEAD") and is_dashboard_path(raw_path):
+            self._send_asset(request, raw_path)
+            return
         if found is None:
             self._send_message(request, 404, "Not Found")
             self._log_request(method, raw_path, 404, started)
@@ -174,6 +180,15 @@ class ApiGateway:
         reply_headers = {str(key): str(value) for key, value in (response.get("headers") or {}).items()}
         self._send(request, status, reply_headers, response_body(response), cookies=response.get("cookies") or [])
         self._log_request(method, raw_path, status, started)
+
+    def _send_asset(self, request: BaseHTTPRequestHandler, path: str) -> None:
+        """The dashboard's page or one of its files; 404 for a file it does not have."""
+        found = asset_at(path)
+        if found is None:
+            self._send_message(request, 404, "Not Found")
+            return
+        body, content_type = found
+        self._send(request, 200, {"Content-Type": content_type, **ASSET_HEADERS}, body)
 
     def _log_request(self, method: str, path: str, status: int, started: float) -> None:
         if method != "GET" or status >= 400:

@@ -253,6 +253,7 @@ class DevServer:
         lines = [
             f"cairn dev: {self.options.template} deployed as stack {info['stack']} (driver {info['driver']})",
             f"  API           {info['api']}   (as {info['identity']}; header X-Cairn-Identity to act as another)",
+            f"  dashboard     {info['api']}/",
             f"  AWS endpoint  {info['awsEndpoint']}   (AWS_ENDPOINT_URL for boto3 and the AWS CLI)",
             f"  table         {info['table']}",
         ]

@@ -1,0 +1,68 @@
+"""``cairn dashboard --api URL``: the dashboard for a deployed API with IAM auth, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+ENV_API = "CAIRN_API"
+DEFAULT_PORT = 3001
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {port}")
+    return port
+
+
+def add_command(commands: argparse._SubParsersAction[Any]) -> None:
+    """Register ``cairn dashboard``."""
+    dashboard = commands.add_parser(
+        "dashboard",
+        help="serve the dashboard on 127.0.0.1 for a deployed API, signing its calls with your AWS credentials",
+        description="Serve the dashboard on 127.0.0.1 and forward its calls to the deployed jobs API, each signed "
+        "(SigV4) with your AWS credentials (AWS_PROFILE, environment variables, SSO...): for an API with IAM auth. "
+        "`cairn dev` serves the dashboard of the local stack itself.",
+    )
+    dashboard.add_argument("--api", metavar="URL", help=f"the deployed API's URL (default: ${ENV_API})")
+    dashboard.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    dashboard.add_argument("--region", help="the region to sign for (default: from the URL, else your configuration)")
+    dashboard.set_defaults(run=run_dashboard)
+
+
+def run_dashboard(arguments: argparse.Namespace) -> int:
+    """Serve until Ctrl-C; exit 2 with one line when the API, the credentials or the port will not do."""
+    from ..client import ApiClient, AuthError, SigV4Auth
+    from .proxy import DashboardProxy
+
+    url = arguments.api or os.environ.get(ENV_API)
+    if not url:
+        return _error(f"--api URL is required (or ${ENV_API}): the deployed API's URL, e.g. the stack's ApiUrl")
+    auth = SigV4Auth(arguments.region)
+    try:
+        client = ApiClient(url, auth=auth)
+        region = auth.region_for(client.base_url)
+        auth.credentials()
+    except ValueError as exc:
+        return _error(str(exc))
+    except AuthError as exc:
+        return _error(exc.message)
+    try:
+        proxy = DashboardProxy(client, port=arguments.port, log=lambda line: print(line, flush=True))
+    except OSError as exc:
+        return _error(f"127.0.0.1:{arguments.port} is already in use ({exc.strerror}): choose another with --port")
+    print(f"cairn dashboard: {proxy.url}/ for the API at {client.base_url} (IAM, signed for {region})", flush=True)
+    print("Ready. Ctrl-C stops.", flush=True)
+    proxy.serve_forever()
+    return 0
+
+
+def _error(message: str) -> int:
+    print(f"cairn dashboard: error: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,171 @@
+"""``cairn dashboard``'s server: the dashboard on 127.0.0.1, its API calls forwarded to a deployed API, signed.
+
+The page calls the API on its own origin (``/jobs...``, ``/pipelines``, ``/health``, ``/openapi.json``);
+each such call is sent on to the deployed API through :class:`cairn.client.ApiClient`, whose auth
+(SigV4 with the user's AWS credentials, for an API with IAM auth) signs it. The answer comes back as
+it came: status, ``Content-Type``, ``Location`` and body.
+
+The server acts with the user's credentials, so it answers only its own page: a request for another
+host (DNS rebinding) or from another origin (a site in the same browser) is refused (403).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ..client import ApiClient, ApiUnreachable, RequestFailed
+from ..dev.serving import ServedOnThread
+from .assets import HEADERS as ASSET_HEADERS
+from .assets import asset_at, is_dashboard_path
+
+MAX_BODY = 10 * 1024 * 1024
+"""The largest request body forwarded (bytes): what an HTTP API accepts."""
+API_PATHS = frozenset({"/jobs", "/pipelines", "/health", "/openapi.json"})
+"""Paths forwarded to the API, with every path under ``/jobs/``."""
+ANSWER_HEADERS = ("Content-Type", "Location")
+"""The API's headers passed back to the page."""
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+def is_api_path(path: str) -> bool:
+    """Whether a URL path (no query) is one of the API's, forwarded to it."""
+    return path in API_PATHS or path.startswith("/jobs/")
+
+
+class DashboardProxy:
+    """The dashboard and the API's routes on ``host:port``, forwarded through ``client``."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        *,
+        host: str = "127.0.0.1",
+        port: int,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.log = log
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet: the proxy says what it forwards itself."""
+
+            def handle_one(self) -> None:
+                proxy.handle(self)
+
+            do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = handle_one
+
+        server = ThreadingHTTPServer((host, port), Handler)  # OSError when the port is taken
+        server.daemon_threads = True
+        self.port = int(server.server_address[1])
+        self.url = f"http://{host}:{self.port}"
+        self.origins = frozenset(f"http://{name}:{self.port}" for name in LOCAL_HOSTS)
+        self._serving = ServedOnThread(server, "dashboard")
+
+    def start(self) -> None:
+        """Serve on a thread."""
+        self._serving.start()
+
+    def stop(self) -> None:
+        """Stop serving and release the port."""
+        self._serving.stop()
+
+    def serve_forever(self) -> None:
+        """Serve on this thread until Ctrl-C, then release the port."""
+        try:
+            self._serving.server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._serving.stop()
+
+    def __enter__(self) -> DashboardProxy:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def foreign(self, request: BaseHTTPRequestHandler) -> str | None:
+        """Why a request does not come from this server's own page; None when it does."""
+        host = request.headers.get("Host", "")
+        if host not in {origin.removeprefix("http://") for origin in self.origins}:
+            return f"Host {host!r} is not this server"
+        origin = request.headers.get("Origin")
+        if origin is not None and origin not in self.origins:
+            return f"Origin {origin!r} is not this server's page"
+        site = request.headers.get("Sec-Fetch-Site")
+        if site is not None and site not in ("same-origin", "none"):
+            return f"a {site} request"
+        return None
+
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        """Answer one request: a forwarded API call, a dashboard file, or a refusal."""
+        method = request.command.upper()
+        path, _, query = request.path.partition("?")
+        reason = self.foreign(request)
+        if reason is not None:
+            self._send_error(request, 403, "forbidden", f"The dashboard answers only its own page: {reason}")
+            return
+        try:
+            length = int(request.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            too_large = length > MAX_BODY
+            message = f"The body is over {MAX_BODY} bytes" if too_large else "Content-Length is not a number"
+            self._send_error(request, 413 if too_large else 400, "invalid_request", message)
+            request.close_connection = True
+            return
+        body = request.rfile.read(length) if length else b""
+        if is_api_path(path):
+            self._forward(request, method, path, query, body)
+        elif method in ("GET", "HEAD") and is_dashboard_path(path) and (found := asset_at(path)) is not None:
+            content, content_type = found
+            self._send(request, 200, {"Content-Type": content_type, **ASSET_HEADERS}, content)
+        else:
+            self._send_error(request, 404, "not_found", f"Nothing at {path}")
+
+    def _forward(self, request: BaseHTTPRequestHandler, method: str, path: str, query: str, body: bytes) -> None:
+        content_type = request.headers.get("Content-Type")
+        try:
+            answer = self.client.exchange(
+                method,
+                path,
+                query=query,
+                body=body or None,
+                headers={"Content-Type": content_type} if content_type else None,
+            )
+        except RequestFailed as exc:  # no answer (ApiUnreachable), or no credentials to sign with (AuthError)
+            status, code = (502, "api_unreachable") if isinstance(exc, ApiUnreachable) else (401, "unauthenticated")
+            self._say(f"{method} {path} -> {status}: {exc.message}")
+            self._send_error(request, status, code, exc.message)
+            return
+        wanted = {name.lower() for name in ANSWER_HEADERS}
+        headers = {name: value for name, value in answer.headers.items() if name.lower() in wanted}
+        if method != "GET" or answer.status >= 400:
+            self._say(f"{method} {path} -> {answer.status}")
+        self._send(request, answer.status, {**headers, "Cache-Control": "no-store"}, answer.body)
+
+    def _say(self, line: str) -> None:
+        if self.log is not None:
+            self.log(line)
+
+    def _send_error(self, request: BaseHTTPRequestHandler, status: int, code: str, message: str) -> None:
+        body = json.dumps({"error": {"code": code, "message": message}}).encode()
+        self._send(request, status, {"Content-Type": "application/json"}, body)
+
+    def _send(self, request: BaseHTTPRequestHandler, status: int, headers: dict[str, str], body: bytes) -> None:
+        request.send_response(status)
+        for name, value in headers.items():
+            request.send_header(name, value)
+        request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        if request.command != "HEAD":
+            request.wfile.write(body)

@@ -1,0 +1,219 @@
+"""``cairn dashboard``: the dashboard beside a deployed API, each API call forwarded and signed with SigV4.
+
+The deployed API is the stand-in of tests/functional/jobs_server.py (the API function behind a real
+HTTP server on the local stack); the signatures that reach it are computed again and compared.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.credentials import Credentials
+
+from cairn.cli import main
+from cairn.client import ApiClient, SigV4Auth
+from cairn.dashboard import assets
+from cairn.dashboard.proxy import DashboardProxy
+from cairn.dev.process import free_port
+from cairn.testing.stack import LocalStack
+from tests.functional.jobs_server import JobsServer, sigv4_signature_is_valid
+
+SESSION_TOKEN = "session-token"
+CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", SESSION_TOKEN)
+PAGE = "<!doctype html><title>cairn dashboard</title>"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def api(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> Iterator[JobsServer]:
+    """The stand-in for the deployed API."""
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    with JobsServer(stack) as server:
+        yield server
+
+
+@pytest.fixture
+def static(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "index.html").write_text(PAGE)
+    (tmp_path / "app.js").write_text("// the dashboard\n")
+    monkeypatch.setattr(assets, "static_folder", lambda: tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def proxy(api: JobsServer, static: Path) -> Iterator[DashboardProxy]:
+    client = ApiClient(api.url, auth=SigV4Auth("us-east-1", credentials=CREDENTIALS))
+    with DashboardProxy(client, port=0) as served:
+        yield served
+
+
+Answer = tuple[int, dict[str, str], bytes]
+
+
+def fetch(url: str, path: str, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Answer:
+    """One request to the server at ``url``, as a page would send it."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    data = None if body is None else json.dumps(body).encode()
+    sent = {**({"Content-Type": "application/json"} if data else {}), **(headers or {})}
+    try:
+        connection.request(method, path, body=data, headers=sent)
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+def test_the_pages_calls_reach_the_api_signed_and_come_back_as_answered(proxy: DashboardProxy, api: JobsServer) -> None:
+    origin = {"Origin": proxy.url, "Sec-Fetch-Site": "same-origin"}
+    state = {"document": "invoice.txt"}
+
+    status, headers, body = fetch(
+        proxy.url, "/jobs", "POST", {"pipeline": "document-intake", "jobId": "signed-1", "state": state}, origin
+    )
+    assert status == 202, body
+    assert headers["Location"] == "/jobs/signed-1"
+    assert headers["Content-Type"] == "application/json"
+    assert json.loads(body)["jobId"] == "signed-1"
+    api.run()
+    status, _, body = fetch(proxy.url, "/jobs?status=complete&limit=5")
+    assert status == 200
+    assert [job["jobId"] for job in json.loads(body)["jobs"]] == ["signed-1"]
+    status, _, body = fetch(proxy.url, "/pipelines")
+    assert [pipeline["name"] for pipeline in json.loads(body)["pipelines"]] == ["document-intake"]
+    status, _, body = fetch(proxy.url, "/jobs/signed-1/retry", "POST", {"mode": "full"}, origin)
+    assert status == 202
+
+    posted, listed, pipelines, retried = api.seen
+    assert (posted.method, posted.target) == ("POST", "/jobs")
+    assert listed.target == "/jobs?status=complete&limit=5"
+    assert pipelines.target == "/pipelines"
+    assert retried.target == "/jobs/signed-1/retry"
+    for seen in api.seen:
+        assert seen.headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+        assert seen.headers["x-amz-security-token"] == SESSION_TOKEN
+        assert sigv4_signature_is_valid(seen, CREDENTIALS), seen.target
+        assert "origin" not in seen.headers  # only the body and its type are passed on
+    assert json.loads(posted.body)["jobId"] == "signed-1"
+    assert posted.headers["content-type"] == "application/json"
+
+
+def test_an_api_error_comes_back_as_the_api_said_it(proxy: DashboardProxy, api: JobsServer) -> None:
+    status, _, body = fetch(proxy.url, "/jobs/nobody-s-job")
+
+    assert status == 404
+    assert json.loads(body)["error"]["code"] == "not_found"
+    assert len(api.seen) == 1
+
+
+def test_the_dashboards_files_are_served_here_and_nothing_else(proxy: DashboardProxy, api: JobsServer) -> None:
+    status, headers, body = fetch(proxy.url, "/")
+    assert (status, headers["Content-Type"], body.decode()) == (200, "text/html; charset=utf-8", PAGE)
+    assert fetch(proxy.url, "/assets/app.js")[2] == b"// the dashboard\n"
+    for path in ("/assets/missing.js", "/assets/../index.html", "/admin", "/jobsx"):
+        status, _, body = fetch(proxy.url, path)
+        assert status == 404, path
+        assert json.loads(body)["error"]["code"] == "not_found"
+    assert api.seen == []
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "evil.example:3001"},  # DNS rebinding: another name for 127.0.0.1
+        {"Origin": "https://evil.example"},  # another site's page in the same browser
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+    ],
+    ids=["host", "origin", "null-origin", "cross-site"],
+)
+def test_a_request_that_is_not_from_its_own_page_is_refused(
+    proxy: DashboardProxy, api: JobsServer, headers: dict[str, str]
+) -> None:
+    status, _, body = fetch(proxy.url, "/jobs/anything/cancel", "POST", headers=headers)
+
+    assert status == 403
+    assert json.loads(body)["error"]["code"] == "forbidden"
+    assert fetch(proxy.url, "/", headers=headers)[0] == 403
+    assert api.seen == []
+
+
+def test_an_api_that_does_not_answer_is_a_502_with_the_reason(static: Path) -> None:
+    client = ApiClient(f"http://127.0.0.1:{free_port()}", auth=SigV4Auth("us-east-1", credentials=CREDENTIALS))
+    with DashboardProxy(client, port=0) as proxy:
+        status, _, body = fetch(proxy.url, "/jobs")
+
+    assert status == 502
+    error = json.loads(body)["error"]
+    assert error["code"] == "api_unreachable"
+    assert "cannot reach the cairn API" in error["message"]
+
+
+def without_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "CAIRN_API"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+
+def test_the_command_needs_an_api_and_credentials(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    without_credentials(monkeypatch, tmp_path)
+
+    assert main(["dashboard"]) == 2
+    assert capsys.readouterr().err.startswith("cairn dashboard: error: --api URL is required")
+    assert main(["dashboard", "--api", "https://abc123.execute-api.us-east-1.amazonaws.com"]) == 2
+    assert "no AWS credentials found to sign the request" in capsys.readouterr().err
+    assert main(["dashboard", "--api", "ftp://example.com", "--region", "us-east-1"]) == 2
+    assert "must be http:// or https://" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["dashboard", "--port", "70000"])
+    assert exited.value.code == 2
+
+
+def test_cairn_dashboard_serves_until_ctrl_c(api: JobsServer, tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "layers" / "cairn"),
+        "AWS_ACCESS_KEY_ID": CREDENTIALS.access_key,
+        "AWS_SECRET_ACCESS_KEY": CREDENTIALS.secret_key,
+        "AWS_SESSION_TOKEN": SESSION_TOKEN,
+        "CAIRN_API": api.url,
+    }
+    command = [sys.executable, "-m", "cairn", "dashboard", "--port", str(port), "--region", "us-east-1"]
+    log = tmp_path / "dashboard.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, _, body = fetch(url, "/health")
+                break
+            except OSError:
+                assert process.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+        assert (status, json.loads(body)["status"]) == (200, "ok")
+        assert sigv4_signature_is_valid(api.seen[-1], CREDENTIALS)
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=20)
+    assert code == 0
+    printed = log.read_text()
+    assert f"cairn dashboard: {url}/ for the API at {api.url} (IAM, signed for us-east-1)" in printed
+    assert "Traceback" not in printed
