@@ -39,6 +39,8 @@ ROUTES = {
     ("get", "/pipelines"),
     ("get", "/health"),
     ("get", "/openapi.json"),
+    ("get", "/dashboard"),
+    ("get", "/assets/{file}"),
 }
 
 
@@ -282,12 +284,12 @@ PUBLIC = {(method.lower(), path) for method, path in PUBLIC_ROUTES}
 
 
 def test_the_code_and_the_gateway_agree_on_the_public_routes() -> None:
-    assert {("get", "/health"), ("get", "/openapi.json")} == PUBLIC
+    assert {("get", "/health"), ("get", "/openapi.json"), ("get", "/dashboard"), ("get", "/assets/{file}")} == PUBLIC
     assert PUBLIC < ROUTES
 
 
 @pytest.mark.parametrize("overrides", DEPLOYMENTS)
-def test_health_and_the_openapi_document_are_public_for_every_auth(overrides: dict[str, str]) -> None:
+def test_health_the_openapi_document_and_the_dashboard_are_public_for_every_auth(overrides: dict[str, str]) -> None:
     resolver = stack(**overrides)
     for route in PUBLIC:
         assert operations(resolver)[route]["security"] == [{"NONE": []}], route

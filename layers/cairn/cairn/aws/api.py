@@ -12,6 +12,8 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
 - ``GET /health`` reads the table once; ``GET /openapi.json`` is this API's OpenAPI document.
+- ``GET /dashboard`` is the dashboard's page, ``GET /assets/{file}`` its files: public (they hold no secret),
+  left out of the OpenAPI document; the page calls the routes above with the user's token.
 
 The owner of the jobs a request sees comes only from the authorizer context
 (:mod:`cairn.aws.api_auth`); another owner's job is reported as absent (404).
@@ -37,6 +39,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..app import Cairn
+from ..dashboard.assets import HEADERS as ASSET_HEADERS
+from ..dashboard.assets import INDEX, asset
 from ..errors import SchedulingError, StorageError
 from ..ids import validate_job_id
 from ..models import Job, JobPage, JobStatus
@@ -349,6 +353,26 @@ def openapi() -> dict[str, Any]:
 def _openapi_document() -> dict[str, Any]:
     """The document, built on first request, then reused (the routes are fixed at import)."""
     return openapi_document(app)
+
+
+@app.get("/dashboard", include_in_schema=False)
+def dashboard_page() -> Response[bytes]:
+    return _asset_response(INDEX)
+
+
+@app.get("/assets/<file>", include_in_schema=False)
+def dashboard_asset(file: str) -> Response[bytes]:
+    return _asset_response(file)
+
+
+def _asset_response(name: str) -> Response[bytes]:
+    """One of the dashboard's files with its type and headers (base64 in the event, as any bytes body); 404
+    for a name that is not one of them."""
+    found = asset(name)
+    if found is None:
+        raise ApiError(HTTPStatus.NOT_FOUND, "not_found", "The dashboard has no such file")
+    body, content_type = found
+    return Response(HTTPStatus.OK.value, content_type, body, headers=dict(ASSET_HEADERS))
 
 
 def _record_response(response: dict[str, Any]) -> None:

@@ -28,14 +28,18 @@ from typing import Any
 
 from ..ids import OWNER_PATTERN
 
-#: Routes that read no owner's data and answer without an authorizer context.
-PUBLIC_ROUTES = frozenset({("GET", "/health"), ("GET", "/openapi.json")})
+#: Routes that read no owner's data and answer without an authorizer context: health, the OpenAPI document, and
+#: the dashboard's page and files (static, with no secret in them; the page's own calls carry the user's token).
+PUBLIC_ROUTES = frozenset(
+    {("GET", "/health"), ("GET", "/openapi.json"), ("GET", "/dashboard"), ("GET", "/assets/{file}")}
+)
 
 _ASSUMED_ROLE = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/.*$")
 _HASHED = re.compile(r"\|sha256:[0-9a-f]{64}$")
 _NOT_OWNER_CHARACTER = re.compile(r"[^A-Za-z0-9._:@|/+=-]")
 _LEADING_NON_ALPHANUMERIC = re.compile(r"^[^A-Za-z0-9]+")
 _PREFIX_LENGTH = 48
+_SEGMENTS = re.compile(r"(\{[^}/]+\})")
 
 
 class Unauthenticated(Exception):
@@ -104,8 +108,16 @@ def owner_of(event: Mapping[str, Any]) -> str:
     return owner_key(caller)
 
 
+def _route_pattern(path: str) -> re.Pattern[str]:
+    """A full-match pattern for a route path: each ``{name}`` is one path segment."""
+    return re.compile("".join("[^/]+" if part.startswith("{") else re.escape(part) for part in _SEGMENTS.split(path)))
+
+
+_PUBLIC_PATTERNS = tuple((method, _route_pattern(path)) for method, path in sorted(PUBLIC_ROUTES))
+
+
 def is_public(event: Mapping[str, Any]) -> bool:
-    """Whether the request is for a route that needs no caller (health, the OpenAPI document)."""
+    """Whether the request is for a route that needs no caller (health, the OpenAPI document, the dashboard)."""
     context = _mapping(event.get("requestContext"))
     http = _mapping(context.get("http"))
     method = str(http.get("method", "")).upper()
@@ -113,4 +125,4 @@ def is_public(event: Mapping[str, Any]) -> bool:
     stage = context.get("stage")
     if isinstance(stage, str) and stage and stage != "$default" and path.startswith(f"/{stage}/"):
         path = path[len(stage) + 1 :]
-    return (method, path) in PUBLIC_ROUTES
+    return any(method == public and pattern.fullmatch(path) for public, pattern in _PUBLIC_PATTERNS)

@@ -1,7 +1,11 @@
 """The dashboard's files, read from the package (``cairn/dashboard/static/``), and the URLs they are served at.
 
-The page is at ``/`` (and ``/index.html``); every other file at ``/assets/<name>``. A name that could
-leave the folder (``..``, an absolute path, a hidden file) or that has no known content type is no asset.
+The page is at ``/dashboard`` (and, from ``cairn dev``, at ``/`` and ``/index.html``); every other file at
+``/assets/<name>``. The page links its files and calls the API by relative URLs, so the same files work at
+the root of ``cairn dev``, of ``cairn dashboard`` and of a deployed API (``GET /dashboard``, any stage).
+
+A name that could leave the folder (``..``, an absolute path, a hidden file) or that has no known content
+type is no asset.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from pathlib import PurePosixPath
 
 INDEX = "index.html"
 ASSETS_PREFIX = "/assets/"
-PAGE_PATHS = frozenset({"/", "/index.html"})
+DASHBOARD_PATH = "/dashboard"
+"""Where the deployed API serves the page (a public route: the page holds no secret)."""
+PAGE_PATHS = frozenset({"/", "/index.html", DASHBOARD_PATH})
 
 CONTENT_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -29,8 +35,15 @@ CONTENT_TYPES = {
 }
 """The kinds of file the dashboard is made of, by suffix; any other file is not served."""
 
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""The page runs its own script and styles only and talks to its own origin only (the API beside it)."""
+
 HEADERS = {
     "Cache-Control": "no-cache",
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",

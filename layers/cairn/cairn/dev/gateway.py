@@ -3,8 +3,10 @@
 Routes are the template's (``HttpApi`` events of the API function): a request matching
 none is API Gateway's ``404 {"message": "Not Found"}``; a function that fails is its
 ``500 {"message": "Internal Server Error"}``. The caller of a route that needs one is the
-local identity: the ``X-Cairn-Identity`` header (a principal ARN) or the server's default,
-put in the event as IAM authorization puts a signed caller. ``/_cairn/...`` are the dev
+token's subject when the request carries ``Authorization: Bearer <JWT>`` (put in the event as a JWT
+authorizer puts it; claims read, not verified, see :mod:`cairn.dev.bearer`), else the local identity:
+the ``X-Cairn-Identity`` header (a principal ARN) or the server's default, put in the event as IAM
+authorization puts a signed caller. ``/_cairn/...`` are the dev
 server's own routes (``GET /_cairn/invocations``: what runs now, with process ids; ``GET /_cairn/info``:
 what runs where, and the stack's clock, skipped ahead with ``--skip-waits``). A ``GET`` that matches no
 route serves the dashboard (:mod:`cairn.dashboard.assets`): its page at ``/``, its files at ``/assets/...``.
@@ -24,6 +26,7 @@ from urllib.parse import unquote
 from ..dashboard.assets import HEADERS as ASSET_HEADERS
 from ..dashboard.assets import asset_at, is_dashboard_path
 from ..testing.api_events import http_api_event, iam_caller, response_body
+from .bearer import BadToken, bearer_token, unverified_claims
 from .lambda_service import LambdaService
 from .logs import DevLog
 from .serving import ServedOnThread
@@ -36,6 +39,15 @@ MAX_BODY = 10 * 1024 * 1024
 """The largest request body an HTTP API accepts (bytes)."""
 _PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:(iam|sts)::\d{12}:[A-Za-z0-9+=,.@_/-]{1,512}$")
 AdminRoute = Callable[[], Any]
+
+
+class CallerRefused(Exception):
+    """A request refused before the function sees it, as API Gateway refuses it (its status and message)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -152,8 +164,11 @@ class ApiGateway:
         route, parameters = found
         headers = {name.lower(): value for name, value in request.headers.items()}
         identity = headers.pop(IDENTITY_HEADER, None) or self.identity
-        if not _PRINCIPAL.fullmatch(identity):
-            self._send_message(request, 403, f"{IDENTITY_HEADER} is not an IAM principal ARN")
+        try:
+            caller = None if route.public else self._caller(headers.get("authorization"), identity)
+        except CallerRefused as refused:
+            self._send_message(request, refused.status, refused.message)
+            self._log_request(method, raw_path, refused.status, started)
             return
         event = http_api_event(
             method,
@@ -161,7 +176,7 @@ class ApiGateway:
             query=query,
             headers=headers,
             body=body or None,
-            caller=None if route.public else iam_caller(identity),
+            caller=caller,
             route_key=route.key,
             path_parameters=parameters or None,
             source_ip=request.client_address[0],
@@ -180,6 +195,18 @@ class ApiGateway:
         reply_headers = {str(key): str(value) for key, value in (response.get("headers") or {}).items()}
         self._send(request, status, reply_headers, response_body(response), cookies=response.get("cookies") or [])
         self._log_request(method, raw_path, status, started)
+
+    def _caller(self, authorization: str | None, identity: str) -> dict[str, Any]:
+        """The authorizer context of a request: its bearer token's, else the identity's; CallerRefused if neither."""
+        token = bearer_token(authorization)
+        if token is not None:
+            try:
+                return {"jwt": {"claims": unverified_claims(token), "scopes": None}}
+            except BadToken as exc:
+                raise CallerRefused(401, "Unauthorized") from exc  # what API Gateway's JWT authorizer answers
+        if not _PRINCIPAL.fullmatch(identity):
+            raise CallerRefused(403, f"{IDENTITY_HEADER} is not an IAM principal ARN")
+        return iam_caller(identity)
 
     def _send_asset(self, request: BaseHTTPRequestHandler, path: str) -> None:
         """The dashboard's page or one of its files; 404 for a file it does not have."""

@@ -1,0 +1,66 @@
+"""The deployed API serves the dashboard itself (``GET /dashboard``, ``GET /assets/{file}``), unsigned, for ``ApiAuth=JWT``."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn.dashboard.assets import static_folder
+from cairn.testing.api_events import http_api_event, jwt_caller
+from tests.functional.api_client import Api
+
+ISSUER = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example"
+
+
+def test_the_page_is_served_without_a_caller_as_packaged_with_its_security_headers(api: Api) -> None:
+    """The page is the package's file, byte for byte: nothing of the deployment (no secret) is put in it."""
+    reply = api.client.get("/dashboard", owner=None)
+
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
+    assert reply.body == static_folder().joinpath("index.html").read_text()
+    policy = reply.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy
+    assert "connect-src 'self'" in policy
+    assert "frame-ancestors 'none'" in policy
+    assert reply.headers["X-Frame-Options"] == "DENY"
+
+
+@pytest.mark.parametrize(("name", "content_type"), [("app.js", "text/javascript"), ("app.css", "text/css")])
+def test_its_files_are_served_beside_it(api: Api, name: str, content_type: str) -> None:
+    reply = api.client.get(f"/assets/{name}", owner=None)
+
+    assert reply.status == 200
+    assert reply.headers["Content-Type"].startswith(content_type)
+    assert reply.body == static_folder().joinpath(name).read_text()
+
+
+@pytest.mark.parametrize("name", ["missing.js", ".hidden.js", "proxy.py", "index.htm", "%2e%2e%2fapi.py"])
+def test_a_file_it_does_not_have_is_a_404_not_a_500(api: Api, name: str) -> None:
+    reply = api.client.get(f"/assets/{name}", owner=None)
+
+    assert reply.status == 404
+    assert reply.code == "not_found"
+
+
+def test_a_stage_prefix_keeps_the_page_public(api: Api) -> None:
+    event = http_api_event("GET", "/prod/dashboard", caller=None)
+    event["requestContext"]["stage"] = "prod"
+
+    reply = api.client.send(event)
+
+    assert reply.status == 200
+    assert reply.headers["Content-Type"].startswith("text/html")
+
+
+def test_public_means_the_page_only_the_job_routes_still_need_the_callers_token(api: Api) -> None:
+    assert api.client.get("/jobs", owner=None).status == 401
+    signed_in = api.client.get("/jobs", owner=jwt_caller("user-1", ISSUER))
+    assert signed_in.status == 200
+    assert signed_in.body["jobs"] == []
+
+
+def test_the_dashboard_routes_stay_out_of_the_openapi_document(api: Api) -> None:
+    paths = api.call("openapi").body["paths"]
+
+    assert "/dashboard" not in paths
+    assert not any(path.startswith("/assets") for path in paths)
