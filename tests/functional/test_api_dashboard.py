@@ -1,4 +1,4 @@
-"""The deployed API serves the dashboard itself (``GET /dashboard``, ``GET /assets/{file}``), unsigned, for ``ApiAuth=JWT``."""
+"""The deployed API serves the dashboard itself (``GET /dashboard``, ``GET /assets/{file}``), unsigned."""
 
 from __future__ import annotations
 
