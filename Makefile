@@ -30,7 +30,7 @@ export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check chromium
+.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check chromium screenshots
 
 venv: $(STAMP)
 
@@ -66,6 +66,10 @@ $(CHROMIUM):
 		echo "Could not install chromium: run 'apt-get install -y --no-install-recommends chromium' as root," \
 			"then make test again." >&2; exit 1; }; \
 	test -x $(CHROMIUM) || { echo "apt-get installed chromium, but $(CHROMIUM) is not there" >&2; exit 1; }
+
+# Regenerates the dashboard's screenshots in docs/screenshots (cairn dev on free ports, Debian's chromium).
+screenshots: $(STAMP) $(CHROMIUM)
+	$(BIN)/python -m tests.browser.screenshots --out docs/screenshots
 
 # The demo runs on the local stack: `cairn dev` on free ports, jobs over its HTTP API, a real worker kill.
 demo: $(STAMP)

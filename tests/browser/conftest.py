@@ -14,20 +14,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from tests.local.devstack import DevStack, dev_stack
+from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.local.devstack import DevStack, dev_stack, scratch_project
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-"""Headless, and nothing that reaches out to the network on its own."""
 TIMEOUT_MS = 15_000
 """How long a page action or an expectation waits by default."""
 
@@ -65,6 +54,17 @@ def browser_page(browser: Browser) -> Iterator[Page]:
         context.close()
 
 
+@pytest.fixture
+def phone_page(browser: Browser) -> Iterator[Page]:
+    """A page in a fresh browser context at a phone's size (390x844, touch)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="module")
 def dashboard_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     """``cairn dev`` on this bundle's template.yaml (direct driver) on free ports, for a test module."""
@@ -77,3 +77,16 @@ def dashboard_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevSta
 def dev_dashboard(dashboard_stack: DevStack) -> str:
     """The base URL of ``cairn dev``, which serves the dashboard at ``/`` and its API beside it."""
     return dashboard_stack.base_url
+
+
+@pytest.fixture(scope="session")
+def gated_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """``cairn dev --driver direct`` on a copy of the bundle with the ``gated`` pipeline, shared by the modules
+    of the dashboard's tests (each names its own jobs): one start of the stack instead of one per module.
+
+    The pipeline is tests/local/gated_pipeline.py: ``gather`` (holds, or waits for a signal), ``check`` (fails
+    while its gate file reads "closed"), ``finish``. The bundle's ``document-intake`` is there too.
+    """
+    project = scratch_project(tmp_path_factory.mktemp("gated-project"), ("gated",))
+    with dev_stack(project / "dev.log", "--driver", "direct", cwd=project) as stack:
+        yield stack

@@ -20,7 +20,7 @@
  * politely (`aria-live`); the job's status banner is the page's one `role="status"` element and carries
  * `data-status`.
  *
- * Which action a status allows: see ACTION_RULES below.
+ * Which action a status allows: see actionRules below.
  */
 
 const POLL_MS = 2000;
@@ -100,6 +100,38 @@ function setChildren(parent, ...children) {
 }
 
 const $ = (selector, root = document) => root.querySelector(selector);
+
+/**
+ * Give the focus back to `element` after an action; when it is gone or disabled (a button the job's new
+ * status no longer allows), to the nearest enabled button of its group, else the view's heading. A disabled
+ * control cannot hold the focus: without this a keyboard user would be sent back to the top of the page.
+ * @param {Element|null} element
+ */
+function restoreFocus(element) {
+  if (element?.isConnected && !element.disabled) {
+    element.focus();
+    return;
+  }
+  const group = element?.isConnected ? element.closest("[role=group]") : null;
+  if (group) {
+    const controls = [...group.querySelectorAll("button")];
+    const at = controls.indexOf(element);
+    const after = controls.slice(at + 1);
+    const before = controls.slice(0, Math.max(at, 0)).reverse();
+    const nearest = [...after, ...before].find((control) => !control.disabled);
+    if (nearest) {
+      nearest.focus();
+      return;
+    }
+  }
+  $("#main h1")?.focus();
+}
+
+/** Whether the focus is lost: on the page's body, or on a control that was disabled (it loses it soon). */
+function focusLost() {
+  const active = document.activeElement;
+  return active == null || active === document.body || active.disabled === true;
+}
 
 const ICONS = {
   running: [["path", { d: "M12 3a9 9 0 1 1-9 9" }]],
@@ -221,14 +253,19 @@ function setToken(token) {
   updateTokenButton();
 }
 
+/** Whether the fragment carries a token: `#token=...`, or an OAuth implicit-flow answer (`#access_token=...`). */
+const TOKEN_FRAGMENT = /^#(token|access_token|id_token)=/;
+
 /**
- * Take a token from the fragment `#token=...` (a link from a login flow), keep it, and remove it from the
- * address bar and the history entry so that it is neither shown nor bookmarked.
+ * Take a token from the fragment (a link from a login flow: `#token=...`, or a sign-in page's redirect
+ * `#id_token=...&access_token=...`), keep it, and remove it from the address bar and the history entry so
+ * that it is neither shown nor bookmarked.
  */
 function takeTokenFromFragment() {
-  const match = /^#token=([^&]*)/.exec(location.hash);
-  if (!match) return;
-  setToken(decodeURIComponent(match[1]));
+  if (!TOKEN_FRAGMENT.test(location.hash)) return;
+  const fields = new URLSearchParams(location.hash.slice(1));
+  const token = fields.get("token") || fields.get("access_token") || fields.get("id_token");
+  if (token) setToken(token);
   history.replaceState(null, "", `${location.pathname}${location.search}#/`);
 }
 
@@ -742,12 +779,13 @@ function setupDialog(dialog) {
     const opener = dialog.opener;
     dialog.opener = null;
     dialog.submitHandler = null;
-    if (opener?.isConnected) opener.focus();
+    if (opener?.isConnected) restoreFocus(opener);
   });
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (!dialog.submitHandler || form.getAttribute("aria-busy") === "true") return;
     const submit = $("[type=submit]", form);
+    const focused = document.activeElement;
     setDialogError(dialog, "");
     form.setAttribute("aria-busy", "true");
     submit.disabled = true;
@@ -760,6 +798,8 @@ function setupDialog(dialog) {
     } finally {
       form.removeAttribute("aria-busy");
       submit.disabled = false;
+      // Disabling the submit button while the request ran took the focus from it: give it back.
+      if (dialog.open && !dialog.contains(document.activeElement)) restoreFocus(focused);
     }
   });
 }
@@ -1136,9 +1176,9 @@ function jobCells(job) {
 /**
  * Which action each status allows: `{allowed, reason}` per button (the reason is the disabled button's title).
  *
- *   Retry            resume from the checkpoint: error, cancelled, paused, idle; complete starts a fresh run
- *                    from the job's input (it has no checkpoint). Not while running (nothing to retry) or
- *                    waiting (the API refuses: send the signal, or start over).
+ *   Retry            resume from the checkpoint: error, cancelled, paused, idle. Not for a complete job (it
+ *                    has no checkpoint to resume; Start over runs it again), nor while running (nothing to
+ *                    retry) or waiting (the API refuses: send the signal, or start over).
  *   Start over       always (a running job's worker is fenced off); asks for confirmation first.
  *   Rerun from phase always, when the pipeline's phases are known.
  *   Pause            only a running job (the API's rule).
@@ -1155,16 +1195,13 @@ function actionRules(job, phases) {
   const is = (...statuses) => statuses.includes(status);
   const where = job.nextPhase ? ` at ${quoted(job.nextPhase)}` : "";
   const rule = (allowed, yes, no) => ({ allowed, reason: allowed ? yes : no });
+  const retryRefusal = is("complete")
+    ? "A complete job has no checkpoint to resume: Start over runs it again"
+    : is("waiting")
+      ? `The job waits for signal ${quoted(job.waitingFor ?? "")}: send it, or start over`
+      : "The job is running: there is nothing to retry";
   return {
-    Retry: is("complete")
-      ? rule(true, "Starts a fresh run from the job's input (a complete job has no checkpoint)", "")
-      : rule(
-          is("error", "cancelled", "paused", "idle"),
-          `Resumes from the checkpoint${where}`,
-          is("waiting")
-            ? `The job waits for signal ${quoted(job.waitingFor ?? "")}: send it, or start over`
-            : "The job is running: there is nothing to retry",
-        ),
+    Retry: rule(is("error", "cancelled", "paused", "idle"), `Resumes from the checkpoint${where}`, retryRefusal),
     "Start over": rule(true, "Discards the checkpoint and the log and runs from the first phase", ""),
     "Rerun from phase": rule(
       phases.length > 0,
@@ -1435,7 +1472,7 @@ function jobView(main, route) {
     );
     renderBanner(banner, job);
     if (!view.busy) renderActions(buttons, job, view.phases);
-    renderTimeline(timeline, job);
+    renderTimeline(timeline, job, view.log);
     renderLog(logList, view.log, logFilter.value, false, ["running", "waiting"].includes(job.status));
     logCount.textContent = `(${view.log.length})`;
     renderUsage(usage, job.usage ?? {});
@@ -1449,6 +1486,7 @@ function jobView(main, route) {
    * @param {() => Promise<any>} send
    */
   async function act(name, send) {
+    const focused = actions.contains(document.activeElement) ? document.activeElement : null;
     view.busy = true;
     actions.setAttribute("aria-busy", "true");
     for (const button of buttons.values()) button.disabled = true;
@@ -1465,6 +1503,8 @@ function jobView(main, route) {
       view.busy = false;
       actions.removeAttribute("aria-busy");
       show();
+      // The buttons were disabled while the request ran, the one pressed with them: keep the keyboard here.
+      if (focused && focusLost()) restoreFocus(focused);
       poller.now();
     }
   }
@@ -1509,15 +1549,23 @@ function renderBanner(banner, job) {
   );
 }
 
-/** Enable the buttons the job's status allows; a disabled one says why in its title. */
+/**
+ * Enable the buttons the job's status allows; a disabled one says why in its title. A focused button that
+ * the new status disables hands the focus to its nearest enabled neighbour.
+ */
 function renderActions(buttons, job, phases) {
   const rules = actionRules(job, phases);
+  const focused = [...buttons.values()].find((button) => button === document.activeElement) ?? null;
   for (const [name, button] of buttons) {
     const { allowed, reason } = rules[name];
     button.disabled = !allowed;
     button.title = reason;
   }
+  if (focused?.disabled) restoreFocus(focused);
 }
+
+/** A log line written when a job is started again at a phase (a start, resume, start over or rerun). */
+const RESTART_ENTRY = /^(Job started|Rerun from phase|Resumed)/;
 
 /**
  * The timeline: one bar per phase run (start and length on a shared time axis, coloured and labelled by
@@ -1526,10 +1574,10 @@ function renderActions(buttons, job, phases) {
  * @param {HTMLElement} container
  * @param {object} job a JobView
  */
-function renderTimeline(container, job, now = Date.now()) {
+function renderTimeline(container, job, log = [], now = Date.now()) {
   const all = job.phases ?? [];
   const records = all.slice(-MAX_TIMELINE_ROWS);
-  const live = currentRun(job, now);
+  const live = currentRun(job, log, now);
   if (records.length === 0 && !live) {
     container.replaceChildren(h("p", { class: "muted" }, "No phase has run yet."));
     return;
@@ -1597,10 +1645,15 @@ function findPrevious(records, index) {
  * The run in flight of a running job, for the timeline: its phase growing to now, or the backoff or sleep
  * it waits out (until `wakeAt`), or the wait of a waiting job. Null when nothing is in flight.
  */
-function currentRun(job, now) {
+function currentRun(job, log, now) {
   if (!["running", "waiting"].includes(job.status) || !job.nextPhase) return null;
-  const lastEnd = (job.phases ?? []).at(-1)?.endedAt ?? job.createdAt;
-  const start = Math.max(lastEnd ?? now, job.checkpointCreatedAt ?? 0);
+  const lastEnd = (job.phases ?? []).at(-1)?.endedAt ?? job.createdAt ?? now;
+  // The run in flight began when the last phase run ended, or later when the job was started again (a resume,
+  // a rerun: the log says so). Not at the checkpoint's time: a phase's own saves move that while it runs.
+  const restarted = log
+    .filter((entry) => entry.timestamp > lastEnd && RESTART_ENTRY.test(entry.message ?? ""))
+    .map((entry) => entry.timestamp);
+  const start = Math.max(lastEnd, ...restarted);
   const waitingOut = job.status === "running" && job.wakeAt && job.wakeAt > now;
   if (job.status === "waiting") {
     return {
@@ -1764,13 +1817,19 @@ function renderCheckpoint(container, job) {
         "Next phase",
         hasCheckpoint ? h("span", { class: "mono" }, job.nextPhase) : h("span", { class: "muted" }, "none"),
       ),
-      row("Written", timeElement(job.checkpointCreatedAt)),
-      row("Attempt", String(job.attempt ?? 1)),
+      hasCheckpoint ? row("Written", timeElement(job.checkpointCreatedAt)) : null,
+      hasCheckpoint ? row("Attempt", String(job.attempt ?? 1)) : null,
       job.waitingFor ? row("Waits for", h("span", { class: "mono" }, job.waitingFor)) : null,
       job.wakeAt ? row("Wakes at", timeElement(job.wakeAt)) : null,
-      row("Expires", timeElement(job.expiresAt != null ? job.expiresAt * 1000 : null)),
+      row("Job expires", timeElement(job.expiresAt != null ? job.expiresAt * 1000 : null)),
     ),
-    hasCheckpoint ? null : h("p", { class: "muted" }, "No checkpoint: a complete job keeps none."),
+    hasCheckpoint
+      ? null
+      : h(
+          "p",
+          { class: "muted note" },
+          job.status === "complete" ? "No checkpoint: a complete job keeps none." : "No checkpoint.",
+        ),
   );
 }
 
@@ -2092,7 +2151,7 @@ function start() {
     $("#main").focus();
   });
   window.addEventListener("hashchange", () => {
-    if (/^#token=/.test(location.hash)) takeTokenFromFragment();
+    if (TOKEN_FRAGMENT.test(location.hash)) takeTokenFromFragment();
     render();
   });
   render();

@@ -1,0 +1,74 @@
+"""A pipeline for the dashboard's browser tests: a phase that fails while a gate is closed, a hold, a signal.
+
+``gather`` -> ``check`` -> ``finish``. ``gather`` holds ``hold_seconds`` (so that a test can pause or
+cancel the job while it runs), then goes on to ``check``, or first waits for the signal ``wait_for``
+when one is named. ``check`` fails while the file ``gate`` reads "closed" (a test opens it, then
+retries). Every phase that runs adds its name to ``ran`` and logs "ran <phase>", so that a test can tell
+which phases a retry ran again.
+
+Copied into a scratch project as ``functions/gated/pipeline.py`` (see ``devstack.scratch_project``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cairn import Done, Fail, Next, PhaseContext, Pipeline, WaitFor
+
+STEP_SECONDS = 0.05
+
+
+class Gated(BaseModel):
+    """The gate's file, how long ``gather`` holds, the signal to wait for, what ran and what was said."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gate: str = ""
+    """A file: while it reads "closed", ``check`` fails. Empty: no gate."""
+    hold_seconds: float = Field(default=0.0, ge=0.0, le=60.0)
+    wait_for: str | None = None
+    note: str = ""
+    ran: list[str] = Field(default_factory=list)
+    signal: Any = None
+
+
+pipeline = Pipeline("gated", state=Gated)
+
+
+def ran(ctx: PhaseContext[Gated], **changes: Any) -> Gated:
+    """The state with this phase added to ``ran`` (and ``changes``), and a log line saying it ran."""
+    ctx.log(f"ran {ctx.phase}")
+    return ctx.state.model_copy(update={"ran": [*ctx.state.ran, ctx.phase], **changes})
+
+
+@pipeline.phase(timeout=90)
+def gather(ctx: PhaseContext[Gated]) -> Next | WaitFor:
+    """Holds ``hold_seconds`` (in small steps), then goes on to ``check``, after the signal if one is awaited."""
+    deadline = time.monotonic() + ctx.state.hold_seconds
+    while time.monotonic() < deadline:
+        time.sleep(min(STEP_SECONDS, max(deadline - time.monotonic(), 0.0)))
+    state = ran(ctx)
+    if ctx.state.wait_for:
+        return WaitFor(ctx.state.wait_for, "check", state)
+    return Next("check", state)
+
+
+@pipeline.phase(timeout=10)
+def check(ctx: PhaseContext[Gated]) -> Next | Fail:
+    """Fails while the gate reads "closed"; keeps the signal's payload, if one came."""
+    gate = Path(ctx.state.gate) if ctx.state.gate else None
+    if gate is not None and gate.is_file() and gate.read_text().strip() == "closed":
+        ctx.log(f"the gate {gate.name} is closed", level="error")
+        return Fail(f"The gate {gate.name} is closed")
+    return Next("finish", ran(ctx, signal=ctx.signal if ctx.signal is not None else ctx.state.signal))
+
+
+@pipeline.phase(timeout=10)
+def finish(ctx: PhaseContext[Gated]) -> Done:
+    """The result: what ran, the note and the signal's payload."""
+    state = ran(ctx)
+    return Done({"ran": state.ran, "note": state.note, "signal": state.signal})
