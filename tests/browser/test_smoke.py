@@ -5,15 +5,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page
 
-from cairn.dashboard.assets import static_folder
-
 pytestmark = pytest.mark.xdist_group("browser")
 
 
-@pytest.mark.skipif(
-    not static_folder().joinpath("index.html").is_file(),
-    reason="the dashboard's page (cairn/dashboard/static/index.html) is not there yet",
-)
 def test_the_dashboard_opens_with_its_title(browser_page: Page, dev_dashboard: str) -> None:
     response = browser_page.goto(f"{dev_dashboard}/")
 
