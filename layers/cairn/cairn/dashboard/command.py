@@ -7,18 +7,10 @@ import os
 import sys
 from typing import Any
 
+from ..dev.command import port_number
+
 ENV_API = "CAIRN_API"
 DEFAULT_PORT = 3001
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {port}")
-    return port
 
 
 def add_command(commands: argparse._SubParsersAction[Any]) -> None:
@@ -31,7 +23,7 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
         "`cairn dev` serves the dashboard of the local stack itself.",
     )
     dashboard.add_argument("--api", metavar="URL", help=f"the deployed API's URL (default: ${ENV_API})")
-    dashboard.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    dashboard.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     dashboard.add_argument("--region", help="the region to sign for (default: from the URL, else your configuration)")
     dashboard.set_defaults(run=run_dashboard)
 

@@ -20,7 +20,8 @@ def _parameter(text: str) -> tuple[str, str]:
     return name, value
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free one) to 65535."""
     try:
         port = int(text)
     except ValueError:
@@ -50,8 +51,10 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
         "the SQS event sources and schedules, and either driver. No AWS account, no Docker.",
     )
     dev.add_argument("--template", type=Path, default=Path("template.yaml"), help="default: template.yaml")
-    dev.add_argument("--port", type=_port, default=3000, help="the HTTP API's port (default 3000)")
-    dev.add_argument("--aws-port", type=_port, default=0, help="the local AWS endpoint's port (default: a free one)")
+    dev.add_argument("--port", type=port_number, default=3000, help="the HTTP API's port (default 3000)")
+    dev.add_argument(
+        "--aws-port", type=port_number, default=0, help="the local AWS endpoint's port (default: a free one)"
+    )
     dev.add_argument(
         "--driver", choices=DRIVERS, help="the template's Driver parameter (default: the template's default)"
     )
