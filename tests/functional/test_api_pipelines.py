@@ -52,7 +52,9 @@ def test_each_pipeline_with_its_phases_in_order_its_state_schema_and_a_sample(ap
 
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "application/json"
-    (intake,) = reply.body["pipelines"]
+    listed = reply.body["pipelines"]
+    assert [pipeline["name"] for pipeline in listed] == sorted(PIPELINES.names)  # every one, by name
+    (intake,) = [pipeline for pipeline in listed if pipeline["name"] == "document-intake"]
     assert set(intake) == {"name", "phases", "stateSchema", "sample"}
     assert intake["name"] == "document-intake"
     assert intake["phases"] == ["fetch", "split", "extract", "extract_page", "publish"]  # as registered
