@@ -18,6 +18,7 @@ from .errors import (
     InvalidInputError,
     JobExistsError,
     JobNotFoundError,
+    ModelError,
     PhaseError,
     PipelineError,
     SchedulingError,
@@ -26,7 +27,7 @@ from .errors import (
     TransitionRefusedError,
     UnknownPhaseError,
 )
-from .models import Checkpoint, FanOut, Job, JobStatus, LogEntry, MapItem, PhaseRecord, RetryMode, Signal
+from .models import Checkpoint, FanOut, Job, JobStatus, Lesson, LogEntry, MapItem, PhaseRecord, RetryMode, Signal
 from .outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from .pipeline import Pipeline
 from .registry import PipelineRegistry
@@ -55,10 +56,12 @@ __all__ = [
     "JobExistsError",
     "JobNotFoundError",
     "JobStatus",
+    "Lesson",
     "LogEntry",
     "Map",
     "MapItem",
     "MemoryStorage",
+    "ModelError",
     "Next",
     "PhaseContext",
     "PhaseError",

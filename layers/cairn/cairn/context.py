@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 
 from .clock import Clock
 from .errors import InvalidInputError
-from .models import Checkpoint, EntryKind, LogEntry, LogLevel
+from .models import Checkpoint, EntryKind, Lesson, LogEntry, LogLevel
 from .transitions import Journal
 
 S = TypeVar("S")
@@ -71,6 +71,7 @@ class PhaseContext(Generic[S]):
         signal: Any = None,
         results: list[Any] | None = None,
         item: int | None = None,
+        recaller: Callable[[int], list[Lesson]] | None = None,
     ) -> None:
         self.job_id = job_id
         self.phase = phase
@@ -86,6 +87,7 @@ class PhaseContext(Generic[S]):
         """The results of a map's items, in item order, in the phase after the map (``Map(then=)``)."""
         self.item = item
         """In an item phase of a map: the item's index (its input is ``state``); None otherwise."""
+        self._recaller = recaller
 
     def save_state(self, state: S) -> None:
         """Checkpoint ``state`` now, as ``{nextPhase: <this phase>, state}``.
@@ -110,8 +112,42 @@ class PhaseContext(Generic[S]):
         self._record(text, kind="decision", reason=reason)
 
     def insight(self, text: str) -> None:
-        """Record a reusable lesson."""
+        """Record a reusable lesson: in the job's log, and in the pipeline's memory for later jobs (``recall``)."""
         self._record(text, kind="insight")
+
+    def inline(self, phase: str, state: Any) -> PhaseContext[Any]:
+        """A context for running another phase's code inside this phase (a plan's step) on ``state``.
+
+        It cannot ``save_state``; what it logs and the usage it adds join this phase's with :meth:`absorb`.
+        """
+        return PhaseContext(
+            job_id=self.job_id,
+            phase=phase,
+            state=state,
+            checkpoint=Checkpoint(next_phase=phase, state=state, created_at=self._clock()),
+            attempt=self.attempt,
+            clock=self._clock,
+            saver=_no_inline_saves,
+            journal=JournalBuffer(),
+            recaller=self._recaller,
+        )
+
+    def absorb(self, inner: PhaseContext[Any]) -> dict[str, float]:
+        """Take over what an :meth:`inline` context recorded (its log and usage); the usage it added."""
+        recorded = inner._journal.peek()
+        for entry in recorded.log:
+            self._journal.add_entry(entry)
+        self._journal.add_usage(dict(recorded.usage))
+        inner._journal.clear()
+        return dict(recorded.usage)
+
+    def recall(self, limit: int = 10) -> list[Lesson]:
+        """The ``limit`` newest lessons of this pipeline (``insight`` of earlier jobs and phases), newest first.
+
+        Deployed, they are the lessons of this job's owner only. An insight recorded by this phase run is
+        kept with its next write (``save_state`` or the end of the phase), so it is recalled after that.
+        """
+        return self._recaller(limit) if self._recaller is not None else []
 
     def record_error(self, text: str) -> None:
         """Record a failure signal without failing the phase."""
@@ -130,3 +166,7 @@ class PhaseContext(Generic[S]):
         )
         self._journal.add_entry(entry)
         logger.log(_LEVELS[level], message, extra={"job_id": self.job_id, "phase": self.phase, "kind": kind})
+
+
+def _no_inline_saves(state: Any) -> None:
+    raise InvalidInputError("A phase run inside another (a plan's step) cannot save_state: it returns Done(result)")

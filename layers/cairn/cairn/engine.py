@@ -35,6 +35,7 @@ from .errors import (
 from .fan_out import ItemRun, ItemStore, collected, new_items, runnable, schedule_items, validate_map
 from .ids import JOB_ID_PATTERN as JOB_ID_PATTERN
 from .ids import validate_job_id as validate_job_id
+from .lessons import lessons_in
 from .models import (
     MAX_ERROR_CHARS,
     Checkpoint,
@@ -305,7 +306,15 @@ class _PhaseRun:
             LogEntry(message=message, level=level, kind=kind, phase=self.phase_name, timestamp=self.storage.clock())
         )
 
+    def remember_lessons(self) -> None:
+        """Keep the insights recorded since the last write in the pipeline's memory (before that write)."""
+        found = lessons_in(self.journal.peek().log, self.job.job_id)
+        if found:
+            expires = ttl.expires_at(self.storage.clock(), ttl.seconds_of(self.pipeline.memory_ttl))
+            self.storage.remember(self.pipeline.name, found, expires_at=expires)
+
     def save(self, state: Any, lease_seconds: float) -> None:
+        self.remember_lessons()
         now = self.storage.clock()
         request = Save(
             seen=self.job,
@@ -329,6 +338,7 @@ class _PhaseRun:
         wait: WaitFor | None = None,
         fan_out: FanOut | None = None,
     ) -> Job:
+        self.remember_lessons()
         now = self.storage.clock()
         error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
         phase = self.pipeline.get_phase(self.phase_name) if self.pipeline.has_phase(self.phase_name) else None
@@ -676,6 +686,7 @@ def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
         journal=run.journal,
         signal=run.job.signal.payload if run.job.signal is not None else None,
         results=results,
+        recaller=lambda limit: run.storage.recall(run.pipeline.name, limit),
     )
     if run.job.signal is not None and run.job.attempt == 1:
         run.entry(f'Received signal "{run.job.signal.name}"', kind="observation")

@@ -121,3 +121,15 @@ class StateTooLargeError(StorageError):
 
 class SchedulingError(CairnError):
     """An advance could not be scheduled (the invoke, queue or execution start failed)."""
+
+
+class ModelError(CairnError):
+    """A model call failed. ``retryable`` says whether trying again may help.
+
+    Throttling, timeouts and the provider's own failures are retryable; a refused request (invalid,
+    not allowed, an unknown model) is not. ``code`` is the provider's error code when there is one.
+    """
+
+    def __init__(self, message: str, *, retryable: bool | None = None, code: str | None = None) -> None:
+        super().__init__(message, retryable=retryable)
+        self.code = code

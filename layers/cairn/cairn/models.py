@@ -85,6 +85,16 @@ class LogEntry(WireModel):
     reason: Message | None = None
 
 
+class Lesson(WireModel):
+    """An insight a job recorded (``ctx.insight``), kept in its pipeline's memory for later jobs (``ctx.recall``)."""
+
+    text: Message
+    job_id: str
+    phase: str | None = None
+    recorded_at: int
+    """When the insight was recorded (Unix ms)."""
+
+
 PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase", "sleep", "wait", "map", "release"]
 
 

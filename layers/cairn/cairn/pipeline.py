@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -15,6 +16,8 @@ from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .retry import RetryPolicy
 
 if TYPE_CHECKING:
+    from .agents.agent_phase import AgentPhase
+    from .agents.plans import PlanPhase
     from .context import PhaseContext
     from .outcomes import PhaseResult
 
@@ -67,8 +70,10 @@ class Pipeline(Generic[S]):
 
     ``state`` is an optional pydantic model for the state the phases share;
     without it the state is plain JSON. ``ttl`` is how long a job and its
-    checkpoint live after their last write. ``aliases`` maps old phase names
-    to current ones, so checkpoints written before a rename still resume.
+    checkpoint live after their last write. ``memory_ttl`` is how long an
+    insight stays in the pipeline's memory for later jobs (:mod:`cairn.lessons`).
+    ``aliases`` maps old phase names to current ones, so checkpoints written
+    before a rename still resume.
     """
 
     def __init__(
@@ -77,15 +82,19 @@ class Pipeline(Generic[S]):
         *,
         state: type[S] | None = None,
         ttl: timedelta = timedelta(hours=24),
+        memory_ttl: timedelta = timedelta(days=30),
         aliases: Mapping[str, str] | None = None,
     ) -> None:
         if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
         if ttl <= timedelta(0):
             raise PipelineError(f"Pipeline {name!r}: ttl must be positive, got {ttl}")
+        if memory_ttl <= timedelta(0):
+            raise PipelineError(f"Pipeline {name!r}: memory_ttl must be positive, got {memory_ttl}")
         self.name = name
         self.state_model = state
         self.ttl = ttl
+        self.memory_ttl = memory_ttl
         self.aliases: dict[str, str] = dict(aliases or {})
         self._phases: dict[str, Phase] = {}
 
@@ -147,6 +156,31 @@ class Pipeline(Generic[S]):
         if fn is not None:
             return register(fn)
         return register
+
+    def agent_phase(self, name: str, **options: Any) -> AgentPhase:
+        """Register an agent phase: model turns and tool calls, checkpointed one by one.
+
+        Options: ``model``, ``tools``, ``prompt``, ``system``, ``max_turns`` (10), ``next``,
+        ``on_max_turns``, ``finish``, ``progress`` ("agent"), ``recall`` (0), and the function settings
+        of :meth:`phase`. See :mod:`cairn.agents.agent_phase`; returns the phase's code.
+        """
+        from .agents import agent_phase
+
+        code = agent_phase.register(self, name, **options)
+        code.__module__ = sys._getframe(1).f_globals.get("__name__", code.__module__)
+        return code
+
+    def plan_phase(self, name: str, **options: Any) -> PlanPhase:
+        """Register a plan phase: a typed plan's top-level steps, checkpointed one by one.
+
+        Options: ``plan`` (the plan from the state), ``tools``, ``next``, ``progress`` ("plan_progress"),
+        and the function settings of :meth:`phase`. See :mod:`cairn.agents.plans`; returns the phase's code.
+        """
+        from .agents import plans
+
+        code = plans.register(self, name, **options)
+        code.__module__ = sys._getframe(1).f_globals.get("__name__", code.__module__)
+        return code
 
     @property
     def phase_names(self) -> list[str]:

@@ -6,6 +6,7 @@ import functools
 from typing import TYPE_CHECKING
 
 import boto3
+from botocore.client import BaseClient
 from botocore.config import Config
 
 from ..settings import Settings
@@ -18,12 +19,16 @@ if TYPE_CHECKING:
     from mypy_boto3_stepfunctions import SFNClient
 
 
-def client_config(settings: Settings) -> Config:
+#: How long a model may take to answer one call (a long reply takes minutes; Lambda allows 15).
+MODEL_READ_TIMEOUT = 300
+
+
+def client_config(settings: Settings, *, read_timeout: int = 10) -> Config:
     """Retries for throttling and 5xx (botocore standard/adaptive mode) and bounded timeouts."""
     return Config(
         retries={"mode": settings.aws_retry_mode, "max_attempts": settings.aws_max_attempts},
         connect_timeout=5,
-        read_timeout=10,
+        read_timeout=read_timeout,
     )
 
 
@@ -55,3 +60,12 @@ def default_sqs_client() -> SQSClient:
 def default_sfn_client() -> SFNClient:
     """The process-wide Step Functions client, made on first use."""
     return boto3.client("stepfunctions", config=client_config(Settings.from_env()))
+
+
+@functools.cache
+def default_bedrock_runtime_client() -> BaseClient:
+    """The process-wide Bedrock Runtime client, made on first use; it waits up to MODEL_READ_TIMEOUT for a reply."""
+    client: BaseClient = boto3.client(
+        "bedrock-runtime", config=client_config(Settings.from_env(), read_timeout=MODEL_READ_TIMEOUT)
+    )
+    return client

@@ -19,7 +19,7 @@ import binascii
 import json
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
+from .. import lessons as lesson_rules
 from .. import transitions, ttl
 from ..clock import Clock
 from ..errors import (
@@ -38,10 +39,11 @@ from ..errors import (
     VersionConflict,
 )
 from ..ids import JOB_ID_PATTERN, validate_owner
-from ..models import Checkpoint, FanOut, HistoryItem, Job, JobPage, JobStatus, JobSummary, MapItem, Signal
+from ..models import Checkpoint, FanOut, HistoryItem, Job, JobPage, JobStatus, JobSummary, Lesson, MapItem, Signal
 from ..settings import Settings
 from ..storage.base import Route, Storage
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
+from . import dynamodb_memory as memory
 from . import dynamodb_schema as schema
 from .dynamodb_expressions import Expression
 from .dynamodb_items import UNREADABLE, Item, ItemCodec, from_item, item_size, kept_object, location, to_item
@@ -241,6 +243,33 @@ class DynamoDBStorage(Storage):
                 self.payloads.delete(key)
             return False
         return True
+
+    def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
+        """Plain puts of the lessons (a batch for several): a lesson written again lands on its own item."""
+        records = lesson_rules.stored(lessons, expires_at)
+        if records:
+            self._put_items([memory.lesson_item(self.owner, pipeline, record) for record in records])
+
+    def recall(self, pipeline: str, limit: int) -> list[Lesson]:
+        """The newest lessons: the partition read newest first, a page at a time, until ``limit`` are found."""
+        wanted = lesson_rules.checked_limit(limit)
+        found: list[lesson_rules.StoredLesson] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": to_item({":pk": memory.memory_pk(self.owner, pipeline)}),
+            "ScanIndexForward": False,
+            "Limit": wanted * 2,
+        }
+        now = self.clock()
+        while True:
+            page = self._call(self.client.query, **kwargs)
+            found.extend(record for record in map(memory.decode_lesson, page.get("Items", [])) if record is not None)
+            newest = lesson_rules.newest(found, now, wanted)
+            start = page.get("LastEvaluatedKey")
+            if len(newest) >= wanted or not start:
+                return newest
+            kwargs["ExclusiveStartKey"] = start
 
     def _query_partition(self, job_id: str, *, prefix: str | None = None) -> Iterator[Item]:
         """The job's items (consistent): without ``prefix``, the job and its history and input (not map items)."""

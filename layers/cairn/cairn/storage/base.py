@@ -11,10 +11,11 @@ refused. The engine talks to storage only through this port.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..clock import Clock, system_clock_ms
-from ..models import Checkpoint, FanOut, Job, JobStatus, MapItem
+from ..models import Checkpoint, FanOut, Job, JobStatus, Lesson, MapItem
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -109,3 +110,14 @@ class Storage(ABC):
 
         ``expires_at`` (Unix seconds) is when the record may be deleted.
         """
+
+    @abstractmethod
+    def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
+        """Keep ``lessons`` in the memory of ``pipeline`` (this store's owner's) until ``expires_at`` (Unix s).
+
+        Idempotent: a lesson with the key of one kept (:func:`cairn.lessons.lesson_key`) replaces it.
+        """
+
+    @abstractmethod
+    def recall(self, pipeline: str, limit: int) -> list[Lesson]:
+        """The ``limit`` newest live lessons in the memory of ``pipeline``, newest first."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..models import Checkpoint, Job, JobStatus, MapItem
+from ..models import Checkpoint, Job, JobStatus, Lesson, MapItem
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from .base import Route, Storage
 
@@ -75,3 +75,9 @@ class DelegatingStorage(Storage):
                 job_id, fan_out, item, expected_version=expected_version, expires_at=expires_at
             ),
         )
+
+    def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
+        return self.around("remember", lambda: self.inner.remember(pipeline, lessons, expires_at=expires_at))
+
+    def recall(self, pipeline: str, limit: int) -> list[Lesson]:
+        return self.around("recall", lambda: self.inner.recall(pipeline, limit))

@@ -11,11 +11,13 @@ job's past, and the document's ``history_head`` says which items belong.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 
+from .. import lessons as lesson_rules
 from .. import transitions
-from ..models import Checkpoint, HistoryItem, Job, JobStatus, MapItem
+from ..lessons import StoredLesson
+from ..models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from .base import Storage
 
@@ -54,6 +56,14 @@ class DocumentStorage(Storage):
     @abstractmethod
     def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
         """Store one item record durably (replacing the one with its index)."""
+
+    @abstractmethod
+    def _lessons(self, pipeline: str) -> list[StoredLesson]:
+        """Every lesson record kept for ``pipeline`` (older records of a key too, expired ones too)."""
+
+    @abstractmethod
+    def _add_lessons(self, pipeline: str, records: Sequence[StoredLesson]) -> None:
+        """Keep lesson records durably (a record of a key already kept may be added beside it)."""
 
     def _update(self, job_id: str, change: Callable[[Job | None], Written | None]) -> Job | None:
         with self._locked(job_id):
@@ -134,3 +144,10 @@ class DocumentStorage(Storage):
                 return False
             self._put_item(job_id, fan_out, item)
             return True
+
+    def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
+        if lessons:
+            self._add_lessons(pipeline, lesson_rules.stored(lessons, expires_at))
+
+    def recall(self, pipeline: str, limit: int) -> list[Lesson]:
+        return lesson_rules.newest(self._lessons(pipeline), self.clock(), lesson_rules.checked_limit(limit))

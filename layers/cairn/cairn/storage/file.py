@@ -4,6 +4,9 @@ A job's history (log entries and phase records) is appended to a file of its
 own, ``<job>.history.jsonl``, so a transition rewrites only the small job file
 and its cost does not grow with the job's past.
 
+The pipelines' memory (the lessons of :mod:`cairn.lessons`) is ``.memory/<pipeline>.jsonl``: one
+lesson record a line, appended under a lock; the newest record of a lesson counts.
+
 A job file that cannot be read (garbage, truncated, nested too deep to parse)
 is a :class:`~cairn.errors.CorruptJobError` naming the file; listings, ``health()``
 and ``cleanup()`` log it and go on with the other jobs. A history line torn by a
@@ -18,7 +21,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +32,9 @@ from pydantic import BaseModel, ValidationError
 from ..clock import Clock
 from ..errors import CorruptJobError, InvalidInputError, StorageError
 from ..ids import validate_job_id
-from ..models import HistoryItem, Job, JobStatus, MapItem
+from ..lessons import StoredLesson
+from ..models import HistoryItem, Job, JobStatus, Lesson, MapItem
+from ..pipeline import NAME_PATTERN
 from .document import DocumentStorage
 
 logger = logging.getLogger(__name__)
@@ -57,6 +62,13 @@ class _ItemLine(BaseModel):
 
     fan_out: str
     item: MapItem
+
+
+class _LessonLine(BaseModel):
+    """One line of a pipeline's memory file: a lesson and when it may be deleted (Unix seconds)."""
+
+    lesson: Lesson
+    expires_at: int
 
 
 class FileStorage(DocumentStorage):
@@ -89,13 +101,19 @@ class FileStorage(DocumentStorage):
     @contextlib.contextmanager
     def _held(self, job_id: str) -> Iterator[None]:
         self.path_for(job_id)
-        lock = FileLock(str(self._locks / f"{job_id}.lock"), timeout=self._lock_timeout)
+        with self._held_file(job_id, what=f'job "{job_id}"'):
+            yield
+
+    @contextlib.contextmanager
+    def _held_file(self, name: str, *, what: str | None = None) -> Iterator[None]:
+        """Hold the lock ``.locks/<name>.lock`` (across threads and processes)."""
+        lock = FileLock(str(self._locks / f"{name}.lock"), timeout=self._lock_timeout)
         try:
             with lock:
                 yield
         except Timeout as exc:
             raise StorageError(
-                f'Timed out after {self._lock_timeout}s waiting for the lock on job "{job_id}"', retryable=True
+                f"Timed out after {self._lock_timeout}s waiting for the lock on {what or name}", retryable=True
             ) from exc
 
     def _locked(self, job_id: str) -> AbstractContextManager[object]:
@@ -180,6 +198,30 @@ class FileStorage(DocumentStorage):
     def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
         line = _ItemLine(fan_out=fan_out, item=item).model_dump_json(by_alias=True).encode()
         self._append_line(self.items_path_for(job_id), line)
+
+    def memory_path_for(self, pipeline: str) -> Path:
+        """The file that holds the lessons of ``pipeline``, one record a line."""
+        if not NAME_PATTERN.fullmatch(pipeline):
+            raise InvalidInputError(f"Invalid pipeline name {pipeline!r}")
+        return self.directory / ".memory" / f"{pipeline}.jsonl"
+
+    def _lessons(self, pipeline: str) -> list[StoredLesson]:
+        records = []
+        for line in self._read_lines(self.memory_path_for(pipeline)):
+            try:
+                record = _LessonLine.model_validate_json(line)
+            except (ValueError, ValidationError):
+                continue  # a line torn by a crash mid-append: that write never happened
+            records.append(StoredLesson(record.lesson, record.expires_at))
+        return records
+
+    def _add_lessons(self, pipeline: str, records: Sequence[StoredLesson]) -> None:
+        path = self.memory_path_for(pipeline)
+        path.parent.mkdir(exist_ok=True)
+        lines = [_LessonLine(lesson=record.lesson, expires_at=record.expires_at) for record in records]
+        with self._held_file(f"memory-{pipeline}"):
+            for line in lines:
+                self._append_line(path, line.model_dump_json(by_alias=True).encode())
 
     @staticmethod
     def _append_line(path: Path, data: bytes) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 
 from ..clock import Clock
+from ..lessons import StoredLesson
 from ..models import HistoryItem, Job, MapItem
 from .document import DocumentStorage
 
@@ -19,6 +20,7 @@ class MemoryStorage(DocumentStorage):
         self._jobs: dict[str, Job] = {}
         self._histories: dict[str, dict[str, HistoryItem]] = {}
         self._map_items: dict[tuple[str, str], dict[int, MapItem]] = {}
+        self._memory: dict[str, dict[str, StoredLesson]] = {}
         self._lock = threading.RLock()
 
     def _locked(self, job_id: str) -> AbstractContextManager[object]:
@@ -47,6 +49,16 @@ class MemoryStorage(DocumentStorage):
     def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
         with self._lock:
             self._map_items.setdefault((job_id, fan_out), {})[item.index] = item
+
+    def _lessons(self, pipeline: str) -> list[StoredLesson]:
+        with self._lock:
+            return list(self._memory.get(pipeline, {}).values())
+
+    def _add_lessons(self, pipeline: str, records: Sequence[StoredLesson]) -> None:
+        with self._lock:
+            kept = self._memory.setdefault(pipeline, {})
+            for record in records:
+                kept[record.key] = record
 
     def _job_ids(self) -> Iterator[str]:
         with self._lock:

@@ -1,0 +1,40 @@
+"""Agent phases: conversations, the model port, tools, an offline scripted model, the agent loop and plans.
+
+Core: no AWS here. The Bedrock model is ``cairn.aws.bedrock.BedrockModel``.
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelError
+from .agent_phase import AgentPhase, AgentRun
+from .messages import ContentBlock, Message, ModelTurn, StopReason, TextBlock, ToolResult, ToolUse, Usage
+from .model import Model, ToolSpec
+from .plans import Plan, PlanPhase, PlanProgress, PlanStep, PlanStepFailed
+from .scripted import ScriptedModel, ScriptedRequest
+from .tools import Tool, Toolset, tool
+
+__all__ = [
+    "AgentPhase",
+    "AgentRun",
+    "ContentBlock",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelTurn",
+    "Plan",
+    "PlanPhase",
+    "PlanProgress",
+    "PlanStep",
+    "PlanStepFailed",
+    "ScriptedModel",
+    "ScriptedRequest",
+    "StopReason",
+    "TextBlock",
+    "Tool",
+    "ToolResult",
+    "ToolSpec",
+    "ToolUse",
+    "Toolset",
+    "Usage",
+    "tool",
+]

@@ -1,0 +1,52 @@
+"""Where an agent or plan phase keeps its progress between checkpoints: one field of the pipeline's state.
+
+A pipeline with a state model declares the field (``agent: AgentRun | None = None``,
+``plan_progress: PlanProgress | None = None``); a plain JSON state gets a key. The phase reads it
+on entry (a crash or a retry resumes from it) and writes it with every ``ctx.save_state``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from ..errors import PipelineError
+from ..pipeline import Pipeline
+
+P = TypeVar("P", bound=BaseModel)
+
+
+def check_field(pipeline: Pipeline[Any], phase: str, field: str, model: type[BaseModel]) -> None:
+    """Refuse, when the phase is registered, a state model that has no ``field`` to keep the progress in."""
+    state_model = pipeline.state_model
+    if state_model is None or not isinstance(state_model, type) or not issubclass(state_model, BaseModel):
+        return
+    if field not in state_model.model_fields:
+        raise PipelineError(
+            f'Phase "{phase}" keeps its progress in the state field "{field}": add '
+            f"`{field}: {model.__name__} | None = None` to {state_model.__name__}"
+        )
+
+
+def read(state: Any, field: str, model: type[P]) -> P | None:
+    """The progress kept in ``state`` (a model instance or a dict), or None when there is none."""
+    raw = getattr(state, field, None) if isinstance(state, BaseModel) else _get(state, field)
+    if raw is None:
+        return None
+    return raw if isinstance(raw, model) else model.model_validate(raw)
+
+
+def write(state: Any, field: str, progress: BaseModel | None) -> Any:
+    """A copy of ``state`` with ``progress`` in ``field`` (None clears it)."""
+    if isinstance(state, BaseModel):
+        return state.model_copy(update={field: progress})
+    if state is None:
+        state = {}
+    if not isinstance(state, dict):
+        raise PipelineError(f"An agent or plan phase needs a state that is an object, not {type(state).__name__}")
+    return {**state, field: progress.model_dump(mode="json") if progress is not None else None}
+
+
+def _get(state: Any, field: str) -> Any:
+    return state.get(field) if isinstance(state, dict) else None
