@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from cairn.registry import PipelineRegistry
 from document_intake.pipeline import pipeline as document_intake
+from research_brief.pipeline import pipeline as research_brief
 
 PIPELINES = PipelineRegistry(
     [
         document_intake,
+        research_brief,
     ]
 )

@@ -160,3 +160,20 @@ def test_a_second_server_on_a_taken_port_says_so(direct_stack: DevStack) -> None
     assert second.returncode == 2
     assert f"127.0.0.1:{port} is already in use" in second.stderr
     assert "Traceback" not in second.stderr
+
+
+def test_the_research_brief_runs_offline_waits_for_its_reviewer_and_publishes(direct_stack: DevStack) -> None:
+    question = json.dumps({"question": "Why do long jobs need checkpoints?"})
+    started = jobs(direct_stack, "start", "research-brief", "--state", question, "--id", "local-brief")
+    assert started.returncode == 0, started.stderr
+    waiting = direct_stack.wait_for("local-brief", statuses=("waiting", "error"))
+    assert waiting["status"] == "waiting", waiting.get("error")
+    assert waiting["waitingFor"] == "approval"
+    assert waiting["usage"]["model_calls"] == 4  # two scripted turns for the plan, two for the brief
+
+    approved = jobs(direct_stack, "signal", "local-brief", "approval", "--payload", '{"approved": true}')
+    assert approved.returncode == 0, approved.stderr
+    done = direct_stack.wait_for("local-brief")
+    assert done["status"] == "complete", done.get("error")
+    assert done["result"]["sources"] == ["cairns.md", "checkpoints.md", "costs.md"]
+    assert [record["phase"] for record in done["phases"]] == ["plan", "gather", "write", "review", "publish"]

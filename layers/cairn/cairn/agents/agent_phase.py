@@ -182,6 +182,8 @@ class AgentPhase:
         if self.recall:
             lessons = ctx.recall(limit=self.recall)
             if lessons:
+                count = f"{len(lessons)} lesson{'' if len(lessons) == 1 else 's'}"
+                ctx.decide(f"Start from {count} of earlier runs", reason="; ".join(lesson.text for lesson in lessons))
                 remembered = "\n".join(f"- {lesson.text}" for lesson in lessons)
                 system = f"{system}\n\n" if system else ""
                 system += f"Lessons from earlier runs:\n{remembered}"

@@ -1,0 +1,36 @@
+"""The documents a brief is researched from: the samples shipped with this package, and the tools over them.
+
+Each tool is a plain typed function; an agent or a plan calls it by name with validated arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SAMPLES = Path(__file__).resolve().parent / "samples"
+
+
+def list_documents() -> list[str]:
+    """The names of the documents that can be read, in order."""
+    return sorted(path.name for path in SAMPLES.glob("*.md"))
+
+
+def read_document(name: str) -> str:
+    """The text of one document, by the name list_documents gives."""
+    if name not in list_documents():
+        raise ValueError(f'No document "{name}"; the documents are: {", ".join(list_documents())}')
+    return (SAMPLES / name).read_text(encoding="utf-8")
+
+
+def search_documents(query: str) -> list[dict[str, str]]:
+    """The sentences of every document that contain one of the query's words (of four letters or more)."""
+    words = {word.lower().strip(".,:;") for word in query.split() if len(word) >= 4}
+    if not words:
+        raise ValueError("The query needs at least one word of four letters or more")
+    found = []
+    for name in list_documents():
+        text = read_document(name).replace("\n", " ")
+        for sentence in text.split(". "):
+            if any(word in sentence.lower() for word in words):
+                found.append({"document": name, "sentence": sentence.strip().rstrip(".") + "."})
+    return found
