@@ -80,7 +80,7 @@ def test_a_malformed_review_is_refused_and_the_brief_waits_for_another(stack: Lo
     still = _signal(api, stack, "brief-3", {"approve": "yes"})
 
     assert still["status"] == "waiting"
-    assert any("The \"approval\" signal needs" in message for message in _messages(api, "brief-3"))
+    assert any('The "approval" signal needs' in message for message in _messages(api, "brief-3"))
 
 
 def test_a_reviewers_lessons_reach_the_owners_next_brief_and_no_other_owners(stack: LocalStack) -> None:
