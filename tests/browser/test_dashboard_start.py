@@ -129,3 +129,26 @@ def test_the_jobs_list_shows_a_new_job_live_and_filters_by_status_and_pipeline(
     expect(page.get_by_label("Pipeline")).to_have_value("gated")
     expect(table.get_by_role("link", name="listed-live")).to_be_visible()
     expect(table.get_by_role("link", name="listed-intake")).to_have_count(0)
+
+
+def test_the_research_brief_starts_from_its_sample_waits_for_its_reviewer_and_is_approved(
+    browser_page: Page, gated_stack: DevStack
+) -> None:
+    """A state model with nested models ($defs, unions: the plan, the agent's conversation) and an agent's turns."""
+    page = browser_page
+    page.goto(f"{gated_stack.base_url}/#/new")
+    page.get_by_label("Pipeline").select_option("research-brief")
+    state = page.get_by_label("Initial state (JSON)")
+    expect(state).to_have_value(re.compile(r'"question": "Why do long jobs need checkpoints\?"'))
+    page.get_by_label("Job id (optional)").fill("brief-from-form")
+    page.get_by_role("button", name="Start job").click()
+
+    banner = page.get_by_role("status")
+    expect(banner).to_have_attribute("data-status", "waiting", timeout=20_000)
+    expect(page.get_by_text("Turn 2: answered").first).to_be_visible()
+    page.get_by_role("button", name="Send signal").click()
+    page.get_by_label("Signal name").fill("approval")
+    page.get_by_label("Payload (JSON, optional)").fill('{"approved": true, "note": "Keep it short"}')
+    page.get_by_role("button", name="Deliver signal").click()
+    expect(banner).to_have_attribute("data-status", "complete", timeout=20_000)
+    assert gated_stack.api.get("brief-from-form")["result"]["reviews"] == 1

@@ -11,6 +11,7 @@ from cairn.aws.api import api_handler
 from cairn.registry import PipelineRegistry
 from cairn.testing.api import ApiClient
 from document_intake.state import IntakeState
+from research_brief.state import BriefState
 from pipelines import PIPELINES
 from tests.events import load_event
 from tests.functional.api_client import ALICE, Api
@@ -55,6 +56,7 @@ def test_each_pipeline_with_its_phases_in_order_its_state_schema_and_a_sample(ap
     listed = reply.body["pipelines"]
     assert [pipeline["name"] for pipeline in listed] == sorted(PIPELINES.names)  # every one, by name
     (intake,) = [pipeline for pipeline in listed if pipeline["name"] == "document-intake"]
+    (brief,) = [pipeline for pipeline in listed if pipeline["name"] == "research-brief"]
     assert set(intake) == {"name", "phases", "stateSchema", "sample"}
     assert intake["name"] == "document-intake"
     assert intake["phases"] == ["fetch", "split", "extract", "extract_page", "publish"]  # as registered
@@ -63,6 +65,9 @@ def test_each_pipeline_with_its_phases_in_order_its_state_schema_and_a_sample(ap
     assert intake["stateSchema"]["additionalProperties"] is False
     assert intake["sample"] == {"document": "invoice.txt"}
     IntakeState.model_validate(intake["sample"])  # the sample is a valid initial state
+    assert brief["name"] == "research-brief"
+    assert brief["phases"] == ["plan", "gather", "write", "review", "publish"]
+    BriefState.model_validate(brief["sample"])
     assert api.item_count() == items  # nothing read or written for it but the registry
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .retry import RetryPolicy
+from .text import validation_problems
 
 if TYPE_CHECKING:
     from .agents.agent_phase import AgentPhase
@@ -215,7 +216,8 @@ class Pipeline(Generic[S]):
             try:
                 model = state if isinstance(state, self.state_model) else self.state_model.model_validate(state)
             except ValidationError as exc:
-                raise InvalidInputError(f'Invalid state for pipeline "{self.name}": {_describe(exc)}') from exc
+                problems = validation_problems(exc)
+                raise InvalidInputError(f'Invalid state for pipeline "{self.name}": {problems}') from exc
             return model.model_dump(mode="json")
         return to_json(state, what=f'State for pipeline "{self.name}"')
 
@@ -225,7 +227,8 @@ class Pipeline(Generic[S]):
             try:
                 return self.state_model.model_validate(raw)
             except ValidationError as exc:
-                raise InvalidInputError(f'Stored state does not fit pipeline "{self.name}": {_describe(exc)}') from exc
+                problems = validation_problems(exc)
+                raise InvalidInputError(f'Stored state does not fit pipeline "{self.name}": {problems}') from exc
         return raw
 
 
@@ -255,12 +258,3 @@ def to_json(value: Any, *, what: str = "Value") -> Any:
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
-
-
-def _describe(error: ValidationError) -> str:
-    """A validation error in one line: each field and what is wrong with it."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "state"
-        problems.append(f"{where}: {item['msg']}")
-    return "; ".join(problems)

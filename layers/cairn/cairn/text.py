@@ -8,6 +8,11 @@ quote; :func:`cut` bounds a whole message.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
 #: How many characters of a caller's value a message quotes.
 SHOWN_CHARS = 100
 ELLIPSIS = "…"
@@ -33,3 +38,12 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
 def cut(text: str, limit: int) -> str:
     """``text`` itself when it has at most ``limit`` characters; else its start and an ellipsis."""
     return text if len(text) <= limit else text[: max(limit - len(ELLIPSIS), 0)] + ELLIPSIS
+
+
+def validation_problems(error: ValidationError, whole: str = "state") -> str:
+    """A pydantic validation error on one line: each field (``whole`` for the value itself) and what is wrong."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or whole
+        problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)

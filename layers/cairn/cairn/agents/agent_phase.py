@@ -270,12 +270,14 @@ def register(
         progress=progress,
         recall=recall,
     )
-    pipeline.phase(
-        name=name,
+    progress_field.register_phase(
+        pipeline,
+        name,
+        code,
         retry=retry or DEFAULT_RETRY,
         timeout=timeout,
         memory=memory,
         environment=environment,
         statements=statements,
-    )(code)
+    )
     return code

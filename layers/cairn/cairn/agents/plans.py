@@ -284,12 +284,14 @@ def register(
         raise PipelineError(f'Plan phase "{name}": plan must be a function of the state that returns the Plan')
     progress_field.check_field(pipeline, name, progress, PlanProgress)
     code = PlanPhase(name, pipeline, plan=plan, tools=tools, next=next, progress=progress)
-    pipeline.phase(
-        name=name,
+    progress_field.register_phase(
+        pipeline,
+        name,
+        code,
         retry=retry or DEFAULT_RETRY,
         timeout=timeout,
         memory=memory,
         environment=environment,
         statements=statements,
-    )(code)
+    )
     return code

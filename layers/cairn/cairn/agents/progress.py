@@ -7,12 +7,14 @@ on entry (a crash or a retry resumes from it) and writes it with every ``ctx.sav
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from ..errors import PipelineError
-from ..pipeline import Pipeline
+from ..pipeline import PhaseFunction, Pipeline
+from ..retry import RetryPolicy
 
 P = TypeVar("P", bound=BaseModel)
 
@@ -50,3 +52,20 @@ def write(state: Any, field: str, progress: BaseModel | None) -> Any:
 
 def _get(state: Any, field: str) -> Any:
     return state.get(field) if isinstance(state, dict) else None
+
+
+def register_phase(
+    pipeline: Pipeline[Any],
+    name: str,
+    code: PhaseFunction,
+    *,
+    retry: RetryPolicy,
+    timeout: int,
+    memory: int,
+    environment: dict[str, Any] | None,
+    statements: Iterable[dict[str, Any]],
+) -> None:
+    """Register an agent's or a plan's phase ``code`` under ``name``, with its function's settings."""
+    pipeline.phase(
+        name=name, retry=retry, timeout=timeout, memory=memory, environment=environment, statements=statements
+    )(code)

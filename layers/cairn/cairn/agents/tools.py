@@ -20,6 +20,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ..errors import PipelineError
 from ..models import MAX_ERROR_CHARS, clip_text
+from ..text import validation_problems
 from .messages import ToolResult, ToolUse
 from .model import TOOL_NAME_PATTERN, ToolSpec
 
@@ -62,7 +63,7 @@ class Tool:
         try:
             arguments = self.input_model.model_validate(dict(input))
         except ValidationError as exc:
-            return _error(tool_use_id, f'Invalid input for tool "{self.name}": {_describe(exc)}')
+            return _error(tool_use_id, f'Invalid input for tool "{self.name}": {validation_problems(exc, "input")}')
         values = {field.alias or key: getattr(arguments, key) for key, field in self.input_model.model_fields.items()}
         try:
             returned = self.fn(**values)
@@ -170,12 +171,3 @@ def _to_json(value: Any) -> Any:
 
 def _error(tool_use_id: str, message: str) -> ToolResult:
     return ToolResult(tool_use_id=tool_use_id, content=clip_text(message, MAX_ERROR_CHARS), is_error=True)
-
-
-def _describe(error: ValidationError) -> str:
-    """A validation error on one line: each argument and what is wrong with it."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "input"
-        problems.append(f"{where}: {item['msg']}")
-    return "; ".join(problems)
