@@ -11,8 +11,8 @@ from cairn.aws.api import api_handler
 from cairn.registry import PipelineRegistry
 from cairn.testing.api import ApiClient
 from document_intake.state import IntakeState
-from research_brief.state import BriefState
 from pipelines import PIPELINES
+from research_brief.state import BriefState
 from tests.events import load_event
 from tests.functional.api_client import ALICE, Api
 
