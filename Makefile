@@ -154,8 +154,26 @@ scaffold-check: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
 		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(NODE_STAMP) validate test
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
+	rm -rf $(VENV) $(SAM_VENV) .bench node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
 
-bench: $(STAMP)
-	$(BIN)/python benchmarks/transition_cost.py
-	$(BIN)/python benchmarks/file_history.py
+# Every benchmark suite of issue 15, then docs/BENCHMARKS.md (tables, targets, plots). The peers (DBOS, Temporal,
+# the durable execution SDK) and matplotlib live in virtualenvs of their own under .bench/venvs, never in .venv.
+# A suite that could not measure makes the target fail after the others ran and the report was written; a
+# missed target is a figure in the report, not a failure. BENCH_SUITES picks suites (e.g. BENCH_SUITES=cost).
+BENCH_SUITES ?= cost overhead peers state_size concurrency cold_start
+BENCH_VENVS := .bench/venvs
+PLOTS_PYTHON := $(BENCH_VENVS)/plots/bin/python
+
+$(PLOTS_PYTHON): benchmarks/requirements-plots.txt
+	$(PYTHON) -m venv $(BENCH_VENVS)/plots
+	$(BENCH_VENVS)/plots/bin/pip install --quiet --disable-pip-version-check -r benchmarks/requirements-plots.txt
+	touch $(PLOTS_PYTHON)
+
+bench: $(STAMP) $(PLOTS_PYTHON)
+	@started=$$(date +%s); status=0; \
+	for suite in $(BENCH_SUITES); do \
+		echo "== benchmarks.$$suite" >&2; \
+		$(BIN)/python -m benchmarks.$$suite || { status=1; echo "benchmarks.$$suite could not measure everything" >&2; }; \
+	done; \
+	$(PLOTS_PYTHON) -m benchmarks.report --total-seconds $$(( $$(date +%s) - started )) || status=1; \
+	exit $$status

@@ -153,7 +153,8 @@ def write_result(result: Result, started: float) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{result.suite}.json"
     path.write_text(json.dumps(asdict(result), indent=2, default=str) + "\n")
-    print(f"{result.suite}: wrote {path.relative_to(ROOT)} in {result.seconds} s", file=sys.stderr)
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    print(f"{result.suite}: wrote {shown} in {result.seconds} s", file=sys.stderr)
     return path
 
 
