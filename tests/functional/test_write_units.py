@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from benchmarks.cost import JobCost, document_state, measure_job, noop_pipeline
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures, item_size, number_size
-from benchmarks.transition_cost import JobCost, document_state, measure_job, noop_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from tests.functional.conftest import Moto
 

@@ -35,7 +35,6 @@ from .retry import RetryPolicy
 from .scheduling.base import Scheduler
 from .scheduling.inline import InlineScheduler
 from .storage.base import Storage
-from .storage.file import FileStorage
 from .storage.memory import MemoryStorage
 
 __all__ = [
@@ -91,12 +90,21 @@ __all__ = [
 
 if TYPE_CHECKING:
     from .aws.dynamodb import DynamoDBStorage
+    from .storage.file import FileStorage
 
 
 def __getattr__(name: str) -> Any:
-    """``DynamoDBStorage`` is imported on first use, so the core never loads boto3 by itself."""
+    """``DynamoDBStorage`` and ``FileStorage`` are imported on first use.
+
+    So the core never loads boto3 by itself, and a Lambda function (which stores jobs in DynamoDB)
+    never loads filelock and asyncio.
+    """
     if name == "DynamoDBStorage":
         from .aws.dynamodb import DynamoDBStorage
 
         return DynamoDBStorage
+    if name == "FileStorage":
+        from .storage.file import FileStorage
+
+        return FileStorage
     raise AttributeError(f"module 'cairn' has no attribute {name!r}")

@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from .observability import logger, metrics, tracer
+from .observability import logger, metrics, tracer, tracing_enabled
 from .runtime import Runtime
 
 Handler = Callable[[dict[str, Any], LambdaContext], dict[str, Any]]
@@ -38,8 +38,13 @@ class LazyRuntime:
 
 
 def entry_point(handler: Handler, *, correlation_id_path: str | None = None) -> Handler:
-    """``handler`` with a fresh log context per invocation (Lambda's context in it), its metrics flushed, traced."""
-    traced = tracer.capture_lambda_handler(handler, capture_response=False)
+    """``handler`` with a fresh log context per invocation (Lambda's context in it), its metrics flushed, traced.
+
+    Traced (an X-Ray subsegment per invocation, AWS calls patched) only where tracing is on
+    (:func:`tracing_enabled`, decided when the handler is made, at import as before): elsewhere
+    the X-Ray SDK is never imported, and a disabled Tracer would have recorded nothing anyway.
+    """
+    traced = tracer().capture_lambda_handler(handler, capture_response=False) if tracing_enabled() else handler
     measured = metrics.log_metrics(traced)
     logged: Handler = logger.inject_lambda_context(measured, correlation_id_path=correlation_id_path, clear_state=True)
     return logged

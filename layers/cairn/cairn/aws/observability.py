@@ -1,18 +1,56 @@
-"""Powertools logging, metrics and tracing, shared by cairn's Lambda entry points."""
+"""Powertools logging, metrics and tracing, shared by cairn's Lambda entry points.
+
+The X-Ray tracer is made only where it traces (:func:`tracing_enabled`): importing the X-Ray SDK costs
+a process 10 to 200 ms (outside Lambda its sampler builds two botocore clients), so a function with
+tracing off (``POWERTOOLS_TRACE_DISABLED``, ``cairn dev``'s workers, tests) never loads it.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+from collections.abc import Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from ..models import Job
 
+if TYPE_CHECKING:
+    from aws_lambda_powertools import Tracer
+
 logger = Logger(service="cairn")
 metrics = Metrics(namespace="cairn")
-tracer = Tracer(service="cairn")
+
+_TRUE = ("1", "y", "yes", "t", "true", "on")
+_FALSE = ("0", "n", "no", "f", "false", "off")
+
+
+def tracing_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether Powertools' Tracer would trace here: in Lambda, not under SAM local or Chalice, not turned off.
+
+    The same decision as ``Tracer()`` makes without ``disabled=``: ``POWERTOOLS_TRACE_DISABLED`` true
+    turns it off (a value that is no truth value is a ValueError, as there), and so does running
+    outside Lambda (no ``LAMBDA_TASK_ROOT``) or in ``sam local`` (``AWS_SAM_LOCAL``) or Chalice's local
+    mode (``AWS_CHALICE_CLI_MODE``).
+    """
+    env = os.environ if environ is None else environ
+    disabled = env.get("POWERTOOLS_TRACE_DISABLED", "false").lower()
+    if disabled not in _TRUE + _FALSE:
+        raise ValueError(f"invalid truth value {disabled!r}")
+    if disabled in _TRUE:
+        return False
+    return bool(env.get("LAMBDA_TASK_ROOT")) and not (env.get("AWS_SAM_LOCAL") or env.get("AWS_CHALICE_CLI_MODE"))
+
+
+@cache
+def tracer() -> Tracer:
+    """The process's X-Ray tracer (service ``cairn``), made on first use: it imports the X-Ray SDK."""
+    from aws_lambda_powertools import Tracer
+
+    return Tracer(service="cairn")
 
 
 def record_phase_metrics(job: Job | None, *, phase: str, duration_ms: float) -> None:

@@ -1,0 +1,116 @@
+"""The cost, overhead and state size suites measure in quick mode and write what the report needs.
+
+These are real checks of cairn's promises too: a transition of a small state makes no read and at most
+three write units, costs less than a Step Functions transition, and its time grows with the state.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import common, cost, overhead, state_size
+
+
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "latest"
+    monkeypatch.setattr(common, "RESULTS", folder)
+    return folder
+
+
+def _read(folder: Path, suite: str) -> dict[str, Any]:
+    written: dict[str, Any] = json.loads((folder / f"{suite}.json").read_text())
+    assert written["unmeasured"] == []
+    assert written["measured_at"]
+    assert written["seconds"] > 0
+    assert {"boto3", "botocore", "moto", "pydantic", "git"} <= set(written["versions"])
+    assert written["data"]["machine"]["cpus"]
+    return written
+
+
+def _table(written: dict[str, Any], title_start: str) -> dict[str, Any]:
+    found = [table for table in written["tables"] if table["title"].startswith(title_start)]
+    assert len(found) == 1, [table["title"] for table in written["tables"]]
+    table: dict[str, Any] = found[0]
+    assert table["rows"]
+    assert all(len(row) == len(table["columns"]) for row in table["rows"])
+    return table
+
+
+def test_the_cost_suite_counts_no_read_and_at_most_three_write_units_per_small_transition(results: Path) -> None:
+    assert cost.main(["--quick"]) == 0
+
+    written = _read(results, "cost")
+    _table(written, "Requests and write units per step")
+    prices = _table(written, "Dollars per million middle transitions")
+    assert [row[0] for row in prices["rows"]] == ["200 B", "1 KB"]
+    sizes = written["data"]["sizes"]
+    assert list(sizes) == ["200 B", "1 KB"]
+    for label in sizes:
+        middle = sizes[label]["middle"]
+        assert middle["read_requests_range"] == [0.0, 0.0]
+        assert middle["read_units_range"] == [0.0, 0.0]
+        assert middle["write_units_range"][1] <= 3
+        assert middle["lambda_invokes"] == 1  # the direct driver's invoke of the next phase
+        assert middle["s3_calls"] == 0  # a small state stays in the item
+        assert middle["dollars_per_million"] < sizes[label]["peers"]["stepfunctions_standard"]
+        assert sizes[label]["finish"]["lambda_invokes"] == 0
+        assert sizes[label]["powertools"]["possible"]
+        assert sizes[label]["powertools"]["write_requests"] == 2
+    targets = {target["name"]: target for target in written["targets"]}
+    assert targets["Write units and reads per transition, 200 B"]["met"]
+    assert targets["Write units and reads per transition, 1 KB"]["met"]
+    assert targets["Cheaper than Step Functions Standard"]["met"]
+    plot = written["data"]["plots"]["dollars"]["series"]
+    assert plot["cairn"]["x"] == [200, 1024]
+
+
+def test_a_document_state_has_exactly_the_size_asked_for() -> None:
+    for size in (200, 1024, 5000):
+        assert len(json.dumps(cost.document_state(size), separators=(",", ":")).encode()) == size
+
+
+def test_the_overhead_suite_compares_a_transition_with_the_floor_and_splits_off_moto(results: Path) -> None:
+    assert overhead.main(["--quick"]) == 0
+
+    written = _read(results, "overhead")
+    _table(written, "Milliseconds per middle transition")
+    _table(written, "cairn as a multiple of the floor")
+    entry = written["data"]["sizes"]["1 KB"]
+    assert entry["cairn"]["requests"] == 3  # claim, history item, commit
+    assert entry["floor"]["requests"] == 1  # one conditional UpdateItem
+    for variant in overhead.VARIANTS:
+        figures = entry[variant]
+        assert figures["cpu_ms"]["runs"] == 3
+        assert 0 < figures["moto_ms"]["median"] < figures["cpu_ms"]["median"]
+        assert figures["client_ms"]["median"] > 0
+    assert entry["ratio"]["cpu"]["median"] > 1
+    (target,) = written["targets"]
+    assert target["name"] == "Overhead over the floor, 1 KB"
+    assert target["met"] or "over:" in target["note"]
+    assert entry["profile"]["top_functions"]
+
+
+def test_the_state_size_suite_reports_time_bytes_and_where_the_state_went(results: Path) -> None:
+    assert state_size.main(["--quick"]) == 0
+
+    written = _read(results, "state_size")
+    _table(written, "Per middle transition")
+    sizes = written["data"]["sizes"]
+    assert list(sizes) == ["1 KB", "10 KB"]
+    for label, entry in sizes.items():
+        assert entry["default"] == "inline"  # under 4 KB compressed
+        inline, through_s3 = entry["inline"], entry["S3"]
+        assert inline["possible"]
+        assert through_s3["possible"]
+        assert inline["written"]["s3_bytes"] == 0
+        assert through_s3["written"]["s3_bytes"] > 0
+        assert through_s3["written"]["write_units"] == 3, label
+        assert inline["cpu_ms"]["median"] > 0
+        assert inline["wall_ms"]["median"] > 0
+    assert sizes["10 KB"]["inline"]["written"]["dynamodb_bytes"] > sizes["1 KB"]["inline"]["written"]["dynamodb_bytes"]
+    assert written["data"]["plots"]["time"]["series"]["S3"]["x"] == [1024, 10240]
