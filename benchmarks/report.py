@@ -55,7 +55,7 @@ def _plot_series(
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend()
+    axes.legend(fontsize="small", framealpha=0.8, loc="best")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
