@@ -23,6 +23,8 @@ from pathlib import Path
 
 from ..errors import CairnError
 
+BANNER_MARK = " deployed as stack "
+"""Part of the banner's first line (``cairn dev: template.yaml deployed as stack ...``)."""
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 20.0
 
@@ -59,9 +61,10 @@ class DevProcess:
             return False
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> float:
-        """Seconds until the API answered; DevProcessError (with the log's end) when the child died or hung."""
+        """Seconds until the API answered and the banner was printed; DevProcessError (with the log's end) when
+        the child died or hung. (The API answers a moment before the banner, which says what runs where.)"""
         started = time.monotonic()
-        while not self.answers():
+        while not (self.answers() and BANNER_MARK in self.output()):
             if self.process.poll() is not None:
                 tail = "\n".join(self.output().splitlines()[-20:])
                 raise DevProcessError(f"cairn dev exited with status {self.process.returncode}:\n{tail}")
