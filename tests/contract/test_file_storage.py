@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from cairn import (
+    Cairn,
     CairnError,
     CorruptJobError,
     Done,
     Fail,
     FileStorage,
+    InlineScheduler,
     InvalidInputError,
     Job,
     JobStatus,
@@ -183,6 +185,7 @@ def test_a_failed_write_leaves_the_previous_file_intact(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", disk_full)
+    monkeypatch.setattr(os, "fdatasync", disk_full, raising=False)
     pipeline = _pipeline()
     scheduler = make_scheduler(pipeline, files, clock)
     clock.advance(5)
@@ -205,6 +208,7 @@ def test_a_failed_write_is_reported_as_a_storage_error(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", disk_full)
+    monkeypatch.setattr(os, "fdatasync", disk_full, raising=False)
     pipeline = _pipeline()
     with pytest.raises(CairnError) as info:
         run_pipeline("job-a", pipeline, storage=files, scheduler=make_scheduler(pipeline, files, clock))
@@ -494,3 +498,39 @@ def test_a_transition_rewrites_only_the_small_job_file_whatever_the_history(
     assert [entry.message for entry in job.log if entry.message.startswith("loop")][-1] == "loop 300"
     assert sizes[300] <= sizes[10] + 16, "the job file grows with the job's history"
     assert (directory / "long-1.history.jsonl").stat().st_size > 300 * sizes[10] // 10
+
+
+def test_a_step_forces_to_disk_what_must_survive_a_power_cut_and_no_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim flushes its new file (never a torn job) but not the folder; a commit flushes its history, its file
+    and the folder, so the job it leaves survives a power cut."""
+    calls: list[str] = []
+    real_fsync, real_fdatasync = os.fsync, os.fdatasync
+
+    def fsync(fd: int) -> None:
+        calls.append("fsync")
+        real_fsync(fd)
+
+    def fdatasync(fd: int) -> None:
+        calls.append("fdatasync")
+        real_fdatasync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "fdatasync", fdatasync)
+    pipeline: Pipeline[Any] = Pipeline("steps")
+
+    @pipeline.phase
+    def only(ctx: PhaseContext[Any]) -> Done:
+        calls.append("ran")
+        return Done(None)
+
+    jobs = Cairn(pipeline, storage=FileStorage(tmp_path / "jobs"), scheduler=InlineScheduler())
+    jobs.start("steps", "job-1")
+    calls.clear()
+    jobs.run_until_idle()
+
+    claim, commit = calls[: calls.index("ran")], calls[calls.index("ran") + 1 :]
+    assert claim == ["fdatasync"]
+    assert commit == ["fdatasync", "fdatasync", "fsync"]  # history, job file, folder
+    assert jobs.get("job-1").status == "complete"

@@ -34,8 +34,12 @@ class DocumentStorage(Storage):
         """The stored document (no history), expired or not; None when there is none."""
 
     @abstractmethod
-    def _store(self, job: Job) -> None:
-        """Write the document atomically (all or nothing)."""
+    def _store(self, job: Job, *, lasting: bool = True) -> None:
+        """Write the document atomically (all or nothing).
+
+        ``lasting=False`` (a claim) may skip what only makes the write survive a power cut: a claim lost
+        with the machine lets the phase run again, as the death of its worker already does.
+        """
 
     @abstractmethod
     def _job_ids(self) -> Iterator[str]:
@@ -65,7 +69,9 @@ class DocumentStorage(Storage):
     def _add_lessons(self, pipeline: str, records: Sequence[StoredLesson]) -> None:
         """Keep lesson records durably (a record of a key already kept may be added beside it)."""
 
-    def _update(self, job_id: str, change: Callable[[Job | None], Written | None]) -> Job | None:
+    def _update(
+        self, job_id: str, change: Callable[[Job | None], Written | None], *, lasting: bool = True
+    ) -> Job | None:
         with self._locked(job_id):
             written = change(self._load(job_id))
             if written is None:
@@ -73,7 +79,7 @@ class DocumentStorage(Storage):
             if not written.landed:
                 if written.history is not None:
                     self._append_history(job_id, written.history)
-                self._store(written.job.model_copy(update={"log": [], "phases": []}))
+                self._store(written.job.model_copy(update={"log": [], "phases": []}), lasting=lasting)
             return written.returned()
 
     def _apply(self, job_id: str, change: Callable[[Job | None], Written]) -> Job:
@@ -104,7 +110,7 @@ class DocumentStorage(Storage):
         return self._apply(request.job_id, lambda job: transitions.start(job, request))
 
     def claim(self, request: Claim) -> Job | None:
-        return self._update(request.job_id, lambda job: transitions.claim(job, request))
+        return self._update(request.job_id, lambda job: transitions.claim(job, request), lasting=False)
 
     def save(self, job_id: str, fence: Fence, request: Save) -> Job:
         return self._apply(job_id, lambda job: transitions.save(job, job_id, fence, request))

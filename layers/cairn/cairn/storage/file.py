@@ -76,7 +76,10 @@ class FileStorage(DocumentStorage):
 
     Each write goes to a temporary file that is flushed to disk and renamed
     over the old one, so a crash leaves either the old or the new job, never
-    half of one. ``lock_timeout`` bounds the wait for another process's lock.
+    half of one. Every write but a claim also flushes the folder, so that the
+    rename survives a power cut; a claim lost with the machine lets the phase
+    run again, which the death of its worker allows anyway. ``lock_timeout``
+    bounds the wait for another process's lock.
     """
 
     def __init__(
@@ -132,7 +135,7 @@ class FileStorage(DocumentStorage):
         except (ValueError, ValidationError, RecursionError) as exc:
             raise CorruptJobError(str(path), _first_line(exc)) from exc
 
-    def _store(self, job: Job) -> None:
+    def _store(self, job: Job, *, lasting: bool = True) -> None:
         path = self.path_for(job.job_id)
         data = json.dumps(job.to_wire(), separators=(",", ":")).encode()
         try:
@@ -143,7 +146,7 @@ class FileStorage(DocumentStorage):
             with os.fdopen(fd, "wb") as temp:
                 temp.write(data)
                 temp.flush()
-                os.fsync(temp.fileno())
+                _flush_data(temp.fileno())  # the new file is whole before it takes the job's name
             os.replace(temp_name, path)
         except BaseException as exc:
             with contextlib.suppress(FileNotFoundError):
@@ -151,7 +154,8 @@ class FileStorage(DocumentStorage):
             if isinstance(exc, OSError):
                 raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
             raise
-        _fsync_directory(self.directory)
+        if lasting:  # the rename itself survives a power cut (a claim may not: see DocumentStorage._store)
+            _fsync_directory(self.directory)
 
     def history_path_for(self, job_id: str) -> Path:
         """The file that holds ``job_id``'s history, one JSON item per line."""
@@ -234,7 +238,7 @@ class FileStorage(DocumentStorage):
                     line = b"\n" + line  # the last append was torn by a crash: start a line of our own
                 history.write(line)
                 history.flush()
-                os.fsync(history.fileno())
+                _flush_data(history.fileno())
         except OSError as exc:
             raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
 
@@ -347,6 +351,12 @@ class FileStorage(DocumentStorage):
 
 def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _flush_data(fd: int) -> None:
+    """Force a file's bytes (and its size) to disk: fdatasync where there is one (not macOS), else fsync."""
+    flush = getattr(os, "fdatasync", None) or os.fsync
+    flush(fd)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -30,7 +30,7 @@ class MemoryStorage(DocumentStorage):
         with self._lock:
             return self._jobs.get(job_id)
 
-    def _store(self, job: Job) -> None:
+    def _store(self, job: Job, *, lasting: bool = True) -> None:
         with self._lock:
             self._jobs[job.job_id] = job
 
