@@ -75,7 +75,7 @@ SYSTEMS = (
     ),
     System(
         "cairn-file", "cairn, FileStorage", "run_cairn.py", ("--store", "file"), None,
-        "a phase transition (Next)", "a JSON file per job, fsynced at each write; history appended",
+        "a phase transition (Next)", "a JSON file per job, replaced and flushed at each write; history appended",
     ),
     System(
         "dbos-fsync", "DBOS, SQLite synchronous=FULL", "run_dbos.py", ("--sync", "full"), "dbos",
@@ -250,8 +250,9 @@ def _targets(
     notes: list[str] = []
     fsyncs = ready.get("cairn-file", {}).get("info", {}).get("fsync_calls_per_step")
     why = (
-        f"; cairn's file store calls fsync {fsyncs} times per step (the history append, then for the claim and for "
-        "the commit a temporary file and its folder), DBOS commits one SQLite transaction per step"
+        f"; cairn's file store flushes to disk {fsyncs} times per step (fdatasync of the claim's new file, of the "
+        "history append and of the commit's new file, then an fsync of the folder for the commit's rename), DBOS "
+        "commits one SQLite transaction per step"
         if fsyncs is not None
         else ""
     )
@@ -344,8 +345,8 @@ def build_result(
         measured = f" (read back: {json.dumps(details['sqlite'])})" if "sqlite" in details else ""
         if details.get("fsync_calls_per_step"):
             measured = (
-                f" ({details['fsync_calls_per_step']} fsync and {details['replace_calls_per_step']} os.replace calls "
-                f"per step in a {WARMUP_STEPS}-step job)"
+                f" ({details['fsync_calls_per_step']} fsync or fdatasync and {details['replace_calls_per_step']} "
+                f"os.replace calls per step in a {WARMUP_STEPS}-step job)"
             )
         described.append([system.label, version or "-", system.step, system.store + measured])
     targets, notes = _targets(per_step, lengths, ready, compare=any(s.key == "dbos-fsync" for s in systems))

@@ -49,10 +49,15 @@ def session(arguments: argparse.Namespace) -> Iterator[tuple[Measure, dict[str, 
     """A store (in memory, or files in a temporary folder) and a front door per length."""
     calls = {"fsync": 0, "replace": 0}
     fsync, replace = os.fsync, os.replace
+    fdatasync = getattr(os, "fdatasync", None) or os.fsync
 
     def counted_fsync(fd: Any) -> None:
         calls["fsync"] += 1
         fsync(fd)
+
+    def counted_fdatasync(fd: Any) -> None:
+        calls["fsync"] += 1
+        fdatasync(fd)
 
     def counted_replace(source: Any, destination: Any) -> None:
         calls["replace"] += 1
@@ -81,8 +86,13 @@ def session(arguments: argparse.Namespace) -> Iterator[tuple[Measure, dict[str, 
                 raise RuntimeError(f"cairn: unexpected result {result!r}")
             return elapsed
 
-        # Counted, not changed: os.fsync and os.replace as the store calls them (the last run's, per step).
-        with mock.patch.object(os, "fsync", counted_fsync), mock.patch.object(os, "replace", counted_replace):
+        # Counted, not changed: os.fsync and os.fdatasync (both counted as flushes) and os.replace as the store calls
+        # them (the last run's, per step).
+        with (
+            mock.patch.object(os, "fsync", counted_fsync),
+            mock.patch.object(os, "fdatasync", counted_fdatasync, create=True),
+            mock.patch.object(os, "replace", counted_replace),
+        ):
             yield measure, info
 
 
