@@ -77,7 +77,7 @@ def test_the_target_says_by_how_much_it_was_missed() -> None:
     ahead, flat = result.targets
     assert not ahead.met
     assert "at 100 steps cairn is 1.50x DBOS's time per step" in ahead.note
-    assert "fsync 5.3 times per step" in ahead.note
+    assert "flushes to disk 5.3 times per step" in ahead.note
     assert flat.met  # 3.0 ms at 1,000 steps against 4.0 at 10
     assert result.data["systems"]["dbos-fsync"]["ms_per_step"]["100"] == pytest.approx([2.0] * 3)
     series = result.data["plots"]["per-step"]["series"]["cairn, FileStorage"]
