@@ -13,20 +13,8 @@ NODE_STAMP := node_modules/.installed
 CHROMIUM := /usr/bin/chromium
 STATELINT := node_modules/.bin/statelint
 TEMPLATE := template.yaml
-STATE_MACHINE := layers/cairn/cairn/aws/pipeline.asl.json
+STATE_MACHINE := statemachine/pipeline.asl.json
 BUILD_DIR := .aws-sam/build
-# The instruction set the layer's compiled dependencies (pydantic-core) are built for and the functions
-# are deployed with: `make build` and `make deploy` pass the same value (a layer built for arm64 fails
-# every import on x86_64). The default is the template's; tests/template/test_build.py checks both.
-ARCH ?= arm64
-# More parameters for the deploy (e.g. PARAMETERS="Driver=stepfunctions AlarmEmail=ops@example.com"):
-# given on the command line, they replace any parameter_overrides saved in samconfig.toml.
-PARAMETERS ?=
-ifneq (,$(findstring Architecture=,$(PARAMETERS)))
-$(error Set the architecture with ARCH=..., not in PARAMETERS: the build must use it too)
-endif
-# sam build needs the Lambda runtime's Python (3.12); with pyenv this puts it on PATH beside 3.11.
-export SAM_PYENV_VERSION ?= 3.11.7:3.12.1
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
@@ -34,9 +22,10 @@ export SAM_CLI_TELEMETRY := 0
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt layers/cairn/requirements.txt
+# cairn itself is installed editable (its `cairn` command, its pytest plugin), with the pins of requirements-dev.txt.
+$(STAMP): requirements.txt requirements-dev.txt layers/requirements.txt layers/cairn/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt -e "./layers/cairn[dev]"
 	touch $(STAMP)
 
 $(SAM_STAMP): requirements-sam.txt
@@ -105,15 +94,13 @@ validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
 		$(BIN)/cfn-lint --include-checks I -- "$$wrapper/pipeline-state-machine.json"
 	$(STATELINT) $(STATE_MACHINE)
 
-# The layer is built from a staged copy of the cairn package without its local tools (layers/stage_layer.py).
-build: $(SAM_STAMP) $(STAMP)
-	$(BIN)/python layers/stage_layer.py build/layer
-	PYENV_VERSION=$(SAM_PYENV_VERSION) $(SAM) build --template $(TEMPLATE) --build-dir $(BUILD_DIR) \
-		--parameter-overrides Architecture=$(ARCH)
+# Plain `sam build` and `sam deploy` with samconfig.toml's settings: the layer is built by layers/Makefile, for the
+# template's Architecture (samconfig.toml saves it for both). `make deploy` is `sam build && sam deploy`.
+build: $(SAM_STAMP)
+	$(SAM) build
 
-# Not --guided: its prompts could deploy another Architecture than the one just built.
 deploy: build
-	$(SAM) deploy --template-file $(BUILD_DIR)/template.yaml --parameter-overrides Architecture=$(ARCH) $(PARAMETERS)
+	$(SAM) deploy
 
 # The template tests need the tools `validate` installs, the browser tests Debian's chromium: with
 # TEMPLATE_TOOLS_REQUIRED and BROWSER_REQUIRED they fail instead of skipping when one is missing.

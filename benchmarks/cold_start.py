@@ -19,8 +19,9 @@ first event (``fetch`` of document-intake: claim, run, commit) through the handl
 ``fetch`` warm. From process start to the first commit, moto's setup left out, as a ratio to a fresh
 process that imports boto3.
 
-(c) **Layer size.** ``layers/stage_layer.py`` stages the layer, ``pip install --no-compile -r
-requirements.txt -t python/`` for the template's architecture (arm64, Python 3.12, binary wheels: what
+(c) **Layer size.** The cairn package without its local tools (``cairn.bundle.layer.prune``, as
+``sam build`` leaves them out), ``pip install --no-compile -r layers/requirements.txt -t python/`` for
+the template's architecture (arm64, Python 3.12, binary wheels: what
 ``sam build`` unpacks), then its bytes unzipped and zipped (deflate), and by distribution.
 
 Run: ``python -m benchmarks.cold_start`` (``--quick``: fewer runs, this interpreter, no layer build).
@@ -50,6 +51,7 @@ from pathlib import Path
 
 from benchmarks import common
 from benchmarks.common import Result, Summary, Table, Target
+from cairn.bundle import layer
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = "cold_start"
@@ -256,7 +258,7 @@ def pip_install(target: Path, platform_tag: str | None) -> str:
         "--disable-pip-version-check",
         "--no-compile",
         "-r",
-        str(ROOT / "layers" / "cairn" / "requirements.txt"),
+        str(ROOT / "layers" / "requirements.txt"),
         "-t",
         str(target),
     ]
@@ -388,16 +390,15 @@ class Layer:
     without_sdk_zipped: int
 
 
+def stage_package(site: Path) -> None:
+    """The cairn package as the layer holds it, in ``site``: the source without its local tools (no bytecode)."""
+    shutil.copytree(ROOT / "layers" / "cairn" / "cairn", site / "cairn", ignore=shutil.ignore_patterns("__pycache__"))
+    layer.prune(site)
+
+
 def build_layer(folder: Path, platform_tag: str | None) -> str:
     """Stage the layer into ``folder/python`` and install its requirements there; pip's error, or ""."""
-    staged = subprocess.run(
-        [sys.executable, str(ROOT / "layers" / "stage_layer.py"), str(folder / "python")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if staged.returncode != 0:
-        return staged.stderr.strip() or "stage_layer.py failed"
+    stage_package(folder / "python")
     return pip_install(folder / "python", platform_tag)
 
 
@@ -611,14 +612,7 @@ def bytecode_section(setup: Setup, result: Result) -> None:
     no_cache = shutil.ignore_patterns("__pycache__")
     shutil.copytree(setup.interpreter.requirements[0], bare_root / "requirements", ignore=no_cache)
     shutil.copytree(setup.now.functions, bare_root / "functions", ignore=no_cache)
-    staged = subprocess.run(
-        [sys.executable, str(ROOT / "layers" / "stage_layer.py"), str(bare_root / "layer")],
-        capture_output=True,
-        check=False,
-    )
-    if staged.returncode != 0:
-        result.unmeasured.append("the import without bytecode: layers/stage_layer.py failed")
-        return
+    stage_package(bare_root / "layer")
     bare = Interpreter(setup.interpreter.python, setup.interpreter.flags, (bare_root / "requirements",), "no .pyc")
     deployed = Code("deployed", bare_root / "layer", bare_root / "functions")
     variants = [ImportVariant(module, deployed, "Lambda, tracing on") for module in ("boto3", setup.modules[0])]
@@ -782,7 +776,8 @@ def layer_section(setup: Setup, result: Result) -> None:
             f"The Lambda layer's size ({tag}, Python {RUNTIME_PYTHON})",
             ["what", "MB unzipped", "MB zipped", "share"],
             rows,
-            "Staged by layers/stage_layer.py, requirements by pip install --no-compile -t python/ (binary wheels, as "
+            "The package pruned as layers/Makefile prunes it, requirements by pip install --no-compile -t python/ "
+            "(binary wheels, as "
             "sam build unpacks them); bytes of the files (10^6 per MB), zipped with deflate. By distribution from "
             "each RECORD. The python3.12 runtime has its own boto3 and botocore, but aws-xray-sdk (Powertools' "
             "tracer) requires botocore, so sam build's pip resolution puts it in the layer whatever requirements.txt "

@@ -25,7 +25,7 @@ from samtranslator.translator.transform import transform  # type: ignore[import-
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
-STATE_MACHINE = ROOT / "layers" / "cairn" / "cairn" / "aws" / "pipeline.asl.json"
+STATE_MACHINE = ROOT / "statemachine" / "pipeline.asl.json"
 
 STACK = "cairn-test"
 REGION = "us-east-1"

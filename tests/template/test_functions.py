@@ -217,9 +217,10 @@ def test_functions_and_layer_share_runtime_and_architecture(architecture: str) -
         assert function["Layers"] == [resolver.ref(layer_id)]
         assert function["TracingConfig"] == {"Mode": "Active"}
     source = sam_template()["Resources"]["CairnLayer"]
-    assert source["Properties"]["ContentUri"] == "build/layer/"  # staged by layers/stage_layer.py
-    assert source["Metadata"]["BuildMethod"] == "python3.12"
+    assert source["Properties"]["ContentUri"] == "layers/"  # built by layers/Makefile (plain sam build)
+    assert source["Metadata"]["BuildMethod"] == "makefile"
     assert source["Metadata"]["BuildArchitecture"] == {"Ref": "Architecture"}
+    assert source["Metadata"]["WorkingDirectory"] == {"Fn::Sub": "layers/${Architecture}"}
 
 
 def test_every_function_logs_to_its_own_group_with_a_retention() -> None:

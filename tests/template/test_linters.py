@@ -110,3 +110,12 @@ def test_statelint_rejects_a_transition_to_no_state(statelint: Path, tmp_path: P
     result = run([str(statelint), str(path)])
     assert result.returncode != 0
     assert "Nowhere" in result.stdout + result.stderr
+
+
+def test_the_package_ships_the_state_machine_of_the_template() -> None:
+    """cairn.testing and cairn init read the package's copy; the template deploys statemachine/: one definition."""
+    packaged = ROOT / "layers" / "cairn" / "cairn" / "aws" / "pipeline.asl.json"
+    assert packaged.read_bytes() == STATE_MACHINE.read_bytes(), (
+        "statemachine/pipeline.asl.json and the package's copy differ: copy statemachine/pipeline.asl.json over "
+        "layers/cairn/cairn/aws/pipeline.asl.json"
+    )

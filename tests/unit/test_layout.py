@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from cairn.bundle import layer
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "layers" / "cairn" / "cairn"
@@ -21,7 +24,9 @@ LOCAL_TOOLS = (
     PACKAGE / "client",
     PACKAGE / "dashboard" / "proxy.py",
     PACKAGE / "dashboard" / "command.py",
+    PACKAGE / "bundle",
 )
+LAYER_LEFT_OUT = tuple(Path(part) for part in layer.LOCAL_ONLY)
 
 
 def module_name(path: Path) -> str:
@@ -103,22 +108,24 @@ def test_importing_the_core_loads_no_aws_sdk() -> None:
     assert done.stdout.strip() == ""
 
 
-def test_the_staged_layer_holds_the_runtime_and_none_of_the_local_tools(tmp_path: Path) -> None:
-    staged = tmp_path / "layer"
-    subprocess.run([sys.executable, str(ROOT / "layers" / "stage_layer.py"), str(staged)], check=True)
+def test_the_layer_leaves_out_every_local_tool_and_keeps_the_runtime(tmp_path: Path) -> None:
+    """What layers/Makefile keeps of the installed package (cairn.bundle.layer.prune), on a copy of the source."""
+    staged = tmp_path / "python"
+    shutil.copytree(PACKAGE, staged / "cairn")
+    (staged / "bin").mkdir()
+    (staged / "bin" / "cairn").write_text("#!/bin/sh\n")
+    layer.prune(staged)
 
     files = {path.relative_to(staged).as_posix() for path in staged.rglob("*") if path.is_file()}
-    assert "requirements.txt" in files
     assert {"cairn/engine.py", "cairn/aws/dynamodb.py", "cairn/aws/phase_handler.py"} <= files
-    assert not [
-        name
-        for name in files
-        if name.startswith(("cairn/testing", "cairn/templating", "cairn/dev/", "cairn/client/"))
-        or name in ("cairn/cli.py", "cairn/scaffold.py", "cairn/dashboard/proxy.py", "cairn/dashboard/command.py")
-    ]
+    assert not [name for name in files if any(Path(name).is_relative_to(Path("cairn") / part) for part in LAYER_LEFT_OUT)]
     assert "cairn/dashboard/assets.py" in files  # the dashboard's files stay: the API may serve them
-    assert not [name for name in files if "__pycache__" in name]
-    assert "moto" not in (staged / "requirements.txt").read_text()
+    assert not [name for name in files if "__pycache__" in name or name.startswith("bin/")]
+
+
+def test_the_layer_leaves_out_exactly_the_local_tools() -> None:
+    """One list: what the layer leaves out is what these tests call the local tools."""
+    assert {PACKAGE / part for part in layer.LOCAL_ONLY} == set(LOCAL_TOOLS)
 
 
 def test_dynamodb_storage_is_available_from_the_package_on_first_use() -> None:

@@ -47,6 +47,8 @@ DEFAULT_TIMEOUT: Final = 3.0
 DEFAULT_MEMORY: Final = 128
 DEFAULT_RETRY_ATTEMPTS: Final = 2
 DEFAULT_SQS_BATCH: Final = 10
+DEFAULT_RUNTIME: Final = ""
+"""A function without a Runtime (an image): its workers run on this Python."""
 _RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
 _RATE_UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400}
 _STACK_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,127}")
@@ -150,6 +152,10 @@ class FunctionConfig:
     schedules: tuple[Schedule, ...]
     http_routes: tuple[Route, ...]
     layers: tuple[str, ...]
+    runtime: str = DEFAULT_RUNTIME
+    built_layers: tuple[Path, ...] = ()
+    """The ``python/`` folders of the function's layers when each is a built one (a ``sam build`` output:
+    the function then runs on them alone, as in Lambda); empty when a layer is a source folder."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,8 @@ class _Stack:
         self.state_machines: list[StateMachineInfo] = []
         self.functions: dict[str, FunctionConfig] = {}
         self.skipped: dict[str, str] = {}
+        self.layer_folders: dict[str, Path] = {}
+        """Each layer's ARN (its Ref) and its ContentUri folder."""
 
     def client(self, service: str) -> Any:
         """The client of ``service``, made once."""
@@ -463,6 +471,7 @@ class _Stack:
         invoke = setting("EventInvokeConfig", {}) or {}
         on_failure = (invoke.get("DestinationConfig") or {}).get("OnFailure") or {}
         events = setting("Events", {}) or {}
+        layers = tuple(text(layer) for layer in setting("Layers", []))
         config = FunctionConfig(
             logical_id=logical_id,
             name=name,
@@ -479,12 +488,20 @@ class _Stack:
             sqs_sources=tuple(self._sqs_sources(events, at(path, "Events"))),
             schedules=tuple(_schedules(events, at(path, "Events"))),
             http_routes=tuple(_routes(events)),
-            layers=tuple(text(layer) for layer in setting("Layers", [])),
+            layers=layers,
+            runtime=text(setting("Runtime", DEFAULT_RUNTIME)),
+            built_layers=self._built_layers(layers),
         )
         if name in self.functions:
             raise DeploymentError(f"{path}: two functions are named {name}")
         self.functions[name] = config
         return PhysicalResource(name, {"Arn": self._function_arn(name)})
+
+    def _built_layers(self, layers: tuple[str, ...]) -> tuple[Path, ...]:
+        """The layers' ``python/`` folders when every layer is a built one of this template, else ()."""
+        folders = [self.layer_folders.get(layer) for layer in layers]
+        built = [folder / "python" for folder in folders if folder is not None and (folder / "python").is_dir()]
+        return tuple(built) if layers and len(built) == len(layers) else ()
 
     def _resolved(self, properties: Mapping[str, Any], key: str, path: str) -> Any:
         """Property ``key`` resolved, or NO_VALUE when it is left out."""
@@ -554,6 +571,9 @@ class _Stack:
             ref = arn = f"arn:{partition}:sns:{region}:{account}:{name}"
         elif kind in ("AWS::Serverless::LayerVersion", "AWS::Lambda::LayerVersion"):
             ref = arn = f"arn:{partition}:lambda:{region}:{account}:layer:{name}:1"
+            content = properties.get("ContentUri")
+            if isinstance(content, str):
+                self.layer_folders[arn] = (self.root / content).resolve()
         elif kind in ("AWS::Serverless::HttpApi", "AWS::Serverless::Api", "AWS::ApiGatewayV2::Api"):
             ref = hashlib.sha256(f"{self.stack}/{logical_id}".encode()).hexdigest()[:10]
             arn = f"arn:{partition}:apigateway:{region}::/apis/{ref}"

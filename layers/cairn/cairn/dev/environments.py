@@ -16,7 +16,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
+from .runtimes import worker_launch
 from .worker import error_payload
 
 if TYPE_CHECKING:
@@ -87,11 +87,11 @@ class ExecutionEnvironment:
         self.generation = 0
         requests_read, self._requests = os.pipe()
         self._responses, responses_write = os.pipe()
-        command = [sys.executable, "-m", "cairn.dev.worker", function.handler, str(requests_read), str(responses_write)]
+        launch, variables = worker_launch(function, environment)
         self.process = subprocess.Popen(
-            command,
+            [*launch, function.handler, str(requests_read), str(responses_write)],
             cwd=function.code_uri,
-            env=dict(environment),
+            env=variables,
             pass_fds=(requests_read, responses_write),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -281,11 +281,18 @@ class FunctionPool:
             return outcome
         raise RuntimeError(f"{self.function.name}: could not start a worker")
 
-    def warm(self) -> None:
-        """Start one environment and import its handler ahead of the first invocation."""
-        environment = self._acquire()
+    def warm(self) -> dict[str, Any] | None:
+        """Start one environment and import its handler ahead of the first invocation.
+
+        None when it is ready; else Lambda's error payload of the failed init (the handler does not
+        import, or its process cannot start: no code folder, say).
+        """
         try:
-            environment.initialise()
+            environment = self._acquire()
+        except OSError as exc:
+            return error_payload(exc, "Runtime.InitError")
+        try:
+            return environment.initialise()
         finally:
             self._release(environment)
 

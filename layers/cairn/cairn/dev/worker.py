@@ -1,6 +1,6 @@
 """One Lambda execution environment: a process that imports a handler once and runs invocations one at a time.
 
-    python -m cairn.dev.worker HANDLER REQUESTS_FD RESPONSES_FD
+    python -P path/to/cairn/dev/worker.py HANDLER REQUESTS_FD RESPONSES_FD
 
 Once the handler is imported (Lambda's init phase) the worker writes ``{"ready": true}``
 to ``RESPONSES_FD`` (``{"initError": ...}`` and exits when it cannot be imported). The parent
@@ -9,6 +9,8 @@ and reads one JSON line back: ``{"ok": result}`` or ``{"error": {"errorMessage",
 "errorType", "stackTrace"}}``. The handler's own
 output (logs) goes to stdout and stderr, which the parent reads. The process
 runs in the function's code folder with its environment, as Lambda starts one.
+It imports nothing but the standard library, so it also runs on the runtime's Python with only a built
+layer on the path (:mod:`cairn.dev.runtimes`).
 A handler that cannot be imported fails the invocation waiting for it with
 ``Runtime.ImportModuleError``, as Lambda reports an init failure.
 """
@@ -19,13 +21,30 @@ import importlib
 import json
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from ..testing.invoker import LocalContext
-
 Handler = Callable[[Any, Any], Any]
+
+
+@dataclass
+class WorkerContext:
+    """The parts of Lambda's context object that handlers read, for one invocation."""
+
+    function_name: str
+    aws_request_id: str
+    memory_limit_in_mb: int
+    timeout_ms: int
+    invoked_function_arn: str
+    function_version: str = "$LATEST"
+    started: float = field(default_factory=time.monotonic)
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Time left before the function's timeout."""
+        return max(0, self.timeout_ms - int((time.monotonic() - self.started) * 1000))
 
 
 def error_payload(exc: BaseException, error_type: str | None = None) -> dict[str, Any]:
@@ -57,11 +76,14 @@ def _answer(responses: BinaryIO, message: dict[str, Any]) -> None:
 
 
 def _run(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
-    context = LocalContext(
+    region = os.environ.get("AWS_REGION", "us-east-1")
+    context = WorkerContext(
         request["functionName"],
         aws_request_id=request["requestId"],
         memory_limit_in_mb=int(request["memory"]),
         timeout_ms=int(request["timeoutMs"]),
+        invoked_function_arn=f"arn:aws:lambda:{region}:{request.get('account', '000000000000')}:function:"
+        f"{request['functionName']}",
     )
     try:
         result = handler(request["payload"], context)

@@ -1,0 +1,1 @@
+"""What `cairn init` writes: a new bundle's files."""
