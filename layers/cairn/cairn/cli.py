@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .templating.command import add_command as add_template_command
 
     add_template_command(commands)
+    from .bundle.init import add_command as add_init_command
+
+    add_init_command(commands)
     from .scaffold import add_command as add_new_command
 
     add_new_command(commands)
