@@ -25,10 +25,11 @@ def readme_examples() -> list[str]:
 
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """pytest run in ``project`` with only the library on the path: none of this repository's tests or settings."""
+    """pytest run in ``project`` as a user runs it: the test kit comes from the installed cairn's pytest11 entry
+    point, with none of this repository's tests or settings."""
     env = {name: value for name, value in os.environ.items() if not name.startswith(("AWS_", "POWERTOOLS_"))}
     env["PYTHONPATH"] = str(ROOT / "layers" / "cairn")
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "cairn.testing.plugin", "-p", "no:cacheprovider", *args]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, check=False)
 
 

@@ -92,11 +92,13 @@ def dev_process(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     port: int | None = None,
+    python: str | Path | None = None,
 ) -> Iterator[DevProcess]:
-    """``cairn dev ARGUMENTS --port PORT`` (a free port by default) running until the block ends."""
+    """``cairn dev ARGUMENTS --port PORT`` (a free port by default) running until the block ends, on ``python``
+    (default: this interpreter)."""
     port = port or free_port()
     log.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "cairn", "dev", "--port", str(port), *arguments]
+    command = [str(python or sys.executable), "-m", "cairn", "dev", "--port", str(port), *arguments]
     with log.open("wb") as output:
         process = subprocess.Popen(
             command, cwd=cwd, env=dict(env) if env is not None else None, stdout=output, stderr=subprocess.STDOUT

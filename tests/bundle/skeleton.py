@@ -1,0 +1,62 @@
+"""The files ``cairn init`` ships (``cairn/bundle/skeleton``) that are copies of this repository's own.
+
+Each shipped file is this repository's file, byte for byte, except the template, which is this repository's
+with its generated section synced to no pipelines (so the sample pipelines' functions, and the parameters
+and conditions only they use, are not in it). ``python -m tests.bundle.skeleton`` (``make skeleton``)
+writes them again from this repository's files after one of those changed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from cairn.registry import PipelineRegistry
+from cairn.templating.sync import synced
+
+ROOT = Path(__file__).resolve().parents[2]
+SKELETON = ROOT / "layers" / "cairn" / "cairn" / "bundle" / "skeleton"
+COPIES = (
+    "layers/Makefile",
+    "layers/requirements.txt",
+    "layers/arm64/platform.mk",
+    "layers/x86_64/platform.mk",
+    "functions/phases.py",
+    "functions/api/__init__.py",
+    "functions/api/app.py",
+    "functions/scheduler/__init__.py",
+    "functions/scheduler/app.py",
+    "samconfig.toml",
+)
+"""Shipped as they are here."""
+TEMPLATE = "template.yaml"
+
+
+def expected_template() -> str:
+    """This repository's template with no pipelines: the template every bundle starts from."""
+    return synced((ROOT / TEMPLATE).read_text(encoding="utf-8"), PipelineRegistry([]))
+
+
+def refresh() -> list[str]:
+    """Write every shipped copy from this repository's files; the ones that changed."""
+    changed = []
+    wanted = {relative: (ROOT / relative).read_bytes() for relative in COPIES}
+    wanted[TEMPLATE] = expected_template().encode()
+    for relative, data in wanted.items():
+        target = SKELETON / relative
+        if not target.is_file() or target.read_bytes() != data:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            changed.append(relative)
+    return changed
+
+
+def main() -> int:
+    """Refresh the skeleton, saying what changed."""
+    changed = refresh()
+    print("\n".join(f"wrote {SKELETON.relative_to(ROOT) / name}" for name in changed) or "the skeleton is current")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""What ``cairn init`` ships is this repository's own layer build, entry points, settings and template."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.bundle.skeleton import COPIES, ROOT, SKELETON, TEMPLATE, expected_template
+
+FIX = "run `make skeleton` (python -m tests.bundle.skeleton) to ship this repository's file again"
+
+
+@pytest.mark.parametrize("relative", COPIES)
+def test_the_shipped_file_is_the_repository_s(relative: str) -> None:
+    assert (SKELETON / relative).read_bytes() == (ROOT / relative).read_bytes(), f"{relative} differs: {FIX}"
+
+
+def test_the_shipped_template_is_this_one_without_its_pipelines() -> None:
+    shipped = (SKELETON / TEMPLATE).read_text(encoding="utf-8")
+    assert shipped == expected_template(), f"{TEMPLATE} differs: {FIX}"
+    for sample_only in ("DocumentsBucket", "AgentModelId", "HasDocumentsBucket", "HasAgentModel", "document-intake"):
+        assert sample_only not in shipped

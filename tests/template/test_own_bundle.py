@@ -1,0 +1,173 @@
+"""A bundle of one's own, as a user makes it: outside this checkout, with only `pip install cairn[dev]`.
+
+The first test makes a virtualenv, installs the checkout's distribution into it (as the README says:
+``pip install "<checkout>/layers/cairn[dev]"``), and in a folder outside the checkout runs ``cairn init``,
+``cairn new orders``, ``cairn template check``, ``pytest``, ``sam validate --lint`` and plain ``sam build``;
+then the built artifacts run jobs to ``complete`` on both drivers: ``cairn dev`` on the built template runs
+the built API, scheduler and phase handlers on a python3.12 whose path holds only the built layer and the
+function's code folder, against moto. The second test does the same for a fresh clone of this repository.
+Both need the SAM CLI (.venv-sam) and a python3.12, and reach the package index for the layer's wheels.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cairn.client.http import ApiClient
+from cairn.dev.process import dev_process
+from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
+from tests.template.cfn import ROOT, load_yaml_template
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("own-bundle")]
+HOST_ARCHITECTURE = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[
+    platform.machine().lower()
+]
+"""The architecture the built layer must have for this machine's python3.12 to import it."""
+LOCAL_ONLY_MODULES = ("testing", "dev", "cli.py", "templating", "client", "bundle")
+
+
+def python312() -> str:
+    """A python3.12 (the Lambda runtime's, which `sam build` compiles the layer with); skip without one."""
+    try:
+        return interpreter_for("python3.12")
+    except RuntimeNotFound as exc:
+        pytest.skip(str(exc))
+
+
+def user_environment(*first: Path) -> dict[str, str]:
+    """A shell of a user's: ``first`` folders at the head of PATH, nothing of this checkout on the path."""
+    left_out = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYENV_VERSION"}
+    environment = {key: value for key, value in os.environ.items() if key not in left_out}
+    environment["PATH"] = os.pathsep.join([*(str(folder) for folder in first), environment.get("PATH", "")])
+    environment["SAM_CLI_TELEMETRY"] = "0"
+    return environment
+
+
+def run(command: list[str | Path], cwd: Path, environment: dict[str, str], timeout: float = 600) -> str:
+    """Run ``command`` as the user would; its output, or the test fails with it."""
+    done = subprocess.run(
+        [str(part) for part in command],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    shown = " ".join(str(part) for part in command)
+    assert done.returncode == 0, f"{shown} failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return done.stdout + done.stderr
+
+
+def untracked_in_library() -> list[str]:
+    """Files in layers/cairn that git does not know, ignored ones included (a build's leftovers)."""
+    done = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "layers/cairn"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return sorted(line for line in done.stdout.splitlines() if "__pycache__" not in line)
+
+
+@pytest.fixture(scope="module")
+def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv where ``pip install "<checkout>/layers/cairn[dev]"`` ran; the checkout is left clean."""
+    venv = tmp_path_factory.mktemp("user") / "venv"
+    environment = user_environment()
+    before = untracked_in_library()
+    run([sys.executable, "-m", "venv", venv], venv.parent, environment)
+    pip = [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    run([*pip, f"{ROOT / 'layers' / 'cairn'}[dev]"], venv.parent, environment, timeout=900)
+    assert untracked_in_library() == before, "installing from the checkout left files in it"
+    return venv
+
+
+def wait_complete(api: ApiClient, job_id: str, timeout: float = 90.0) -> dict[str, object]:
+    """The job once it ends; it must end ``complete``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        job = api.get(job_id)
+        if job["status"] in ("complete", "error", "cancelled") or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert job["status"] == "complete", job
+    return job
+
+
+def built_layer(bundle: Path) -> Path:
+    """The built layer's ``python/`` folder, checked: cairn and its pins for this machine, bytecode, no local tools."""
+    built = load_yaml_template(bundle / ".aws-sam" / "build" / "template.yaml")
+    layer = bundle / ".aws-sam" / "build" / built["Resources"]["CairnLayer"]["Properties"]["ContentUri"] / "python"
+    assert (layer / "cairn" / "aws" / "phase_handler.py").is_file()
+    assert list((layer / "cairn" / "__pycache__").glob("engine.cpython-312.pyc"))
+    for module in LOCAL_ONLY_MODULES:
+        assert not (layer / "cairn" / module).exists(), f"the layer holds the local tool cairn/{module}"
+    assert not (layer / "moto").exists()
+    assert not (layer / "bin").exists()
+    (extension,) = layer.glob("pydantic_core/_pydantic_core.*.so")
+    assert f"cpython-312-{ {'arm64': 'aarch64'}.get(HOST_ARCHITECTURE, HOST_ARCHITECTURE) }" in extension.name
+    return layer
+
+
+def run_jobs_on_the_built_stack(
+    bundle: Path, python: Path, environment: dict[str, str], pipeline: str, state: dict[str, object], log: Path
+) -> None:
+    """``cairn dev`` on the built template, each driver: a job of ``pipeline`` completes."""
+    for driver in ("direct", "stepfunctions"):
+        arguments = ("--template", ".aws-sam/build/template.yaml", "--driver", driver, "--no-reload")
+        with dev_process(log / f"{driver}.log", *arguments, cwd=bundle, env=environment, python=python) as dev:
+            api = ApiClient(dev.base_url)
+            api.start(pipeline, state=state, job_id=f"built-{driver}")
+            wait_complete(api, f"built-{driver}")
+
+
+def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
+    user_venv: Path, sam_cli: Path, tmp_path: Path
+) -> None:
+    runtime = python312()
+    bin_folder = user_venv / "bin"
+    environment = user_environment(bin_folder, Path(runtime).parent)
+    cairn = bin_folder / "cairn"
+    work = tmp_path / "work"
+    work.mkdir()
+
+    run([cairn, "init", "my-bundle", "--arch", HOST_ARCHITECTURE], work, environment)
+    bundle = work / "my-bundle"
+    run([cairn, "new", "orders"], bundle, environment)
+    run([cairn, "template", "check"], bundle, environment)
+    tests = run([bin_folder / "pytest", "-q"], bundle, environment)
+    assert " passed" in tests
+    assert "failed" not in tests
+    run([sam_cli, "validate", "--lint"], bundle, environment)
+    run([sam_cli, "build"], bundle, environment)
+
+    layer = built_layer(bundle)
+    bare = subprocess.run([runtime, "-c", "import pydantic"], env=user_environment(), capture_output=True, check=False)
+    assert bare.returncode != 0, "this python3.12 has pydantic of its own: the built layer would not be the only source"
+    assert layer.is_dir()
+    run_jobs_on_the_built_stack(bundle, bin_folder / "python", environment, "orders", {"items": ["a", "b"]}, tmp_path)
+
+
+def test_a_fresh_clone_of_this_repository_builds_with_plain_sam_build_and_runs(
+    user_venv: Path, sam_cli: Path, tmp_path: Path
+) -> None:
+    runtime = python312()
+    bin_folder = user_venv / "bin"
+    environment = user_environment(bin_folder, Path(runtime).parent)
+    clone = tmp_path / "cairn"
+    run(["git", "clone", "--quiet", ROOT, clone], tmp_path, environment)
+
+    run([sam_cli, "build", "--parameter-overrides", f"Architecture={HOST_ARCHITECTURE}"], clone, environment)
+
+    built_layer(clone)
+    state = {"text": "Invoice 1042\nTotal: 99.50 EUR\n"}
+    run_jobs_on_the_built_stack(clone, bin_folder / "python", environment, "document-intake", state, tmp_path)
