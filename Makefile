@@ -18,7 +18,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check chromium screenshots
+.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check chromium screenshots skeleton
 
 venv: $(STAMP)
 
@@ -121,6 +121,11 @@ RELIABILITY_SCALE ?= 3
 RELIABILITY_JOBS ?= 100
 reliability: $(STAMP)
 	$(BIN)/python -m tests.reliability.report --scale $(RELIABILITY_SCALE) --jobs $(RELIABILITY_JOBS)
+
+# `cairn init` ships copies of this repository's layer build, entry points, samconfig and template (without its
+# pipelines): `make skeleton` writes them again after one changed (tests/bundle/test_skeleton.py says when).
+skeleton: $(STAMP)
+	$(BIN)/python -m tests.bundle.skeleton
 
 # `make new NAME=demo-two` runs `cairn new demo-two` here (the library from layers/cairn, nothing to install).
 new: $(STAMP)
