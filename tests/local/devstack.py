@@ -89,7 +89,7 @@ def scratch_project(folder: Path, pipelines: Sequence[str] = ("sleepy",)) -> Pat
     """A copy of this bundle with test ``pipelines`` added (its template synced by ``cairn template sync``).
 
     Each ``NAME`` is ``tests/local/NAME_pipeline.py``, copied as ``functions/NAME/pipeline.py``;
-    ``layers`` links to this bundle's (the state machine's definition is there).
+    ``layers`` and ``statemachine`` link to this bundle's (the layer's build, the state machine's definition).
     """
     shutil.copy(ROOT / "template.yaml", folder / "template.yaml")
     shutil.copytree(ROOT / "functions", folder / "functions", ignore=shutil.ignore_patterns("__pycache__"))
@@ -106,5 +106,6 @@ def scratch_project(folder: Path, pipelines: Sequence[str] = ("sleepy",)) -> Pat
     registry.write_text(text)
     synced = cairn("template", "sync", "--root", str(folder), cwd=folder)
     assert synced.returncode == 0, synced.stderr
-    (folder / "layers").symlink_to(ROOT / "layers", target_is_directory=True)
+    for shared in ("layers", "statemachine"):
+        (folder / shared).symlink_to(ROOT / shared, target_is_directory=True)
     return folder

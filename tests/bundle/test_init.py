@@ -1,0 +1,190 @@
+"""``cairn init``: what it writes, what it refuses, and that the bundle works at once (check, pytest, cairn new)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cairn.templating import cfnyaml
+from tests.bundle.skeleton import ROOT
+
+EXPECTED = (
+    "template.yaml",
+    "samconfig.toml",
+    "pyproject.toml",
+    "README.md",
+    ".gitignore",
+    "functions/pipelines.py",
+    "functions/phases.py",
+    "functions/api/app.py",
+    "functions/scheduler/app.py",
+    "layers/Makefile",
+    "layers/requirements.txt",
+    "layers/arm64/platform.mk",
+    "layers/x86_64/platform.mk",
+    "statemachine/pipeline.asl.json",
+    "events/api/create-job.json",
+    "events/api/health.json",
+    "events/scheduler/scheduled-sweep.json",
+    "events/statemachine/start.json",
+    "tests/test_bundle.py",
+)
+
+
+def environment() -> dict[str, str]:
+    """A user's shell: the installed cairn only (this checkout's is installed editable in .venv)."""
+    return {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+
+
+def cairn(*arguments: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "cairn", *(str(argument) for argument in arguments)]
+    return subprocess.run(command, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=300, check=False)
+
+
+def init(tmp_path: Path, *arguments: str, name: str = "shop") -> Path:
+    done = cairn("init", name, *arguments, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return tmp_path / name
+
+
+def test_init_writes_a_complete_bundle_with_its_example_pipeline(tmp_path: Path) -> None:
+    bundle = init(tmp_path)
+
+    for relative in EXPECTED:
+        assert (bundle / relative).is_file(), relative
+    assert (bundle / "functions" / "example" / "pipeline.py").is_file()
+    assert (bundle / "tests" / "pipelines" / "test_example.py").is_file()
+    assert {path.name for path in (bundle / "events" / "phases" / "example").iterdir()} == {"start.json", "finish.json"}
+    template = cfnyaml.load((bundle / "template.yaml").read_text(encoding="utf-8"))
+    assert "ExampleStartFunction" in template["Resources"]
+    assert template["Resources"]["PipelineStateMachine"]["Properties"]["DefinitionUri"] == (
+        "statemachine/pipeline.asl.json"
+    )
+    for sample_only in ("DocumentsBucket", "AgentModelId"):
+        assert sample_only not in template["Parameters"]
+    samconfig = tomllib.loads((bundle / "samconfig.toml").read_text(encoding="utf-8"))
+    assert samconfig["default"]["global"]["parameters"]["stack_name"] == "shop"
+    assert samconfig["prod"]["global"]["parameters"]["stack_name"] == "shop-prod"
+    (wheel,) = (bundle / "layers" / "wheels").glob("cairn-*-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert "cairn/aws/phase_handler.py" in names
+    assert any(name.endswith(".dist-info/METADATA") for name in names)
+    assert not [name for name in names if "__pycache__" in name]
+
+
+def test_the_new_bundle_checks_tests_and_takes_a_new_pipeline_at_once(tmp_path: Path) -> None:
+    bundle = init(tmp_path)
+
+    assert cairn("template", "check", cwd=bundle).returncode == 0
+    added = cairn("new", "orders", cwd=bundle)
+    assert added.returncode == 0, added.stderr
+    checked = cairn("template", "check", cwd=bundle)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tests = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=bundle,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
+    assert "5 passed" in tests.stdout  # two tests per pipeline and the template check
+
+
+def test_the_driver_and_architecture_are_the_template_s_defaults_and_samconfig_s(tmp_path: Path) -> None:
+    bundle = init(tmp_path, "--driver", "stepfunctions", "--arch", "x86_64", "--pipeline", "billing")
+
+    parameters = cfnyaml.load((bundle / "template.yaml").read_text(encoding="utf-8"))["Parameters"]
+    assert parameters["Driver"]["Default"] == "stepfunctions"
+    assert parameters["Architecture"]["Default"] == "x86_64"
+    samconfig = tomllib.loads((bundle / "samconfig.toml").read_text(encoding="utf-8"))
+    for environment_name in ("default", "prod"):
+        assert samconfig[environment_name]["global"]["parameters"]["parameter_overrides"] == "Architecture=x86_64"
+    assert (bundle / "functions" / "billing" / "pipeline.py").is_file()
+
+
+def test_without_an_example_the_registry_is_empty_and_cairn_new_fills_it(tmp_path: Path) -> None:
+    bundle = init(tmp_path, "--no-example")
+
+    assert not (bundle / "tests" / "pipelines").exists()
+    assert cairn("template", "check", cwd=bundle).returncode == 0
+    added = cairn("new", "orders", cwd=bundle)
+    assert added.returncode == 0, added.stderr
+    registry = (bundle / "functions" / "pipelines.py").read_text(encoding="utf-8")
+    assert "from orders.pipeline import pipeline as orders\n" in registry
+    assert cairn("template", "check", cwd=bundle).returncode == 0
+
+
+def test_a_folder_that_is_not_empty_is_refused_and_left_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "template.yaml").write_text("mine\n")
+
+    refused = cairn("init", folder, cwd=tmp_path)
+
+    assert refused.returncode == 2
+    assert "is not empty" in refused.stderr
+    assert "--force" in refused.stderr
+    assert [path.name for path in folder.iterdir()] == ["template.yaml"]
+    assert (folder / "template.yaml").read_text() == "mine\n"
+
+
+def test_force_writes_into_a_folder_and_names_every_file_it_replaces(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "template.yaml").write_text("mine\n")
+    (folder / "notes.txt").write_text("kept\n")
+
+    done = cairn("init", folder, "--force", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "replaced template.yaml" in done.stdout
+    assert (folder / "notes.txt").read_text() == "kept\n"
+    assert cairn("template", "check", cwd=folder).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("--pipeline", "Bad_Name"), "invalid pipeline name 'Bad_Name'"),
+        (("--pipeline", "json"), "would hide the module 'json'"),
+        (("--driver", "lambda"), "invalid choice: 'lambda'"),
+        (("--arch", "riscv64"), "invalid choice: 'riscv64'"),
+    ],
+)
+def test_bad_options_are_refused_in_one_line_and_write_nothing(
+    tmp_path: Path, arguments: tuple[str, ...], message: str
+) -> None:
+    done = cairn("init", "shop", *arguments, cwd=tmp_path)
+
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "shop").exists()
+
+
+def test_layer_only_rewrites_the_layer_s_build_of_an_existing_bundle(tmp_path: Path) -> None:
+    bundle = init(tmp_path)
+    (bundle / "layers" / "Makefile").write_text("stale\n")
+    template = (bundle / "template.yaml").read_text(encoding="utf-8")
+
+    done = cairn("init", "--layer-only", bundle, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "replaced layers/Makefile" in done.stdout
+    assert (bundle / "layers" / "Makefile").read_bytes() == (ROOT / "layers" / "Makefile").read_bytes()
+    assert (bundle / "template.yaml").read_text(encoding="utf-8") == template
+    assert len(list((bundle / "layers" / "wheels").glob("cairn-*.whl"))) == 1
+
+    outside = cairn("init", "--layer-only", tmp_path / "nowhere", cwd=tmp_path)
+    assert outside.returncode == 2
+    assert "no template.yaml" in outside.stderr
