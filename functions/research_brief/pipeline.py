@@ -33,7 +33,10 @@ REVIEW_SECONDS = 86_400
 MAX_GATHERED_CHARS = 6_000
 
 #: The agent phases' functions: which model, and the right to invoke that model only (none without one).
+#: ``AgentModelId`` is a foundation model id or an inference profile id (``us.anthropic...``: most current
+#: models are reached only through one): the profile itself, and the foundation models only through it.
 _AGENT_ENVIRONMENT = {AGENT_MODEL_ID: {"Ref": "AgentModelId"}}
+_PROFILE_ARN = "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/${AgentModelId}"
 _INVOKE_MODEL = {
     "Fn::If": [
         "HasAgentModel",
@@ -41,7 +44,23 @@ _INVOKE_MODEL = {
             "Sid": "InvokeAgentModel",
             "Effect": "Allow",
             "Action": "bedrock:InvokeModel",
-            "Resource": {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${AgentModelId}"},
+            "Resource": [
+                {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${AgentModelId}"},
+                {"Fn::Sub": _PROFILE_ARN},
+            ],
+        },
+        {"Ref": "AWS::NoValue"},
+    ]
+}
+_INVOKE_THROUGH_PROFILE = {
+    "Fn::If": [
+        "HasAgentModel",
+        {
+            "Sid": "InvokeModelsOfTheProfile",
+            "Effect": "Allow",
+            "Action": "bedrock:InvokeModel",
+            "Resource": {"Fn::Sub": "arn:${AWS::Partition}:bedrock:*::foundation-model/*"},
+            "Condition": {"StringEquals": {"bedrock:InferenceProfileArn": {"Fn::Sub": _PROFILE_ARN}}},
         },
         {"Ref": "AWS::NoValue"},
     ]
@@ -50,7 +69,7 @@ _AGENT_FUNCTION: dict[str, Any] = {
     "timeout": 600,
     "memory": 512,
     "environment": _AGENT_ENVIRONMENT,
-    "statements": [_INVOKE_MODEL],
+    "statements": [_INVOKE_MODEL, _INVOKE_THROUGH_PROFILE],
 }
 
 PLAN_PROMPT = """Question: {question}

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.template.cfn import PARTITION, REGION, actions, resources, role_of, statements
+from tests.template.cfn import ACCOUNT, PARTITION, REGION, actions, resources, role_of, statements
 from tests.template.stacks import phase_functions, stack
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
+PROFILE = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
 AGENTS = {("research-brief", "plan"), ("research-brief", "write")}
 
 
-def bedrock_grants(overrides: dict[str, str]) -> dict[str, set[tuple[str, str]]]:
-    """Every function's Bedrock grants: (action, resource) pairs, by logical id."""
+def bedrock_grants(overrides: dict[str, str]) -> dict[str, set[tuple[str, str, str]]]:
+    """Every function's Bedrock grants: (action, resource, condition) triples, by logical id."""
     resolver = stack(**overrides)
     return {
         function_id: {
-            (action, resource)
+            (action, resource, json.dumps(statement.get("Condition"), sort_keys=True))
             for statement in statements(resolver, role_of(resolver, function_id))
             for action in actions(statement)
             if action.startswith("bedrock:")
@@ -26,14 +29,22 @@ def bedrock_grants(overrides: dict[str, str]) -> dict[str, set[tuple[str, str]]]
     }
 
 
-def test_with_a_model_id_the_agent_phases_may_invoke_that_model_and_nothing_else_may() -> None:
-    grants = bedrock_grants({"AgentModelId": MODEL})
-    functions = phase_functions(stack(AgentModelId=MODEL))
+@pytest.mark.parametrize("model", [MODEL, PROFILE])
+def test_with_a_model_id_the_agent_phases_may_invoke_that_model_and_nothing_else_may(model: str) -> None:
+    """A foundation model directly; an inference profile, and the foundation models only through that profile."""
+    grants = bedrock_grants({"AgentModelId": model})
+    functions = phase_functions(stack(AgentModelId=model))
     agents = {functions[key] for key in AGENTS}
 
-    model_arn = f"arn:{PARTITION}:bedrock:{REGION}::foundation-model/{MODEL}"
+    profile_arn = f"arn:{PARTITION}:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model}"
+    through_profile = json.dumps({"StringEquals": {"bedrock:InferenceProfileArn": profile_arn}}, sort_keys=True)
+    expected_grants = {
+        ("bedrock:InvokeModel", f"arn:{PARTITION}:bedrock:{REGION}::foundation-model/{model}", "null"),
+        ("bedrock:InvokeModel", profile_arn, "null"),
+        ("bedrock:InvokeModel", f"arn:{PARTITION}:bedrock:*::foundation-model/*", through_profile),
+    }
     for function_id, granted in grants.items():
-        expected = {("bedrock:InvokeModel", model_arn)} if function_id in agents else set()
+        expected = expected_grants if function_id in agents else set()
         assert granted == expected, function_id
 
 
