@@ -1,8 +1,8 @@
 """``pip install ./layers/cairn`` in a fresh virtualenv gives a working library: the README runs, ``cairn`` runs.
 
-This builds the distribution with setuptools and installs its dependencies (pip's cache and the
-configured indexes make it quick after the first run). The source is copied first, so the build's
-``build/`` and ``*.egg-info`` never land in the working tree (``sam build`` would pack them into the layer).
+This builds the distribution with hatchling and installs its dependencies (pip's cache and the
+configured indexes make it quick after the first run). The source is copied first, to add a probe file
+to it; that installing from the checkout itself leaves it clean is shown by tests/template/test_own_bundle.py.
 """
 
 from __future__ import annotations
