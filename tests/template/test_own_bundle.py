@@ -16,6 +16,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,7 @@ def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     environment = user_environment()
     before = untracked_in_library()
     run([sys.executable, "-m", "venv", venv], venv.parent, environment)
-    pip = [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    pip: list[str | Path] = [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     run([*pip, f"{ROOT / 'layers' / 'cairn'}[dev]"], venv.parent, environment, timeout=900)
     assert untracked_in_library() == before, "installing from the checkout left files in it"
     return venv
@@ -106,7 +107,8 @@ def wait_complete(api: ApiClient, job_id: str, timeout: float = 90.0) -> dict[st
 def built_layer(bundle: Path) -> Path:
     """The built layer's ``python/`` folder, checked: cairn and its pins for this machine, bytecode, no local tools."""
     built = load_yaml_template(bundle / ".aws-sam" / "build" / "template.yaml")
-    layer = bundle / ".aws-sam" / "build" / built["Resources"]["CairnLayer"]["Properties"]["ContentUri"] / "python"
+    layer: Path = bundle / ".aws-sam" / "build" / str(built["Resources"]["CairnLayer"]["Properties"]["ContentUri"])
+    layer /= "python"
     assert (layer / "cairn" / "aws" / "phase_handler.py").is_file()
     assert list((layer / "cairn" / "__pycache__").glob("engine.cpython-312.pyc"))
     for module in LOCAL_ONLY_MODULES:
@@ -119,7 +121,7 @@ def built_layer(bundle: Path) -> Path:
 
 
 def run_jobs_on_the_built_stack(
-    bundle: Path, python: Path, environment: dict[str, str], pipeline: str, state: dict[str, object], log: Path
+    bundle: Path, python: Path, environment: dict[str, str], pipeline: str, state: Mapping[str, object], log: Path
 ) -> None:
     """``cairn dev`` on the built template, each driver: a job of ``pipeline`` completes."""
     for driver in ("direct", "stepfunctions"):
