@@ -16,15 +16,14 @@ from cairn.templating import TemplateError, cfnyaml, check, load_registry, rende
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, TEMPLATE
 from tests.template.test_linters import cfn_lint
+from tests.template.test_template_check import bundle_with
 
 FUNCTIONS = ROOT / "functions"
 TWO_PIPELINES = "tests.template.registries:TWO_PIPELINES"
 
 
 def copy_of_template(tmp_path: Path) -> Path:
-    copy = tmp_path / "template.yaml"
-    copy.write_text(TEMPLATE.read_text(encoding="utf-8"), encoding="utf-8")
-    return copy
+    return bundle_with(tmp_path, TEMPLATE.read_text(encoding="utf-8"))
 
 
 def sync_two_pipelines(template: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:

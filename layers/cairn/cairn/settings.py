@@ -27,6 +27,20 @@ PIPELINE = "CAIRN_PIPELINE"
 PHASE = "CAIRN_PHASE"
 """Set on each phase function: the phase it runs."""
 
+REQUIRED_VARIABLES = (
+    TABLE_NAME,
+    STATE_BUCKET,
+    DRIVER,
+    FUNCTION_PREFIX,
+    SCHEDULER_FUNCTION,
+    DELAY_QUEUE_URL,
+    STATE_MACHINE_ARN,
+)
+"""What every function of a deployment must set (``cairn template check`` checks it): with one missing,
+the job store has no table or no bucket for large state, the driver falls back to direct, phases are
+invoked by the wrong names, unknown phases and delayed retries cannot be sent, or stepfunctions cannot
+start. The other variables have defaults that work (limits, retries, the sweep's idle time)."""
+
 DEFAULT_INLINE_STATE_LIMIT = 350_000
 #: With a state bucket, values above this many (compressed) bytes go to S3: one S3 PUT and GET cost
 #: about 8 on-demand write units, and an inline value is paid for by the claim and by the commit.

@@ -169,13 +169,13 @@ class LambdaService:
         with self._idle:
             return self._pending > 0 or any(count for name, count in self._invoking.items() if name not in excluding)
 
-    def warm(self) -> None:
-        """Start one environment of each function, in parallel."""
-        threads = [threading.Thread(target=pool.warm, daemon=True) for pool in self.pools.values()]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+    def warm(self) -> dict[str, dict[str, Any]]:
+        """Start one environment of each function, in parallel; the init error of each one that failed, by name."""
+        if not self.pools:
+            return {}
+        with ThreadPoolExecutor(max_workers=len(self.pools), thread_name_prefix="warm") as warming:
+            errors = dict(zip(self.pools, warming.map(FunctionPool.warm, self.pools.values()), strict=True))
+        return {name: error for name, error in errors.items() if error is not None}
 
     def retire(self) -> None:
         """Every function gets new environments for its next invocation (the code changed)."""
@@ -206,3 +206,12 @@ def function_environment(function: FunctionConfig, region: str) -> dict[str, str
         "_HANDLER": function.handler,
         **function.environment,
     }
+
+
+def init_failure(function: FunctionConfig, error: Mapping[str, Any]) -> str:
+    """A function whose worker did not start, with its handler and Lambda's init error, on one line."""
+    message = " ".join(str(error.get("errorMessage", "")).split())
+    return (
+        f"function {function.logical_id} ({function.name}) does not start: its handler {function.handler} "
+        f"in {function.code_uri} fails with {error.get('errorType', 'Runtime.InitError')}: {message}"
+    )

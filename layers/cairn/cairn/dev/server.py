@@ -30,7 +30,7 @@ from ..testing.api_events import LOCAL_ACCOUNT, LOCAL_IDENTITY
 from .aws_endpoint import AwsEndpoint
 from .event_sources import ScheduleTimer, SqsPoller
 from .gateway import ApiGateway
-from .lambda_service import LambdaService
+from .lambda_service import LambdaService, init_failure
 from .logs import DevLog
 from .reload import CodeWatcher
 from .time_skipping import TimeSkipper, iso_ms, skip_step_functions_waits
@@ -186,6 +186,8 @@ class DevServer:
             concurrency=options.concurrency,
         )
         self.aws.lambdas.service = self.lambdas
+        if options.warm:
+            self._warm(self.lambdas)
         sqs = self._client("sqs")
         sources = [source for function in deployment.functions.values() for source in function.sqs_sources]
         if self.skipper is not None:
@@ -208,8 +210,6 @@ class DevServer:
             port=options.port,
             admin={"/_cairn/invocations": self.lambdas.running, "/_cairn/info": self.info},
         )
-        if options.warm:
-            self.lambdas.warm()
         self.gateway.start()
         if self.skipper is not None:
             self._restore_waits = skip_step_functions_waits(self.skipper)
@@ -217,6 +217,17 @@ class DevServer:
         if options.reload:
             roots = {function.code_uri for function in deployment.functions.values()}
             CodeWatcher(roots, self._reload, self.stopping).thread.start()
+
+    def _warm(self, lambdas: LambdaService) -> None:
+        """Start one worker of each function; DevServerError naming each function whose handler does not load."""
+        failed = lambdas.warm()
+        if failed:
+            template = self.options.template
+            raise DevServerError(
+                "; ".join(init_failure(lambdas.functions[name], error) for name, error in sorted(failed.items()))
+                + f": fix the Handler or CodeUri in {template} (cairn template check --template {template} "
+                "names what is wrong)"
+            )
 
     def _reload(self, paths: list[Path]) -> None:
         if self.lambdas is None:

@@ -1,4 +1,5 @@
-"""``cairn template check``: where template.yaml and the registry disagree, one line each, naming the phase."""
+"""``cairn template check``: where template.yaml and the registry disagree, one line each, naming the phase;
+and what in the template cannot work (:mod:`.handwritten`), naming the resource."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from .. import naming
 from ..pipeline import Phase, Pipeline
 from ..registry import PipelineRegistry
 from ..settings import PHASE, PIPELINE
-from . import cfnyaml, loading, resources, section
+from . import cfnyaml, handwritten, loading, resources, section, serverless
 from .errors import TemplateError
 
 FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
@@ -45,29 +46,6 @@ def _find_function(template: Mapping[str, Any], pipeline: str, phase: str) -> tu
     return None
 
 
-class _Handlers:
-    """Whether a ``module.attribute`` handler imports from the functions folder (each module imported once)."""
-
-    def __init__(self, functions: Path) -> None:
-        self.functions = functions
-        self.problems: dict[str, str | None] = {}
-
-    def problem(self, handler: Any) -> str | None:
-        if not isinstance(handler, str) or "." not in handler:
-            return f"its handler {handler!r} is not MODULE.FUNCTION"
-        if handler not in self.problems:
-            self.problems[handler] = self._find(handler)
-        return self.problems[handler]
-
-    def _find(self, handler: str) -> str | None:
-        module_name, name = handler.rsplit(".", 1)
-        try:
-            target = loading.attribute(loading.import_module(self.functions, module_name), name)
-        except TemplateError as exc:
-            return f'its handler "{handler}" does not work: {exc}'
-        return None if callable(target) else f'its handler "{handler}" is not callable'
-
-
 def _setting_problems(expected: Mapping[str, Any], actual: Mapping[str, Any], where: str) -> Iterator[str]:
     """The phase function's settings that differ from the declaration's."""
     for key, what in SETTINGS.items():
@@ -86,19 +64,24 @@ def _setting_problems(expected: Mapping[str, Any], actual: Mapping[str, Any], wh
 
 
 def _phase_problems(
-    pipeline: Pipeline[Any], phase: Phase, template: Mapping[str, Any], handlers: _Handlers, where: str
+    pipeline: Pipeline[Any],
+    phase: Phase,
+    found: tuple[str, Mapping[str, Any]] | None,
+    template: Mapping[str, Any],
+    broken: Mapping[str, handwritten.BrokenHandler],
+    where: str,
 ) -> Iterator[str]:
-    found = _find_function(template, pipeline.name, phase.name)
+    """What is wrong with the phase's function ``found`` (None: there is none) and its log group."""
     if found is None:
         logical_id = naming.resource_id(pipeline.name, phase.name, "Function")
         yield f"{_who(pipeline.name, phase.name)}: no function in {where} (expected {logical_id})"
         return
-    _, resource = found
+    logical_id, resource = found
     properties = resource.get("Properties", {})
     expected = resources.function(pipeline, phase)["Properties"]
-    handler_problem = handlers.problem(properties.get("Handler"))
-    if handler_problem:
-        yield f"{_who(pipeline.name, phase.name)}: {handler_problem}"
+    if logical_id in broken:
+        handler = broken[logical_id]
+        yield f'{_who(pipeline.name, phase.name)}: its handler "{handler.handler}" does not work: {handler.why}'
     for problem in _setting_problems(expected, properties, where):
         yield f"{_who(pipeline.name, phase.name)}: {problem}"
     log_group = naming.resource_id(pipeline.name, phase.name, "LogGroup")
@@ -137,13 +120,15 @@ def stack_name_problems(samconfig: Path) -> list[str]:
 
 
 def check(template: Path, registry: PipelineRegistry, functions: Path = loading.DEFAULT_FUNCTIONS) -> list[str]:
-    """Every disagreement between ``template`` and ``registry``, one line each; none when they agree.
+    """Every disagreement between ``template`` and ``registry``, and every part of the template that
+    cannot work, one line each; none when all is well. (``functions``, the folder the registry was
+    imported from, is no longer read: each handler resolves in its own function's ``CodeUri``.)
 
-    Each phase needs its function (running a handler that imports from ``functions``) with the
+    Each phase needs its function (running a handler that resolves in its code folder) with the
     timeout, memory, environment and statements it declares, and its log group; no function may run a
     phase the registry does not have; the generated section must be what ``cairn template sync``
-    writes; and the stack name in the samconfig.toml beside the template must leave room for the
-    function names.
+    writes; every resource must pass :func:`.handwritten.problems`; and the stack name in the
+    samconfig.toml beside the template must leave room for the function names.
     """
     where = template.name
     try:
@@ -153,12 +138,17 @@ def check(template: Path, registry: PipelineRegistry, functions: Path = loading.
         raise TemplateError(f"cannot read {template}: {exc.strerror or exc}") from exc
     except Exception as exc:  # PyYAML's errors say where
         raise TemplateError(f"{template} does not parse: {exc}") from exc
-    found = loaded.get("Resources") if isinstance(loaded, dict) else None
-    defined: dict[str, Any] = dict(found) if isinstance(found, dict) else {}
-    handlers = _Handlers(functions)
+    if not isinstance(loaded, dict):
+        loaded = {}
+    defined = serverless.resources(loaded)
+    broken = handwritten.broken_handlers(serverless.functions(loaded), template.parent)
     problems: list[str] = []
+    phase_functions: set[str] = set()
     for pipeline, phase in resources.phases(registry):
-        problems += _phase_problems(pipeline, phase, defined, handlers, where)
+        found = _find_function(defined, pipeline.name, phase.name)
+        if found is not None:
+            phase_functions.add(found[0])
+        problems += _phase_problems(pipeline, phase, found, defined, broken, where)
     problems += _stale_problems(registry, defined, where)
     for logical_id in sorted(set(section.hand_written(text)) & set(resources.generated(registry))):
         problems.append(f"{logical_id} is written by hand in {where}: remove it, cairn template sync writes it")
@@ -167,4 +157,5 @@ def check(template: Path, registry: PipelineRegistry, functions: Path = loading.
         problems.append(f"{where} has no generated section ({section.START} ...): run cairn template sync")
     elif current != section.render(registry):
         problems.append(f"the generated section of {where} is not what the registry gives: run cairn template sync")
+    problems += handwritten.problems(loaded, template.parent, where, broken, reported=phase_functions)
     return problems + stack_name_problems(template.parent / "samconfig.toml")

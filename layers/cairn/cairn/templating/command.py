@@ -25,13 +25,15 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "template",
         help="bring template.yaml in line with the pipeline registry, or check that it is",
         description="The phase functions, log groups, errors alarms and invoke grants of template.yaml follow "
-        "from the pipeline registry: `sync` writes them into the template's generated section, `check` "
-        "lists every disagreement (exit status 1).",
+        "from the pipeline registry: `sync` writes them into the template's generated section (and removes the "
+        "parameters and conditions only the old section used), `check` lists every disagreement and every "
+        "part of the template that cannot work: a handler or a path that does not resolve, a variable cairn "
+        "reads left unset, a parameter or condition nothing uses (exit status 1).",
     )
     actions = template.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(template))
     for action, run, summary in (
         ("sync", run_sync, "write the registry's resources into template.yaml and print what changed"),
-        ("check", run_check, "print one line per disagreement between template.yaml and the registry"),
+        ("check", run_check, "print one line per disagreement with the registry and per mistake in template.yaml"),
     ):
         parser = actions.add_parser(action, help=summary, description=summary[:1].upper() + summary[1:] + ".")
         parser.add_argument("--root", type=Path, default=Path(), help="the bundle's folder (default: .)")
@@ -45,7 +47,8 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
             "--functions",
             type=Path,
             default=DEFAULT_FUNCTIONS,
-            help=f"the folder the registry and the handlers import from (default: {DEFAULT_FUNCTIONS}, under --root)",
+            help=f"the folder the registry imports from (default: {DEFAULT_FUNCTIONS}, under --root); each "
+            "handler resolves in its function's CodeUri",
         )
         parser.set_defaults(run=run)
 

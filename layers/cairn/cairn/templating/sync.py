@@ -1,32 +1,61 @@
-"""``cairn template sync``: write the registry's resources into the generated section of template.yaml."""
+"""``cairn template sync``: write the registry's resources into the generated section of template.yaml.
+
+The parameters and conditions the old section used (a removed pipeline's, say) that nothing uses
+after it go with it; a hand-written one the section never used stays (``cairn template check`` names it).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..registry import PipelineRegistry
-from . import resources, section
+from . import cfnyaml, declarations, references, resources, section
 from .errors import TemplateError
 
 
+def _loaded(text: str) -> Mapping[str, Any]:
+    loaded = cfnyaml.load(text)
+    return loaded if isinstance(loaded, Mapping) else {}
+
+
+def left_over(before: str, after: str) -> dict[str, list[str]]:
+    """The parameters and conditions, by section, that ``before``'s section used and nothing in ``after`` uses."""
+    used_by_section = references.referenced(section.resources_of(section.current(before) or ""))
+    return references.removable(_loaded(after), references.with_conditions(used_by_section, _loaded(before)))
+
+
 def synced(text: str, registry: PipelineRegistry) -> str:
-    """``text`` with its generated section rendered from ``registry`` (added at the end of Resources if absent)."""
+    """``text`` with its generated section rendered from ``registry`` (added at the end of Resources if absent),
+    without the parameters and conditions only the section it replaced used."""
     clashing = sorted(set(section.hand_written(text)) & set(resources.generated(registry)))
     if clashing:
         raise TemplateError(
             f"{', '.join(clashing)} written by hand outside the generated section: remove "
             f"{'them' if len(clashing) > 1 else 'it'}, the sync writes {'them' if len(clashing) > 1 else 'it'}"
         )
-    return section.replace(text, section.render(registry))
+    after = section.replace(text, section.render(registry))
+    for part, names in left_over(text, after).items():
+        after = declarations.remove(after, part, names)
+    return after
 
 
 def changes(before: str, after: str) -> list[str]:
-    """What the sync changed, one line per generated resource added, changed or removed."""
+    """What the sync changed: one line per generated resource added, changed or removed, and per declaration removed."""
     old = section.resources_of(section.current(before) or "")
     new = section.resources_of(section.current(after) or "")
     lines = [f"added {logical_id} ({new[logical_id]['Type']})" for logical_id in new if logical_id not in old]
     lines += [f"changed {logical_id}" for logical_id in new if logical_id in old and old[logical_id] != new[logical_id]]
     lines += [f"removed {logical_id} ({old[logical_id]['Type']})" for logical_id in old if logical_id not in new]
+    if before != after:
+        was, now = _loaded(before), _loaded(after)
+        lines += [
+            f"removed {part}.{name} (only the generated section used it)"
+            for part in references.DECLARATIONS
+            for name in references.declared(was, part)
+            if name not in references.declared(now, part)
+        ]
     if not lines and before != after:
         lines.append("rewrote the generated section (layout only)")
     return lines
