@@ -13,10 +13,10 @@ from cairn.dev.intrinsics import (
     Pseudo,
     ResolutionError,
     Resolver,
-    references,
     resolve_parameters,
 )
 from cairn.templating.cfnyaml import load
+from cairn.templating.intrinsic_names import references
 
 PSEUDO = Pseudo("dev", "eu-west-1", "111122223333")
 QUEUE_URL = "http://localhost/111122223333/dev-Queue"

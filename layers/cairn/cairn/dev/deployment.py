@@ -25,6 +25,8 @@ from typing import Any, Final
 
 from ..templating import cfnyaml
 from ..templating.errors import TemplateError
+from ..templating.intrinsic_names import references
+from ..templating.serverless import merge_globals
 from .intrinsics import (
     LIST_TYPES,
     NO_VALUE,
@@ -32,7 +34,6 @@ from .intrinsics import (
     Pseudo,
     Resolver,
     at,
-    references,
     resolve_parameters,
     text,
 )
@@ -455,7 +456,7 @@ class _Stack:
             common = self._resolved(shared, key, "Globals.Function")
             if own is NO_VALUE:
                 return default if common is NO_VALUE else common
-            return own if common is NO_VALUE else _merge(common, own)
+            return own if common is NO_VALUE else merge_globals(common, own)
 
         name = self._explicit_name(properties, "FunctionName", path) or _name(self.stack, logical_id, 64)
         code_uri = setting("CodeUri", None)
@@ -602,18 +603,6 @@ class _Stack:
                 f"A local deployment needs exactly one {what} ({kind}); the template has {len(names)}"
             )
         return names[0]
-
-
-def _merge(defaults: Any, own: Any) -> Any:
-    """SAM's Globals merge of resolved values: mappings key by key, lists concatenated, else the function's own."""
-    if isinstance(defaults, Mapping) and isinstance(own, Mapping):
-        merged = dict(defaults)
-        for key, value in own.items():
-            merged[key] = _merge(defaults[key], value) if key in defaults else value
-        return merged
-    if isinstance(defaults, list) and isinstance(own, list):
-        return [*defaults, *own]
-    return own
 
 
 def _schedules(events: Mapping[str, Any], path: str) -> list[Schedule]:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..templating.errors import TemplateError
+from ..templating.intrinsic_names import SUB_VARIABLE, intrinsic
 
 #: Parameter types whose ``Ref`` is a list (the value is comma-separated).
 LIST_TYPES: Final = ("CommaDelimitedList", "List<")
-_SUB_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 _CONDITION_FUNCTIONS: Final = ("Fn::Equals", "Fn::Not", "Fn::And", "Fn::Or", "Condition")
 
 
@@ -166,49 +166,6 @@ def _check_number(name: str, spec: Mapping[str, Any], value: str, hint: str) -> 
         raise ParameterError(f"Parameter {name}: {value} is above the maximum {spec['MaxValue']}{hint}")
 
 
-def intrinsic(node: Any) -> tuple[str, Any] | None:
-    """``(function, argument)`` when ``node`` is a one-key mapping naming an intrinsic function."""
-    if isinstance(node, Mapping) and len(node) == 1:
-        ((key, argument),) = node.items()
-        if key == "Ref" or key == "Condition" or (isinstance(key, str) and key.startswith("Fn::")):
-            return str(key), argument
-    return None
-
-
-def references(node: Any) -> set[str]:
-    """Every name ``node`` refers to through ``Ref``, ``Fn::GetAtt`` and ``Fn::Sub`` (all branches of ``Fn::If``).
-
-    Parameters and pseudo parameters are included: intersect with the resources for dependencies.
-    """
-    found: set[str] = set()
-    call = intrinsic(node)
-    if call is not None:
-        function, argument = call
-        if function == "Ref" and isinstance(argument, str):
-            return {argument}
-        if function == "Fn::GetAtt":
-            if isinstance(argument, str):
-                return {argument.split(".", 1)[0]}
-            if isinstance(argument, list) and argument and isinstance(argument[0], str):
-                return {argument[0]} | references(argument[1:])
-        if function == "Fn::Sub":
-            template, variables = (argument[0], argument[1]) if isinstance(argument, list) else (argument, {})
-            local = set(variables) if isinstance(variables, Mapping) else set()
-            if isinstance(template, str):
-                for match in _SUB_VARIABLE.finditer(template):
-                    name = match.group(1).strip()
-                    if name and not name.startswith("!"):
-                        found.add(name.split(".", 1)[0])
-            return (found - local) | references(variables)
-    if isinstance(node, Mapping):
-        for value in node.values():
-            found |= references(value)
-    elif isinstance(node, list):
-        for item in node:
-            found |= references(item)
-    return found
-
-
 class Resolver:
     """Resolves the intrinsics of one template for one set of parameter values and physical resources.
 
@@ -336,7 +293,7 @@ class Resolver:
             resource, attribute = name.split(".", 1)
             return self.string({"Fn::GetAtt": [resource, attribute]}, path)
 
-        return _SUB_VARIABLE.sub(replace, template)
+        return SUB_VARIABLE.sub(replace, template)
 
     def _if(self, argument: Any, path: str) -> Any:
         if not (isinstance(argument, list) and len(argument) == 3 and isinstance(argument[0], str)):

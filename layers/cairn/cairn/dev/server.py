@@ -66,6 +66,7 @@ class DevOptions:
     concurrency: int = 4
     reload: bool = True
     warm: bool = True
+    """Import every function's handler before serving; one that does not import stops the start (never Ready)."""
     sweep_seconds: float | None = None
     """The period of the template's schedules (None: each schedule's own rate)."""
     skip_waits: bool = False

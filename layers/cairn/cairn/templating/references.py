@@ -1,7 +1,7 @@
 """What a template's parts refer to, and the Parameters and Conditions nothing it deploys uses.
 
 A name is used through ``Ref``, ``Fn::GetAtt``, a ``${Name}`` of ``Fn::Sub`` (the names
-:func:`cairn.dev.intrinsics.references` reads), the condition of an ``Fn::If``, or a ``Condition``
+:func:`cairn.templating.intrinsic_names.references` reads), the condition of an ``Fn::If``, or a ``Condition``
 (a resource's or an output's, or ``!Condition`` in a condition). What the stack deploys is every
 section but Parameters and Conditions (Resources, Globals, Outputs, Rules...): a condition is used
 when one of those uses it, or a used condition does; a parameter when one of those or a used
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from .intrinsic_names import references as value_references
 
 PARAMETERS = "Parameters"
 CONDITIONS = "Conditions"
@@ -39,9 +41,6 @@ def _condition_names(node: Any) -> set[str]:
 
 def referenced(node: Any) -> set[str]:
     """Every name ``node`` refers to: parameters, conditions, resources, pseudo parameters."""
-    # Imported here: cairn.dev imports this package, so importing it at the top would be circular.
-    from ..dev.intrinsics import references as value_references
-
     return value_references(node) | _condition_names(node)
 
 
