@@ -19,5 +19,11 @@ def load_event(name: str) -> dict[str, Any]:
 
 
 def event_names(folder: str) -> list[str]:
-    """Every sample event under ``events/<folder>/``, as names for :func:`load_event`."""
-    return sorted(f"{folder}/{path.stem}" for path in (EVENTS / folder).glob("*.json"))
+    """Every sample event under ``events/<folder>/`` (in its sub-folders too), as names for :func:`load_event`."""
+    root = EVENTS / folder
+    return sorted(f"{folder}/{path.relative_to(root).with_suffix('').as_posix()}" for path in root.rglob("*.json"))
+
+
+def phase_event(pipeline: str, phase: str) -> dict[str, Any]:
+    """The sample event of the function that runs ``phase`` of ``pipeline`` (``events/phases/<pipeline>/``)."""
+    return load_event(f"phases/{pipeline}/{phase}")

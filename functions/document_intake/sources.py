@@ -61,7 +61,7 @@ def read_local_file(location: str) -> str:
             raise SourceError(f'Document "{location}" is {size} bytes; the limit is {MAX_DOCUMENT_BYTES}')
         return path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise SourceError(f'Document "{location}" not found (looked for {path})') from exc
+        raise SourceError(f'Document "{location}" not found (looked for {path.resolve()})') from exc
     except PermissionError as exc:
         raise SourceError(f'Document "{location}" cannot be read: permission denied ({path})') from exc
     except UnicodeDecodeError as exc:

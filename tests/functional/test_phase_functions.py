@@ -18,7 +18,7 @@ from cairn.testing.invoker import LocalContext
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.aws import REGION, dynamodb_client, new_table, s3_client
-from tests.events import load_event
+from tests.events import phase_event
 
 INTAKE = PIPELINES.get("document-intake")
 KNOWN = ", ".join(PIPELINES.names)
@@ -57,7 +57,7 @@ def test_the_error_is_raised_by_the_first_invocation_not_at_import() -> None:
     handler = registry_phase_handler(PIPELINES, runtime=Runtime(settings=Settings()), environ={})
     context: Any = LocalContext("cairn-document-intake-fetch")
     with pytest.raises(ConfigurationError, match=PIPELINE):
-        handler(load_event("phases/fetch"), context)
+        handler(phase_event("document-intake", "fetch"), context)
 
 
 @pytest.fixture
@@ -83,14 +83,16 @@ def test_the_bundles_phase_handler_runs_the_phase_its_environment_names(deployed
     storage = Runtime(settings=Settings.from_env()).storage(OWNER)
     run_pipeline("job-0001", INTAKE, storage=storage, scheduler=InlineScheduler(), initial_state={"text": "Hello"})
 
-    response: dict[str, Any] = phases.handler(load_event("phases/fetch"), LocalContext("cairn-document-intake-fetch"))
+    response: dict[str, Any] = phases.handler(
+        phase_event("document-intake", "fetch"), LocalContext("cairn-document-intake-fetch")
+    )
 
     assert response["status"] == "running"
     assert response["scheduled"]["phase"] == "split"
     job = storage.get_job("job-0001")
     assert job is not None
     assert [record.phase for record in job.phases] == ["fetch"]
-    split = phases.handler(load_event("phases/split"), LocalContext("cairn-document-intake-fetch"))
+    split = phases.handler(phase_event("document-intake", "split"), LocalContext("cairn-document-intake-fetch"))
     assert split["status"] == "rejected"  # this process runs fetch, whatever the event asks
 
 

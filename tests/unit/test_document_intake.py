@@ -224,6 +224,18 @@ def test_bad_input_fails_the_job_with_a_clear_error(state: dict[str, Any], messa
     assert job.checkpoint is not None
 
 
+@pytest.mark.parametrize("document", ["no-such-file.txt", "../samples/./no-such-file.txt"])
+def test_a_missing_file_is_named_by_the_absolute_path_looked_for(document: str) -> None:
+    looked_for = (SAMPLES_DIR / document).resolve()  # this machine's path, whatever the document said
+    assert looked_for.is_absolute()
+    assert ".." not in looked_for.parts
+
+    job = run_job({"document": document})
+
+    assert job.status == JobStatus.ERROR
+    assert job.error == f'Document "{document}" not found (looked for {looked_for})'
+
+
 def test_an_unknown_state_key_is_refused_before_anything_is_written() -> None:
     storage = MemoryStorage()
     with pytest.raises(InvalidInputError, match="docment"):

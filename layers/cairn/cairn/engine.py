@@ -176,7 +176,9 @@ def run_pipeline(
         state = saved.state if saved is not None else fresh_state
         checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
         note = LogEntry(
-            message=f'Job started ({mode.value}) at phase "{start_phase}"', timestamp=now, phase=start_phase
+            message=f'Job started ({(mode if existing else RetryMode.RESUME).value}) at phase "{start_phase}"',
+            timestamp=now,
+            phase=start_phase,
         )
         wait = _wait_again(existing, saved, now)
         request = StartJob(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from .bundle.events import PipelineOutline, dump, phase_events
 from .naming import clashes, pascal
 
 NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
@@ -30,19 +31,15 @@ MAX_NAME = 40
 """The longest such name: its function names stay readable (``naming.SUFFIX_CHARS``)."""
 PHASES = ("start", "finish")
 """The phases of a new pipeline, in order."""
-SEQUENCES = {"start": 1, "finish": 3}
-"""The sequence in each phase's message for the sample job: its start (1), then start's claim (2) and commit (3)."""
 REGISTRY = Path("functions") / "pipelines.py"
 RESERVED = ("cairn", "tests", "pipelines", "phases", "api", "scheduler")
 """Modules of the bundle and the library that a pipeline package may not be named after."""
 REGISTRY_NAME = "PIPELINES"
 NEXT_STEPS = (
-    "make test       lint, types, the template checks and every test, the new pipeline's included",
-    "make validate   sam validate --lint, cfn-lint and `cairn template check` on template.yaml",
-    "make deploy     build the layer and the functions, then sam deploy",
+    "pytest                       every test, the new pipeline's included",
+    "cairn template check         the template against the registry (sam validate --lint for the rest)",
+    "sam build && sam deploy      build the layer and the functions, then deploy",
 )
-SAMPLE_JOB = "job-0001"
-SAMPLE_OWNER = "arn:aws:iam::123456789012:user/alice"
 
 _Parser = TypeVar("_Parser", bound=argparse.ArgumentParser)
 #: Syncs the template of the bundle in the folder given; raises ScaffoldError when it cannot.
@@ -169,7 +166,7 @@ def plan(name: str, root: Path) -> Plan:
         functions / module / "__init__.py": render_init(name),
         functions / module / "pipeline.py": render_pipeline(name),
         root / "tests" / "pipelines" / f"test_{module}.py": render_test(name),
-        **{root / "events" / "phases" / name / f"{phase}.json": render_event(name, phase) for phase in PHASES},
+        **render_events(name, root),
     }
     package = root / "tests" / "pipelines" / "__init__.py"
     if not package.exists():
@@ -195,6 +192,9 @@ def add_to_registry(source: str, module: str) -> str:
     lines = source.splitlines(keepends=True)
     imports = [node for node in tree.body if isinstance(node, ast.ImportFrom)]
     pipeline_imports = [node for node in imports if _is_pipeline_import(node)]
+    empty = _empty_registry_line(tree, lines)
+    if empty is not None and not pipeline_imports:
+        return _first_entry(lines, imports, empty, module)
     entries = _registry_entries(tree, lines)
     if entries is None or not pipeline_imports:
         raise ScaffoldError(
@@ -211,6 +211,38 @@ def add_to_registry(source: str, module: str) -> str:
     import_line = _import_position(imports, pipeline_imports, module) - 1
     new_lines = [*lines]
     new_lines.insert(entry_line + 1, f"{indent}{module},\n")
+    new_lines.insert(import_line, f"from {module}.pipeline import pipeline as {module}\n")
+    return "".join(new_lines)
+
+
+EMPTY_REGISTRY = f"{REGISTRY_NAME} = PipelineRegistry([])"
+"""The registry line of a bundle without pipelines (``cairn init --no-example``)."""
+
+
+def _empty_registry_line(tree: ast.Module, lines: Sequence[str]) -> int | None:
+    """The index of the line ``PIPELINES = PipelineRegistry([])``, alone as written; None if there is none."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and lines[node.lineno - 1].strip() == EMPTY_REGISTRY:
+            return node.lineno - 1
+    return None
+
+
+def _first_entry(lines: Sequence[str], imports: list[ast.ImportFrom], registry_line: int, module: str) -> str:
+    """An empty registry with its first pipeline: the import among the one-line ``from`` imports, the list opened."""
+    one_line = [node for node in imports if node.lineno == node.end_lineno and node.module and not node.level]
+    if not one_line:
+        raise ScaffoldError(f"{REGISTRY} does not import PipelineRegistry: the layout cairn new edits is gone")
+    key = _sort_key(f"{module}.pipeline")
+    later = [node.lineno for node in one_line if key < _sort_key(node.module or "")]
+    import_line = (later[0] if later else one_line[-1].lineno + 1) - 1
+    new_lines = [*lines]
+    new_lines[registry_line : registry_line + 1] = [
+        f"{REGISTRY_NAME} = PipelineRegistry(\n",
+        "    [\n",
+        f"        {module},\n",
+        "    ]\n",
+        ")\n",
+    ]
     new_lines.insert(import_line, f"from {module}.pipeline import pipeline as {module}\n")
     return "".join(new_lines)
 
@@ -474,21 +506,20 @@ def render_test(name: str) -> str:
     )
 
 
-def render_event(name: str, phase: str) -> str:
-    """The sample event of a phase function (``sam local invoke -e``): the advance of the sample job."""
-    event = {"jobId": SAMPLE_JOB, "owner": SAMPLE_OWNER, "pipeline": name, "phase": phase, "sequence": SEQUENCES[phase]}
-    return json.dumps(event, indent=2) + "\n"
+def render_events(name: str, root: Path) -> dict[Path, str]:
+    """The sample events of the new pipeline's phase functions (``sam local invoke -e``), by path under ``root``."""
+    return {root / path: dump(event) for path, event in phase_events(PipelineOutline(name, PHASES)).items()}
 
 
 def template_sync(root: Path) -> None:
     """``cairn template sync`` on the bundle in ``root``; ScaffoldError when it fails (it says why on stderr)."""
-    from .cli import main
+    from .templating.command import run_sync
+    from .templating.loading import DEFAULT_FUNCTIONS, DEFAULT_REGISTRY
 
-    try:
-        status = main(["template", "sync", "--root", str(root)])
-    except SystemExit as exc:  # argparse's way out: an unknown command or option
-        status = exc.code if isinstance(exc.code, int) else 1
-    if status != 0:
+    arguments = argparse.Namespace(
+        root=root, template=Path("template.yaml"), registry=DEFAULT_REGISTRY, functions=DEFAULT_FUNCTIONS
+    )
+    if run_sync(arguments) != 0:
         raise ScaffoldError("cairn template sync failed (see above); nothing was added, run cairn new again once fixed")
 
 
