@@ -8,6 +8,7 @@ writes them again from this repository's files after one of those changed.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -30,6 +31,15 @@ COPIES = (
 )
 """Shipped as they are here."""
 TEMPLATE = "template.yaml"
+ENV_VARS = "events/env.json"
+"""Shipped with its ``Parameters`` only (the variables every function has, from Globals): a phase function's
+own variables are literal values in the template, which ``sam local`` takes as they are."""
+
+
+def expected_env_vars() -> str:
+    """This repository's events/env.json, its ``Parameters`` only."""
+    parameters = json.loads((ROOT / ENV_VARS).read_text(encoding="utf-8"))["Parameters"]
+    return json.dumps({"Parameters": parameters}, indent=2) + "\n"
 
 
 def expected_template() -> str:
@@ -42,6 +52,7 @@ def refresh() -> list[str]:
     changed = []
     wanted = {relative: (ROOT / relative).read_bytes() for relative in COPIES}
     wanted[TEMPLATE] = expected_template().encode()
+    wanted[ENV_VARS] = expected_env_vars().encode()
     for relative, data in wanted.items():
         target = SKELETON / relative
         if not target.is_file() or target.read_bytes() != data:

@@ -33,6 +33,7 @@ EXPECTED = (
     "events/api/health.json",
     "events/scheduler/scheduled-sweep.json",
     "events/statemachine/start.json",
+    "events/env.json",
     "tests/test_bundle.py",
 )
 

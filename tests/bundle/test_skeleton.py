@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bundle.skeleton import COPIES, ROOT, SKELETON, TEMPLATE, expected_template
+from tests.bundle.skeleton import COPIES, ENV_VARS, ROOT, SKELETON, TEMPLATE, expected_env_vars, expected_template
 
 FIX = "run `make skeleton` (python -m tests.bundle.skeleton) to ship this repository's file again"
 
@@ -19,3 +19,7 @@ def test_the_shipped_template_is_this_one_without_its_pipelines() -> None:
     assert shipped == expected_template(), f"{TEMPLATE} differs: {FIX}"
     for sample_only in ("DocumentsBucket", "AgentModelId", "HasDocumentsBucket", "HasAgentModel", "document-intake"):
         assert sample_only not in shipped
+
+
+def test_the_shipped_env_vars_are_the_repository_s_shared_ones() -> None:
+    assert (SKELETON / ENV_VARS).read_text(encoding="utf-8") == expected_env_vars(), f"{ENV_VARS} differs: {FIX}"

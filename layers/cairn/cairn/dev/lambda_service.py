@@ -54,7 +54,7 @@ class LambdaService:
         self.pools = {
             name: FunctionPool(
                 function,
-                {**environment, **function_environment(function, region)},
+                {**environment, **function_environment(function, region), **_pinned(environment)},
                 log.function_output,
                 concurrency=concurrency,
             )
@@ -191,6 +191,14 @@ class LambdaService:
         for pool in self.pools.values():
             pool.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+PINNED_VARIABLES = ("AWS_ENDPOINT_URL",)
+"""What the local stack sets for every function whatever the template says (the template's is for AWS)."""
+
+
+def _pinned(environment: Mapping[str, str]) -> dict[str, str]:
+    return {name: environment[name] for name in PINNED_VARIABLES if name in environment}
 
 
 def function_environment(function: FunctionConfig, region: str) -> dict[str, str]:
