@@ -118,7 +118,9 @@ def test_the_layer_leaves_out_every_local_tool_and_keeps_the_runtime(tmp_path: P
 
     files = {path.relative_to(staged).as_posix() for path in staged.rglob("*") if path.is_file()}
     assert {"cairn/engine.py", "cairn/aws/dynamodb.py", "cairn/aws/phase_handler.py"} <= files
-    assert not [name for name in files if any(Path(name).is_relative_to(Path("cairn") / part) for part in LAYER_LEFT_OUT)]
+    assert not [
+        name for name in files if any(Path(name).is_relative_to(Path("cairn") / part) for part in LAYER_LEFT_OUT)
+    ]
     assert "cairn/dashboard/assets.py" in files  # the dashboard's files stay: the API may serve them
     assert not [name for name in files if "__pycache__" in name or name.startswith("bin/")]
 
