@@ -17,6 +17,7 @@ from cairn.dev.aws_endpoint import AwsEndpoint
 from cairn.dev.deployment import FunctionConfig
 from cairn.dev.lambda_service import LambdaService
 from cairn.dev.logs import DevLog
+from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 
 HANDLERS = """
 import json, os, time
@@ -230,3 +231,36 @@ def test_the_invoke_api_refuses_what_lambda_refuses(endpoint: AwsEndpoint) -> No
     with pytest.raises(ClientError) as malformed:
         client.invoke(FunctionName="echo", Payload=b"{not json")  # type: ignore[attr-defined]
     assert malformed.value.response["Error"]["Code"] == "InvalidRequestContentException"
+
+
+PATH_PROBE = """
+import sys
+
+def handler(event, context):
+    return {"path": sys.path, "version": list(sys.version_info[:2]), "has_site": "site" in sys.modules}
+"""
+
+
+def test_a_built_function_runs_on_its_runtime_with_only_its_layers_on_the_path(tmp_path: Path) -> None:
+    """A built template's function: the runtime's Python, its code folder and built layers, nothing of cairn dev's."""
+    try:
+        interpreter_for("python3.12")
+    except RuntimeNotFound as exc:
+        pytest.skip(str(exc))
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "probe.py").write_text(PATH_PROBE)
+    layer = tmp_path / "layer" / "python"
+    layer.mkdir(parents=True)
+    built = function(code, "probe", "probe.handler", runtime="python3.12", built_layers=(layer,))
+    service = LambdaService({"probe": built}, dict(os.environ), DevLog(), region="us-east-1", account="123456789012")
+    try:
+        outcome = service.invoke("probe", {})
+    finally:
+        service.close()
+    assert not outcome.failed, outcome.payload
+    answer = outcome.payload
+    assert answer["version"] == [3, 12]
+    assert answer["path"][0] == str(code)
+    assert str(layer) in answer["path"]
+    assert not [entry for entry in answer["path"] if "site-packages" in entry or "layers/cairn" in entry]

@@ -3,8 +3,9 @@ built layers alone.
 
 A function of the source template runs on the interpreter of ``cairn dev`` with this cairn on the path. A
 function of a built template (``cairn dev --template .aws-sam/build/template.yaml``) runs as Lambda runs it:
-on its runtime's Python (``python3.12``), with nothing on the path but its code folder and its built layers'
-``python/`` folders, so what ``sam build`` produced is what answers.
+on its runtime's Python (``python3.12``), with nothing on the path but the standard library, its code folder
+and its built layers' ``python/`` folders (``-S``: not that Python's own site-packages), so what
+``sam build`` produced is what answers.
 """
 
 from __future__ import annotations
@@ -70,4 +71,4 @@ def worker_launch(function: FunctionConfig, environment: Mapping[str, str]) -> t
     if not function.built_layers:
         return [sys.executable, "-P", str(WORKER)], variables
     variables["PYTHONPATH"] = os.pathsep.join(str(folder) for folder in function.built_layers)
-    return [interpreter_for(function.runtime), "-P", str(WORKER)], variables
+    return [interpreter_for(function.runtime), "-S", "-P", str(WORKER)], variables
