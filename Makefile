@@ -18,7 +18,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check chromium screenshots skeleton
+.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton
 
 venv: $(STAMP)
 
@@ -105,9 +105,14 @@ deploy: build
 # The template tests need the tools `validate` installs, the browser tests Debian's chromium: with
 # TEMPLATE_TOOLS_REQUIRED and BROWSER_REQUIRED they fail instead of skipping when one is missing.
 # The suite runs on TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
+# The e2e tests (a user's whole path: a fresh virtualenv with the checkout's cairn, cairn init, plain sam build for
+# each architecture, the built artifacts running jobs) run in `make bundle-check` (CI runs it after make test).
 TEST_WORKERS ?= 2
 test: lint types validate $(CHROMIUM)
-	TEMPLATE_TOOLS_REQUIRED=1 BROWSER_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	TEMPLATE_TOOLS_REQUIRED=1 BROWSER_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not e2e" --durations=15
+
+bundle-check: $(STAMP) $(SAM_STAMP)
+	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m e2e
 
 # The fault-schedule property test (tests/contract/test_fault_schedules.py) at PROOF_SCALE times the size
 # `make test` runs: more sampled pairs of faults and hypothesis examples per storage (about 10 minutes).

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -87,7 +88,8 @@ def test_a_two_hour_sleep_skips_the_state_machines_wait_on_the_stepfunctions_dri
         doze, wake = slept(view)
         assert wake["startedAt"] - doze["endedAt"] >= TWO_HOURS_MS
         assert stack.admin("info")["clock"]["offsetMs"] >= TWO_HOURS_MS - 20_000
-        assert "skipped 2h00m00s" in stack.output()
+        # The skip ends the Wait state: two hours less the moments the run took before it (busy machines: seconds).
+        assert re.search(r"skipped (2h00m00s|1h59m[0-5]\ds)", stack.output()), stack.output()[-2000:]
 
 
 # The clock hook the workers read.

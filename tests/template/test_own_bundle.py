@@ -26,7 +26,7 @@ from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.cfn import ROOT, load_yaml_template
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("own-bundle")]
+pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.xdist_group("own-bundle")]
 HOST_ARCHITECTURE = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[
     platform.machine().lower()
 ]
