@@ -259,7 +259,7 @@ def test_a_duplicate_event_of_a_failed_phase_does_not_skip_its_retry_backoff(sta
 
         assert duplicate["status"] == "skipped"
         assert runs == [1], "the duplicate ran the retry before its backoff"
-        stack.run_until_idle(timeout=10)
+        stack.run_until_idle(timeout=30)
         assert runs == [1, 2]
         assert job_of(stack.runtime.storage(OWNER), "job-1").result == {"attempt": 2}
 
@@ -282,7 +282,7 @@ def test_a_crash_report_delivered_twice_counts_one_crash(stack_clock: FakeClock)
         assert again == {"status": "stale", "jobId": "job-1"}
         assert job_of(storage, "job-1").attempt == 2
         assert job_of(storage, "job-1").sequence == after_first.sequence
-        stack.run_until_idle(timeout=10)
+        stack.run_until_idle(timeout=30)
         job = job_of(storage, "job-1")
         assert job.status == JobStatus.COMPLETE, job.error
         assert ticks == [1, 2, 3]

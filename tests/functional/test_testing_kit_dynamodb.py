@@ -61,7 +61,7 @@ def test_an_hour_long_retry_backoff_on_dynamodb_takes_no_real_time(
     assert job.status == JobStatus.COMPLETE
     assert job.result == {"attempt": 3}
     assert cairn_clock() - started_ms >= 3 * 3600 * 1000  # backoffs of one hour, then two, skipped
-    assert elapsed < 1.0, f"three hours of backoff took {elapsed:.2f}s of wall time"  # about 0.05s unloaded
+    assert elapsed < 10.0, f"three hours of backoff took {elapsed:.2f}s of wall time"  # about 0.05s unloaded
     assert job.updated_at == cairn_clock()  # the table's writes are stamped with the fixture's clock
 
 
