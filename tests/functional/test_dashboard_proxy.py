@@ -213,7 +213,7 @@ def test_cairn_dashboard_serves_until_ctrl_c(api: JobsServer, tmp_path: Path) ->
         assert sigv4_signature_is_valid(api.seen[-1], CREDENTIALS)
     finally:
         process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=20)
+        code = process.wait(timeout=60)
     assert code == 0
     printed = log.read_text()
     assert f"cairn dashboard: {url}/ for the API at {api.url} (IAM, signed for us-east-1)" in printed
