@@ -52,6 +52,7 @@ from pathlib import Path
 from benchmarks import common
 from benchmarks.common import Result, Summary, Table, Target
 from cairn.bundle import layer
+from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = "cold_start"
@@ -233,25 +234,11 @@ def export_revision(revision: str, into: Path) -> Code | None:
 
 
 def runtime_python() -> str | None:
-    """The Lambda runtime's Python (3.12) on this machine, by its real path (not a pyenv shim), if there is one."""
-    candidates = [shutil.which(f"python{RUNTIME_PYTHON}")]
-    candidates += [str(path) for path in sorted(Path.home().glob(f".pyenv/versions/{RUNTIME_PYTHON}.*/bin/python3"))]
-    for candidate in candidates:
-        if not candidate:
-            continue
-        try:
-            answer = subprocess.run(
-                [candidate, "-c", "import sys; print(sys.version_info[:2] == (3, 12), sys.executable)"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=True,
-            ).stdout.split()
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if answer and answer[0] == "True":
-            return answer[1]
-    return None
+    """The Lambda runtime's Python (3.12) on this machine, found as cairn dev finds it, if there is one."""
+    try:
+        return interpreter_for(f"python{RUNTIME_PYTHON}")
+    except RuntimeNotFound:
+        return None
 
 
 def pip_install(target: Path, platform_tag: str | None) -> str:
