@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from cairn.bundle import init as init_module
+from cairn.bundle import wheel
 from cairn.templating import cfnyaml
 from tests.bundle.skeleton import ROOT
 
@@ -189,3 +191,18 @@ def test_layer_only_rewrites_the_layer_s_build_of_an_existing_bundle(tmp_path: P
     outside = cairn("init", "--layer-only", tmp_path / "nowhere", cwd=tmp_path)
     assert outside.returncode == 2
     assert "no template.yaml" in outside.stderr
+
+
+@pytest.mark.parametrize(
+    ("folder", "stack"),
+    [("shop", "shop"), ("my bundle!", "my-bundle"), ("2024-orders", "cairn-2024-orders"), ("___", "cairn")],
+)
+def test_the_stack_name_comes_from_the_folder_and_is_always_valid(tmp_path: Path, folder: str, stack: str) -> None:
+    assert init_module.stack_name(tmp_path / folder) == stack
+
+
+def test_a_wheel_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    built = wheel.build_wheel(tmp_path)
+    assert [path.name for path in tmp_path.iterdir()] == [built.name]
+    with zipfile.ZipFile(built) as archive:
+        assert archive.testzip() is None

@@ -71,10 +71,12 @@ def build_wheel(folder: Path) -> Path:
     entries.append((f"{info}/RECORD", record.encode()))
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / wheel_name(version)
-    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    partial = target.with_name(f".{target.name}.partial")  # a wheel is there whole, or not at all
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, data in entries:
             entry = zipfile.ZipInfo(name, date_time=_TIMESTAMP)
             entry.external_attr = 0o644 << 16
             entry.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(entry, data)
+    partial.replace(target)
     return target
