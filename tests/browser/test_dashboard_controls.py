@@ -1,7 +1,8 @@
 """The job view's controls in chromium: Pause, Resume, Cancel, Send signal, what a status disables, a phone's width.
 
-The pipeline is ``gated`` (tests/local/gated_pipeline.py): ``gather`` holds ``hold_seconds`` (long enough to
-pause or cancel the job from the page) or waits for the signal ``wait_for``; then ``check`` and ``finish``.
+The pipeline is ``gated`` (tests/local/gated_pipeline.py): ``gather`` holds while a file exists (the test
+removes it once it has paused or cancelled the job from the page) or waits for the signal ``wait_for``;
+then ``check`` and ``finish``.
 """
 
 from __future__ import annotations
@@ -27,12 +28,17 @@ from tests.local.devstack import DevStack
 
 pytestmark = pytest.mark.xdist_group("browser")
 
-HOLD = {"hold_seconds": 3.0}
-"""Long enough for the page to pause or cancel the job while ``gather`` runs."""
+
+def held(folder: Path, name: str) -> tuple[dict[str, str], Path]:
+    """A state that holds ``gather`` until the test removes the returned file (it acts while the phase runs)."""
+    hold = folder / f"hold-{name}"
+    hold.write_text("held")
+    return {"hold_while": str(hold)}, hold
 
 
-def test_pause_then_resume_a_running_job(browser_page: Page, gated_stack: DevStack) -> None:
-    gated_stack.api.start("gated", state=HOLD, job_id="paused-resumed")
+def test_pause_then_resume_a_running_job(browser_page: Page, gated_stack: DevStack, tmp_path: Path) -> None:
+    state, hold = held(tmp_path, "paused-resumed")
+    gated_stack.api.start("gated", state=state, job_id="paused-resumed")
     page = browser_page
     banner = open_job(page, gated_stack.base_url, "paused-resumed")
     expect(banner).to_have_attribute("data-status", "running")
@@ -45,7 +51,7 @@ def test_pause_then_resume_a_running_job(browser_page: Page, gated_stack: DevSta
     expect(button(page, "Resume")).to_be_focused()  # not lost with the Pause button, now disabled
     assert gated_stack.api.get("paused-resumed")["status"] == "paused"
     expect(button(page, "Pause")).to_be_disabled()
-    # The phase in flight finishes; the job stops before the next one.
+    hold.unlink()  # the phase in flight finishes; the job stops before the next one
     expect(banner).to_contain_text("Stopped before phase “check”; Resume continues there.")
     assert phases_run(gated_stack.api.get("paused-resumed")) == ["gather"]
 
@@ -56,8 +62,9 @@ def test_pause_then_resume_a_running_job(browser_page: Page, gated_stack: DevSta
     assert phases_run(view) == ["gather", "check", "finish"]
 
 
-def test_cancel_a_running_job(browser_page: Page, gated_stack: DevStack) -> None:
-    gated_stack.api.start("gated", state=HOLD, job_id="cancelled-running")
+def test_cancel_a_running_job(browser_page: Page, gated_stack: DevStack, tmp_path: Path) -> None:
+    state, hold = held(tmp_path, "cancelled-running")
+    gated_stack.api.start("gated", state=state, job_id="cancelled-running")
     page = browser_page
     page.clock.install()
     banner = open_job(page, gated_stack.base_url, "cancelled-running")
@@ -71,6 +78,7 @@ def test_cancel_a_running_job(browser_page: Page, gated_stack: DevStack) -> None
     for name in ("Pause", "Cancel", "Resume"):
         expect(button(page, name)).to_be_disabled()
     expect(button(page, "Retry")).to_be_enabled()
+    hold.unlink()
     worker_done(gated_stack, "cancelled-running")
     view = gated_stack.api.get("cancelled-running")
     assert (view["status"], view["phases"]) == ("cancelled", [])  # the worker in flight could not commit gather
@@ -166,11 +174,12 @@ def test_send_signal_moves_a_waiting_job_on_and_a_refused_signal_shows_the_apis_
 
 
 def test_a_button_the_job_no_longer_allows_shows_the_apis_refusal_in_the_alert(
-    browser_page: Page, gated_stack: DevStack
+    browser_page: Page, gated_stack: DevStack, tmp_path: Path
 ) -> None:
     page = browser_page
     page.clock.install()
-    gated_stack.api.start("gated", state={"hold_seconds": 5.0}, job_id="stale-pause")
+    state, hold = held(tmp_path, "stale-pause")
+    gated_stack.api.start("gated", state=state, job_id="stale-pause")
     banner = open_job(page, gated_stack.base_url, "stale-pause")
     expect(banner).to_have_attribute("data-status", "running")
     page.clock.pause_at(page.evaluate("() => Date.now() + 100"))  # no refresh from now on: the page is stale
@@ -182,6 +191,7 @@ def test_a_button_the_job_no_longer_allows_shows_the_apis_refusal_in_the_alert(
     expect(page.get_by_role("alert")).to_have_text(refused.value.json()["error"]["message"])
     expect(banner).to_have_attribute("data-status", "cancelled")  # read again after the refusal
     expect(button(page, "Pause")).to_be_disabled()
+    hold.unlink()
 
 
 def no_horizontal_scroll(page: Page) -> None:

@@ -1,10 +1,11 @@
 """A pipeline for the dashboard's browser tests: a phase that fails while a gate is closed, a hold, a signal.
 
-``gather`` -> ``check`` -> ``finish``. ``gather`` holds ``hold_seconds`` (so that a test can pause or
-cancel the job while it runs), then goes on to ``check``, or first waits for the signal ``wait_for``
-when one is named. ``check`` fails while the file ``gate`` reads "closed" (a test opens it, then
-retries). Every phase that runs adds its name to ``ran`` and logs "ran <phase>", so that a test can tell
-which phases a retry ran again.
+``gather`` -> ``check`` -> ``finish``. ``gather`` holds ``hold_seconds``, or while the file
+``hold_while`` exists (so that a test can pause or cancel the job while it runs, however loaded the
+machine), then goes on to ``check``, or first waits for the signal ``wait_for`` when one is named.
+``check`` fails while the file ``gate`` reads "closed" (a test opens it, then retries). Every phase that
+runs adds its name to ``ran`` and logs "ran <phase>", so that a test can tell which phases a retry ran
+again.
 
 Copied into a scratch project as ``functions/gated/pipeline.py`` (see ``devstack.scratch_project``).
 """
@@ -20,6 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from cairn import Done, Fail, Next, PhaseContext, Pipeline, WaitFor
 
 STEP_SECONDS = 0.05
+HOLD_WHILE_LIMIT = 60.0
+"""The longest ``gather`` holds for a ``hold_while`` file that is never removed."""
 
 
 class Gated(BaseModel):
@@ -30,6 +33,8 @@ class Gated(BaseModel):
     gate: str = ""
     """A file: while it reads "closed", ``check`` fails. Empty: no gate."""
     hold_seconds: float = Field(default=0.0, ge=0.0, le=60.0)
+    hold_while: str = ""
+    """A file: ``gather`` holds while it exists (at most 60 s). Empty: hold ``hold_seconds``."""
     wait_for: str | None = None
     note: str = ""
     ran: list[str] = Field(default_factory=list)
@@ -47,9 +52,10 @@ def ran(ctx: PhaseContext[Gated], **changes: Any) -> Gated:
 
 @pipeline.phase(timeout=90)
 def gather(ctx: PhaseContext[Gated]) -> Next | WaitFor:
-    """Holds ``hold_seconds`` (in small steps), then goes on to ``check``, after the signal if one is awaited."""
-    deadline = time.monotonic() + ctx.state.hold_seconds
-    while time.monotonic() < deadline:
+    """Holds ``hold_seconds`` or while ``hold_while`` exists, then goes on to ``check`` (after the awaited signal)."""
+    held = Path(ctx.state.hold_while) if ctx.state.hold_while else None
+    deadline = time.monotonic() + (HOLD_WHILE_LIMIT if held else ctx.state.hold_seconds)
+    while time.monotonic() < deadline and (held is None or held.exists()):
         time.sleep(min(STEP_SECONDS, max(deadline - time.monotonic(), 0.0)))
     state = ran(ctx)
     if ctx.state.wait_for:
