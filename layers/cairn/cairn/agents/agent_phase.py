@@ -17,6 +17,9 @@ talks to a model until it answers without asking for a tool:
 
 The conversation lives in one field of the state (``progress``, default ``agent``) while the phase
 runs and is cleared when it ends; ``finish(state, answer)`` puts the final answer into the state.
+The phase named by ``on_max_turns`` gets the conversation marked finished: each entry of an agent
+phase is its own run (the rule of :mod:`cairn.agents.progress`), so a pipeline that comes back to
+the phase starts a new conversation, while a crash or a retry continues the unfinished one.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ DEFAULT_RETRY = RetryPolicy(max_attempts=3, backoff=2.0, retry_on=(ModelError,))
 """An agent phase's attempts: a retryable model error is tried again from the last saved turn."""
 
 
-class AgentRun(BaseModel):
+class AgentRun(progress_field.PhaseRun):
     """An agent phase's progress, kept in the state between checkpoints: the conversation so far."""
 
     model_config = ConfigDict(extra="forbid")
@@ -151,8 +154,8 @@ class AgentPhase:
         return self._model
 
     def __call__(self, ctx: PhaseContext[Any]) -> PhaseResult:
-        run = progress_field.read(ctx.state, self.progress, AgentRun)
-        if run is None or run.phase != self.name:
+        run = progress_field.resumable(progress_field.read(ctx.state, self.progress, AgentRun), self.name)
+        if run is None:
             run = self._begin(ctx)
         elif run.turns or run.messages:
             ctx.decide(
@@ -216,7 +219,7 @@ class AgentPhase:
         if self.on_max_turns is None:
             return Fail(message)
         ctx.decide(f'Go to "{self.on_max_turns}"', reason=message)
-        return Next(self.on_max_turns, progress_field.write(ctx.state, self.progress, run))
+        return Next(self.on_max_turns, progress_field.write(ctx.state, self.progress, progress_field.finished(run)))
 
     def _end(self, ctx: PhaseContext[Any], run: AgentRun) -> PhaseResult:
         state = progress_field.write(ctx.state, self.progress, None)

@@ -13,6 +13,11 @@ usage they added) in one field of the state; what a step does inside (its loop, 
 nested steps) shares that step's checkpoint and runs again whole if the step is cut short. A resume
 continues at the next step only when the stored plan id is the plan's; a plan with another id is
 refused with a message that offers Start over.
+
+Each entry of the phase is its own run (the rule of :mod:`cairn.agents.progress`): the progress is
+handed to the next phase marked finished, so a pipeline that comes back to the plan phase runs its
+steps again, as a new run with its own id (``<job id>/<phase>/<entry>``), while a crash or a retry
+before the phase moved on continues the unfinished run.
 """
 
 from __future__ import annotations
@@ -108,13 +113,16 @@ class Plan(BaseModel):
             raise InvalidInputError(f"The answer's plan is not valid: {where}: {first['msg']}") from exc
 
 
-class PlanProgress(BaseModel):
+class PlanProgress(progress_field.PhaseRun):
     """A plan phase's checkpointed progress: what the plan's completed top-level steps gave."""
 
     model_config = ConfigDict(extra="forbid")
 
     plan_id: str
     run_id: str
+    """This run's id: the job's id, the phase and the entry (``<job id>/<phase>/<entry>``)."""
+    entry: int = 1
+    """Which entry of its phase in the job this run is (1 for the first)."""
     completed: int = 0
     """How many top-level steps are complete (the next to run is ``steps[completed]``)."""
     results: dict[str, JsonValue] = Field(default_factory=dict)
@@ -147,9 +155,10 @@ class PlanPhase:
     def __call__(self, ctx: PhaseContext[Any]) -> PhaseResult:
         found = self.plan_of(ctx.state)
         plan = found if isinstance(found, Plan) else Plan.model_validate(found)
-        progress = progress_field.read(ctx.state, self.progress, PlanProgress)
+        found_progress = progress_field.read(ctx.state, self.progress, PlanProgress)
+        progress = progress_field.resumable(found_progress, self.name)
         if progress is None:
-            progress = PlanProgress(plan_id=plan.id, run_id=ctx.job_id)
+            progress = self._begin(ctx, plan, found_progress)
         elif progress.plan_id != plan.id:
             return Fail(
                 f'The saved progress belongs to plan "{progress.plan_id}", not to plan "{plan.id}": a resume '
@@ -180,7 +189,12 @@ class PlanPhase:
             ctx.save_state(progress_field.write(ctx.state, self.progress, progress))
         if self.next is None:
             return Done(progress.results)
-        return Next(self.next, ctx.state)
+        return Next(self.next, progress_field.write(ctx.state, self.progress, progress_field.finished(progress)))
+
+    def _begin(self, ctx: PhaseContext[Any], plan: Plan, previous: PlanProgress | None) -> PlanProgress:
+        """A new run of ``plan``: the entry after ``previous`` (this phase's finished run) or the first."""
+        entry = previous.entry + 1 if previous is not None and previous.phase in ("", self.name) else 1
+        return PlanProgress(phase=self.name, plan_id=plan.id, run_id=f"{ctx.job_id}/{self.name}/{entry}", entry=entry)
 
     def _run(self, ctx: PhaseContext[Any], step: PlanStep, saved: dict[str, Any], usage: dict[str, float]) -> Any:
         if step.when is not None and not saved.get(step.when):

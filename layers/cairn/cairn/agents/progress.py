@@ -3,6 +3,12 @@
 A pipeline with a state model declares the field (``agent: AgentRun | None = None``,
 ``plan_progress: PlanProgress | None = None``); a plain JSON state gets a key. The phase reads it
 on entry (a crash or a retry resumes from it) and writes it with every ``ctx.save_state``.
+
+Which run an entry of the phase is, one rule for both kinds (:func:`resumable`): the progress in the
+state is continued only when it is this phase's and unfinished. The write that leaves the phase hands
+the progress on marked finished (:func:`finished`), in the same commit, so a later entry of the phase
+(a pipeline that loops back to it, a rerun from it) begins a new run, while a crash or a retry before
+that commit resumes the run where its last checkpoint left it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,28 @@ from ..pipeline import PhaseFunction, Pipeline
 from ..retry import RetryPolicy
 
 P = TypeVar("P", bound=BaseModel)
+R = TypeVar("R", bound="PhaseRun")
+
+
+class PhaseRun(BaseModel):
+    """What an agent's or a plan's progress records to tell a resume of its run from a later entry of its phase."""
+
+    phase: str = ""
+    """The phase whose run this is ("" in progress saved before it was recorded: taken as the reader's)."""
+    finished: bool = False
+    """Set in the write that leaves the phase: a later entry of the phase begins a new run."""
+
+
+def resumable(progress: R | None, phase: str) -> R | None:
+    """The run an entry of ``phase`` continues: ``progress`` when it is that phase's and unfinished, else None."""
+    if progress is None or progress.finished or progress.phase not in ("", phase):
+        return None
+    return progress
+
+
+def finished(progress: R) -> R:
+    """``progress`` marked finished, to hand on in the write that leaves its phase."""
+    return progress.model_copy(update={"finished": True})
 
 
 def check_field(pipeline: Pipeline[Any], phase: str, field: str, model: type[BaseModel]) -> None:
