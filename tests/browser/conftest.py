@@ -12,13 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.local.devstack import DevStack, dev_stack, scratch_project
 
 TIMEOUT_MS = 15_000
 """How long a page action or an expectation waits by default."""
+
+expect.set_options(timeout=TIMEOUT_MS)  # a context's default timeout reaches page actions, not ``expect``
 
 
 @pytest.fixture(scope="session")

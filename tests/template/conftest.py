@@ -8,29 +8,44 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
+from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.cfn import ROOT
 
 SAM_CLI = ROOT / ".venv-sam" / "bin" / "sam"
 STATELINT = ROOT / "node_modules" / ".bin" / "statelint"
 
 
+def missing(message: str) -> NoReturn:
+    """Skip the test for a missing tool, or fail it when tools are required (``TEMPLATE_TOOLS_REQUIRED=1``)."""
+    if os.environ.get("TEMPLATE_TOOLS_REQUIRED") == "1":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def tool(path: Path, install: str) -> Path:
     """The tool at ``path``; skip (or fail, when tools are required) if it is not installed."""
     if path.exists():
         return path
-    message = f"{path.relative_to(ROOT)} is missing: run `{install}` first"
-    if os.environ.get("TEMPLATE_TOOLS_REQUIRED") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
+    missing(f"{path.relative_to(ROOT)} is missing: run `{install}` first")
 
 
 @pytest.fixture(scope="session")
 def sam_cli() -> Path:
     """The SAM CLI of ``.venv-sam`` (``make validate`` installs it from requirements-sam.txt)."""
     return tool(SAM_CLI, "make validate")
+
+
+@pytest.fixture(scope="session")
+def python312() -> str:
+    """A Python 3.12 for ``sam build`` (on PATH, else pyenv's); skip (or fail, when tools are required) without."""
+    try:
+        return interpreter_for("python3.12")
+    except RuntimeNotFound as exc:
+        missing(str(exc))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.cfn import ROOT, load_yaml_template, sam_template
 from tests.template.stacks import registered_phases
 
@@ -83,14 +82,10 @@ def test_the_layer_build_refuses_an_unknown_architecture(tmp_path: Path) -> None
 @pytest.mark.slow
 @pytest.mark.parametrize("architecture", [pytest.param("arm64", marks=pytest.mark.e2e), "x86_64"])
 def test_plain_sam_build_packages_the_layer_for_python312_and_the_architecture(
-    sam_cli: Path, tmp_path: Path, architecture: str
+    sam_cli: Path, python312: str, tmp_path: Path, architecture: str
 ) -> None:
-    try:
-        python = interpreter_for("python3.12")
-    except RuntimeNotFound as exc:
-        pytest.skip(str(exc))
     build = tmp_path / "build"
-    environment = {**os.environ, "SAM_CLI_TELEMETRY": "0", "PATH": f"{Path(python).parent}:{os.environ['PATH']}"}
+    environment = {**os.environ, "SAM_CLI_TELEMETRY": "0", "PATH": f"{Path(python312).parent}:{os.environ['PATH']}"}
     environment.pop("PYENV_VERSION", None)
     command = [
         str(sam_cli),
