@@ -99,7 +99,7 @@ def test_start_over_once_confirmed_runs_the_job_again_from_its_first_phase(
     view = gated_stack.api.get("started-over")
     assert phases_run(view) == ["gather", "check", "finish"]  # the history of the failed run is gone
     assert view["phases"][0]["startedAt"] > failed_at  # gather ran again, after the failure
-    assert log_messages(gated_stack, "started-over")[:2] == ['Job started (full) at phase "gather"', "ran gather"]
+    assert log_messages(gated_stack, "started-over")[:2] == ['Job started over at phase "gather"', "ran gather"]
     assert view["result"] == {"ran": ["gather", "check", "finish"], "note": "first run", "signal": None}
 
 
@@ -162,4 +162,4 @@ def test_rerun_from_a_phase_with_an_edited_state_continues_there_with_that_state
     view = gated_stack.api.get("rerun-edited")
     assert view["result"] == {"ran": ["gather", "by hand", "finish"], "note": "edited in the dashboard", "signal": None}
     assert phases_run(view) == ["gather", "check", "finish"]  # check did not run again: finish came next
-    assert any(message.startswith('Rerun from phase "finish"') for message in log_messages(gated_stack, "rerun-edited"))
+    assert any(message.startswith('Job rerun from phase "finish"') for message in log_messages(gated_stack, "rerun-edited"))

@@ -355,7 +355,7 @@ def test_a_rerun_from_a_phase_uses_the_state_the_job_entered_it_with(storage: St
     assert done.result == {"words": 200}
     assert [name for name, _ in ran] == ["extract", "summarise"]
     assert ran[0][1] == {"pages": 2, "loaded": True}
-    [note] = [entry for entry in done.log if entry.message.startswith("Rerun from phase")]
+    [note] = [entry for entry in done.log if entry.message.startswith("Job rerun from phase")]
     assert '"extract"' in note.message
     assert "by ana" in note.message
     assert "was complete" in note.message
@@ -383,7 +383,7 @@ def test_a_rerun_from_the_first_phase_and_from_a_phase_never_reached(storage: St
         jobs.retry(JOB, mode="from", phase="summarise")
     with pytest.raises(InvalidInputError, match="phase"):
         jobs.retry(JOB, mode="from")
-    with pytest.raises(Exception, match="Unknown initial phase"):
+    with pytest.raises(Exception, match="Unknown phase"):
         jobs.retry(JOB, mode="from", phase="nope")
     jobs.retry(JOB, mode="from", phase="load")
     jobs.run_until_idle()

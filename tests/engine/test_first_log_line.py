@@ -1,4 +1,4 @@
-"""A fresh job's first log line, through the front door: the seed's wording for its default mode, resume."""
+"""The line that opens each run of a job, through the front door: it says what happened, at which phase."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from cairn import Cairn, Done, FileStorage, MemoryStorage, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.storage.base import Storage
 
-FIRST_LINE = 'Job started (resume) at phase "load"'
+FIRST_LINE = 'Job started at phase "load"'
 
 
 def two_phases() -> Pipeline[Any]:
@@ -31,7 +31,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Any) -> Storage:
     return MemoryStorage() if request.param == "memory" else FileStorage(tmp_path / "jobs")
 
 
-def test_a_fresh_job_started_through_the_front_door_logs_the_resume_start_first(store: Storage) -> None:
+def test_a_fresh_job_started_through_the_front_door_logs_a_plain_start_first(store: Storage) -> None:
     pipeline = two_phases()
     app = Cairn(pipeline, storage=store)
 
@@ -61,4 +61,18 @@ def test_a_restart_of_an_existing_job_names_its_mode(store: Storage) -> None:
 
     app.retry("job-3", mode="full")
 
-    assert [entry.message for entry in app.get("job-3").log] == ['Job started (full) at phase "load"']
+    assert [entry.message for entry in app.get("job-3").log] == ['Job started over at phase "load"']
+
+
+def test_a_resume_says_it_retried_and_a_rerun_says_it_reran(store: Storage) -> None:
+    pipeline = two_phases()
+    app = Cairn(pipeline, storage=store)
+    app.start(pipeline, "job-4", state={})
+    app.cancel("job-4")
+
+    app.retry("job-4")
+    assert [entry.message for entry in app.get("job-4").log][-1] == 'Job retried (resume) at phase "load"'
+    app.run_until_idle()
+
+    app.retry("job-4", mode="from", phase="finish", by="alice")
+    assert [entry.message for entry in app.get("job-4").log][-1].startswith('Job rerun from phase "finish" by alice')

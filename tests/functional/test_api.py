@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from typing import Any
 
 import pytest
 
@@ -105,7 +107,7 @@ def test_the_log_route_returns_every_entry_with_its_fields(api: Api) -> None:
     entries = reply.body["entries"]
     assert entries == [entry.to_wire() for entry in api.stored().log]
     assert {"message", "level", "phase", "timestamp", "kind", "reason"} <= set(entries[0])
-    assert entries[0]["message"] == 'Job started (resume) at phase "fetch"'
+    assert entries[0]["message"] == 'Job started at phase "fetch"'
     assert {"observation", "decision"} <= {entry["kind"] for entry in entries}
     assert any(entry["reason"] for entry in entries if entry["kind"] == "decision")
 
@@ -250,14 +252,14 @@ def test_a_full_retry_restarts_from_the_stored_input_and_clears_the_old_log(api:
     assert reply.body["phases"] == []
     restarted = api.stored()
     assert restarted.input == first.input
-    assert [entry.message for entry in restarted.log] == ['Job started (full) at phase "fetch"']
+    assert [entry.message for entry in restarted.log] == ['Job started over at phase "fetch"']
     api.run()
     finished = api.stored()
     assert finished.status == JobStatus.COMPLETE
     assert finished.result == first.result
     assert phase_names(finished) == PHASES
     log = api.call("get-job-log").body["entries"]
-    assert log[0]["message"] == 'Job started (full) at phase "fetch"'
+    assert log[0]["message"] == 'Job started over at phase "fetch"'
     assert not any("(resume)" in entry["message"] for entry in log)
     assert len(log) == len(first.log)
 
@@ -273,21 +275,6 @@ def test_a_full_retry_with_a_new_state_starts_from_it(api: Api) -> None:
     finished = api.stored()
     assert finished.result["document"]["source"] == "report.txt"
     assert finished.input["document"] == "report.txt"
-
-
-def test_a_resume_of_a_complete_job_starts_it_fresh_from_its_input(api: Api) -> None:
-    """As ``run_pipeline`` does: a resume without a checkpoint starts again from the first phase."""
-    api.call("create-job")
-    api.run()
-
-    reply = api.call("retry-job-resume")
-
-    assert reply.status == 202
-    assert reply.body["nextPhase"] == "fetch"
-    api.run()
-    finished = api.stored()
-    assert finished.status == JobStatus.COMPLETE
-    assert finished.result["document"]["source"] == "invoice.txt"
 
 
 def test_a_resume_with_a_state_it_would_ignore_is_400_and_changes_nothing(api: Api) -> None:
@@ -307,19 +294,29 @@ def test_a_resume_with_a_state_it_would_ignore_is_400_and_changes_nothing(api: A
     assert api.stack.invoker.pending() == queued  # only the split invoke queued before the pause
 
 
-def test_a_resume_of_a_complete_job_with_a_state_starts_it_fresh_from_that_state(api: Api) -> None:
-    """A complete job has no checkpoint to resume from: the state is not ignored, so it is taken."""
+def _table_items(api: Api) -> list[dict[str, Any]]:
+    """Every item of the table, exactly as DynamoDB holds it."""
+    table, client = api.stack.runtime.settings.table_name, api.stack.runtime.dynamodb
+    assert table is not None
+    assert client is not None
+    items = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+
+
+@pytest.mark.parametrize("body", [None, {"mode": "resume"}, {"mode": "resume", "state": {"document": "report.txt"}}])
+def test_a_resume_of_a_complete_job_is_409_and_changes_nothing(api: Api, body: Any) -> None:
+    """A retry of a finished job would rerun every side effect: refused; Start over (full) runs it again."""
     api.call("create-job")
     api.run()
+    before, queued = _table_items(api), api.stack.invoker.pending()
 
-    reply = api.call("retry-job-resume", body={"mode": "resume", "state": {"document": "report.txt"}})
+    reply = api.call("retry-job-resume", body=body)
 
-    assert reply.status == 202
-    assert reply.body["nextPhase"] == "fetch"
-    api.run()
-    finished = api.stored()
-    assert finished.status == JobStatus.COMPLETE
-    assert finished.result["document"]["source"] == "report.txt"
+    assert (reply.status, reply.code) == (409, "conflict")
+    assert reply.message == f'Job "{JOB}" is already complete; Start over (mode full) runs it again'
+    assert _table_items(api) == before
+    assert api.stack.invoker.pending() == queued
+    assert api.call("retry-job-full").status == 202  # starting over is how a complete job runs again
 
 
 def test_a_retry_without_a_body_resumes(api: Api) -> None:

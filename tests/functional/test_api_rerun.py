@@ -22,7 +22,7 @@ def test_a_rerun_from_a_phase_continues_there_with_the_state_it_entered_with(api
     done = api.stored()
     assert done.status.value == "complete"
     assert phase_names(done) == [*PHASES, "extract", "publish"]
-    [note] = [entry.message for entry in done.log if entry.message.startswith("Rerun from phase")]
+    [note] = [entry.message for entry in done.log if entry.message.startswith("Job rerun from phase")]
     assert '"extract"' in note
     assert f"by {ALICE}" in note
 

@@ -63,7 +63,7 @@ def test_an_expired_item_still_in_the_table_is_neither_returned_nor_resumed(moto
     assert restarted.checkpoint is not None
     assert restarted.checkpoint.next_phase == "fetch"  # a fresh start, not a resume at "split"
     fresh = job_of(storage, "old-1")
-    assert [entry.message for entry in fresh.log] == ['Job started (resume) at phase "fetch"']
+    assert [entry.message for entry in fresh.log] == ['Job started at phase "fetch"']
     assert fresh.phases == []
 
 

@@ -370,7 +370,7 @@ def test_log_prints_every_entry_with_time_phase_and_kind(jobs: JobsServer, capsy
     lines = out.splitlines()
     assert status == 0
     assert len(lines) == len(entries) > 4
-    assert re.fullmatch(r'\d\d:\d\d:\d\d  fetch\s+info\s+Job started \(resume\) at phase "fetch"', lines[0])
+    assert re.fullmatch(r'\d\d:\d\d:\d\d  fetch\s+info\s+Job started at phase "fetch"', lines[0])
     decision = next(line for line in lines if " decision " in line)
     assert re.search(r"\(reason: .+\)$", decision)
     assert {"observation", "decision"} <= {line.split()[2] for line in lines}
@@ -425,7 +425,7 @@ def test_ctrl_c_while_following_exits_130_quietly(
     status, out, err = run_cli(capsys, "log", "interrupted", "--follow")
 
     assert (status, err) == (130, "")
-    assert 'Job started (resume) at phase "fetch"' in out
+    assert 'Job started at phase "fetch"' in out
 
 
 # --- retry, restart, pause, cancel -----------------------------------------------------------------------------

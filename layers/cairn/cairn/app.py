@@ -102,10 +102,10 @@ class Cairn:
     ) -> Job:
         """Retry a job: ``resume`` from its checkpoint, start it over (``full``), or rerun it ``from`` a phase.
 
-        As in the seed, a resume of a job with no checkpoint to resume from (a
-        complete job) starts fresh, from ``state`` or else the job's input; a
-        job past its TTL is gone, checkpoint and all. A ``state`` that a resume would
-        ignore (there is a checkpoint) is refused with InvalidInputError.
+        A resume of a complete job is refused (TransitionRefusedError: it is already complete; start it
+        over with ``mode="full"``) and changes nothing (:mod:`cairn.restarts`). A job past its TTL is gone,
+        checkpoint and all. A ``state`` that a resume would ignore (there is a checkpoint) is refused with
+        InvalidInputError.
 
         ``mode="from"`` continues the job at ``phase`` with ``state``, or else with the state it had
         when it last entered ``phase``; its log records the rerun (and who asked, ``by``).
@@ -136,7 +136,13 @@ class Cairn:
                     'ignore the state given; retry with mode="full" to start over with it'
                 )
         return run_pipeline(
-            job_id, chosen, storage=self.storage, scheduler=self.scheduler, initial_state=state, retry_mode=wanted
+            job_id,
+            chosen,
+            storage=self.storage,
+            scheduler=self.scheduler,
+            initial_state=state,
+            retry_mode=wanted,
+            refuse_complete=True,
         )
 
     def advance(

@@ -14,8 +14,11 @@ import math
 import re
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from . import ttl
 from .context import JournalBuffer, PhaseContext
@@ -53,6 +56,7 @@ from .models import (
 )
 from .outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from .pipeline import Phase, Pipeline, to_json
+from .restarts import check_retry
 from .scheduling.base import ItemScheduler, Scheduler
 from .storage.base import Storage
 from .transitions import Claim, Commit, CrashReport, Fence, Journal, Save, SignalDelivery, StartJob, WaitExpiry
@@ -129,6 +133,7 @@ def run_pipeline(
     initial_phase: str | None = None,
     create_only: bool = False,
     actor: str | None = None,
+    refuse_complete: bool = False,
 ) -> Job:
     """Start a job, or retry one, and schedule its first advance.
 
@@ -141,16 +146,16 @@ def run_pipeline(
     phase) with ``initial_state``; ``from`` reruns the job at ``initial_phase`` (required) with
     ``initial_state``, or else the state the job had when it last entered that phase, keeping its
     log (which records who, ``actor``, reran what from where). Any worker still mid-phase is fenced off.
-    With ``create_only`` an existing job is never touched: JobExistsError.
+    With ``create_only`` an existing job is never touched: JobExistsError. With ``refuse_complete`` (a
+    caller's retry: the front door's) a resume of a complete job is refused, TransitionRefusedError, and
+    nothing is written (:mod:`cairn.restarts`); without it the seed's rule holds and it starts fresh.
     Bad input raises before anything is written.
     """
     validate_job_id(job_id)
     mode = parse_retry_mode(retry_mode)
     first_phase = pipeline.initial_phase  # refuses an empty pipeline
     if initial_phase is not None and not pipeline.has_phase(initial_phase):
-        raise PipelineError(
-            f'Unknown initial phase "{initial_phase}" (known phases: {", ".join(pipeline.phase_names)})'
-        )
+        raise PipelineError(f'Unknown phase "{initial_phase}" (known phases: {", ".join(pipeline.phase_names)})')
     if mode == RetryMode.FROM and initial_phase is None:
         raise InvalidInputError('A rerun (mode "from") names the phase to rerun from')
     given_state = pipeline.dump_state(initial_state) if initial_state is not None else None
@@ -163,6 +168,8 @@ def run_pipeline(
         existing = storage.get_job(job_id)
         if create_only and existing is not None:
             raise JobExistsError(job_id, existing)
+        if refuse_complete and existing is not None and not existing.is_expired(now):
+            check_retry(existing, mode)
         if mode == RetryMode.RESUME and existing is not None and existing.status == JobStatus.WAITING:
             raise TransitionRefusedError(
                 f'Job "{job_id}" is waiting for signal "{existing.waiting_for}": send it, cancel the job, '
@@ -172,14 +179,11 @@ def run_pipeline(
         start_phase = resolve_start_phase(mode, saved, initial_phase or first_phase)
         fresh_state = given_state
         if fresh_state is None:  # not given: the job's own input, else the pipeline's empty state
-            fresh_state = pipeline.dump_state(existing.input if existing is not None else None)
+            fresh_state = _empty_state(pipeline, existing.input if existing is not None else None)
         state = saved.state if saved is not None else fresh_state
         checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
-        note = LogEntry(
-            message=f'Job started ({(mode if existing else RetryMode.RESUME).value}) at phase "{start_phase}"',
-            timestamp=now,
-            phase=start_phase,
-        )
+        first = existing is None or existing.is_expired(now)
+        note = LogEntry(message=_start_note(mode, first, start_phase), timestamp=now, phase=start_phase)
         wait = _wait_again(existing, saved, now)
         request = StartJob(
             job_id=job_id,
@@ -212,6 +216,22 @@ def run_pipeline(
     raise StorageError(f'Job "{job_id}" kept changing while it was being started; try again', retryable=True)
 
 
+def _start_note(mode: RetryMode, first: bool, phase: str) -> str:
+    """The first log line of a (re)start: what happened, at which phase."""
+    if first:
+        return f'Job started at phase "{phase}"'
+    if mode == RetryMode.FULL:
+        return f'Job started over at phase "{phase}"'
+    return f'Job retried ({mode.value}) at phase "{phase}"'
+
+
+def _empty_state(pipeline: Pipeline[Any], state: Any) -> Any:
+    """``state`` as JSON; no state at all is an empty object to a state model, so its errors name each field."""
+    if state is None and pipeline.state_model is not None and issubclass(pipeline.state_model, BaseModel):
+        state = {}
+    return pipeline.dump_state(state)
+
+
 def _rerun_from(
     job_id: str,
     pipeline: Pipeline[Any],
@@ -238,7 +258,7 @@ def _rerun_from(
             state, source = kept.state, f"the state it entered with at {kept.created_at}"
         who = f" by {actor}" if actor else ""
         note = LogEntry(
-            message=f'Rerun from phase "{phase}"{who} (was {existing.status.value}), with {source}',
+            message=f'Job rerun from phase "{phase}"{who} (was {existing.status.value}), with {source}',
             timestamp=now,
             phase=phase,
             kind="decision",
@@ -611,10 +631,22 @@ def record_crash(
     if not pipeline.has_phase(run.phase_name):
         return _commit_unknown_phase(run)
     crashed = pipeline.get_phase(run.phase_name)
+    died = PhaseCrashedError(crashed.name, error)
     try:
-        return _handle_exception(run, crashed, PhaseCrashedError(crashed.name, error), scheduler, verb="crashed")
+        return _handle_exception(run, crashed, died, scheduler, entry=_death_notice(run, died))
     except ClaimLostError:
         return None
+
+
+def _death_notice(run: _PhaseRun, died: PhaseCrashedError) -> str:
+    """The log line of a crash: which phase and attempt the worker died in, after how long, and when."""
+    now = run.storage.clock()
+    seconds = max(0, now - run.started_at) / 1000
+    when = datetime.fromtimestamp(now / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        f'Worker died during phase "{run.phase_name}" (attempt {run.job.attempt}) after {seconds:.1f} s, '
+        f"reported at {when}: {_describe(died)}"
+    )
 
 
 def _claim(
@@ -647,7 +679,7 @@ def _claim(
     if claimed is None:
         logger.debug("No advance for job %s (phase %s): not claimable", job_id, phase)
         return None
-    return _PhaseRun(claimed, pipeline, storage, worker, now)
+    return _PhaseRun(claimed, pipeline, storage, worker, claimed.claimed_at or now)
 
 
 def _commit_unknown_phase(run: _PhaseRun) -> Job:
@@ -706,23 +738,29 @@ def _describe(exc: BaseException) -> str:
 
 
 def _handle_exception(
-    run: _PhaseRun, phase: Phase, exc: Exception, scheduler: Scheduler, *, verb: str = "threw"
+    run: _PhaseRun, phase: Phase, exc: Exception, scheduler: Scheduler, *, entry: str | None = None
 ) -> Job:
+    """Apply the phase's retry policy to a failed attempt (``exc``); ``entry`` is its log line, if not the usual.
+
+    A retried failure is expected: one warning line, no traceback. The failure that ends the job is
+    logged with its traceback (a dead worker has none to show).
+    """
     attempt = run.job.attempt
     message = _describe(exc)
-    run.entry(f'Phase "{phase.name}" {verb}: {message}', level="error", kind="error")
-    logger.error('Job %s: phase "%s" %s: %s', run.job.job_id, phase.name, verb, message, exc_info=exc)
+    line = entry or f'Phase "{phase.name}" threw: {message}'
+    run.entry(line, level="error", kind="error")
     crashed = isinstance(exc, PhaseCrashedError)  # a dead worker is retried whatever ``retry_on`` names
     if phase.retry.should_retry(exc, attempt) or (crashed and attempt < phase.retry.max_attempts):
         delay = phase.retry.delay_for(attempt)
-        run.entry(
-            f'Retrying phase "{phase.name}" (attempt {attempt + 1} of {phase.retry.max_attempts}) in {delay:.1f}s',
-            level="warning",
-        )
+        retrying = f'Retrying phase "{phase.name}" (attempt {attempt + 1} of {phase.retry.max_attempts})'
+        retrying += f" in {delay:.1f}s"
+        run.entry(retrying, level="warning")
+        logger.warning("Job %s: %s; %s", run.job.job_id, line, retrying)
         job = run.commit("retry", error=message, delay=delay)
         if job.status == JobStatus.RUNNING:
             scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)
         return job
+    logger.error("Job %s: %s", run.job.job_id, line, exc_info=None if crashed else exc)
     return run.commit("error", error=message)
 
 

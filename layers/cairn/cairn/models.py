@@ -180,6 +180,10 @@ class Job(WireModel):
     lease_owner: str | None = Field(default=None, description="The worker holding the claim (a request id)")
     lease_expires_at: int | None = Field(default=None, description="Unix time in milliseconds")
     claim_sequence: int | None = Field(default=None, description="The sequence the current claim was made at")
+    claimed_at: int | None = Field(
+        default=None,
+        description="Unix ms: when the phase run in flight began (its claim; a crash report's takeover keeps it)",
+    )
     not_before: int | None = Field(
         default=None, description="Unix ms: a retry waits out its backoff, or a sleep its delay, until then"
     )

@@ -349,6 +349,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
             "lease_owner": None,
             "lease_expires_at": None,
             "claim_sequence": None,
+            "claimed_at": None,
             "not_before": request.not_before,
             "usage": merge_usage(current.usage, request.journal.usage),
             "log": [],
@@ -368,10 +369,13 @@ def claim(existing: Job | None, request: Claim) -> Written | None:
         return None
     if job.status != JobStatus.RUNNING or job.checkpoint is None or not request.admits(job):
         return None
+    # a crash report takes over the dead claim: the run it ends started when that claim was made
+    taken_over = request.crash is not None and job.lease_owner is not None
     claimed = job.model_copy(
         update={
             "sequence": job.sequence + 1,
             "claim_sequence": job.sequence,
+            "claimed_at": (job.claimed_at or request.now_ms) if taken_over else request.now_ms,
             "lease_owner": request.worker,
             "lease_expires_at": request.lease_expires_at,
             "updated_at": request.now_ms,
@@ -463,6 +467,7 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
             "lease_owner": None,
             "lease_expires_at": None,
             "claim_sequence": None,
+            "claimed_at": None,
             "updated_at": request.now_ms,
             "expires_at": request.expires_at,
             "write_token": request.token,
@@ -509,6 +514,7 @@ def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Writte
             "lease_owner": None,
             "lease_expires_at": None,
             "claim_sequence": None,
+            "claimed_at": None,
             "updated_at": now_ms,
             "expires_at": job.expires_at_after(now_ms),
             "write_token": token,

@@ -119,6 +119,11 @@ class JobView(WireModel):
         default=None, description="When a sleeping job, or a retry's backoff, ends (Unix time in milliseconds)"
     )
     attempt: int
+    claimed_at: int | None = Field(
+        default=None,
+        description="When the phase run in flight began (Unix time in milliseconds): its worker's claim; null when "
+        "no worker holds the job. A crash report keeps it, so the crashed attempt's record starts then",
+    )
     error: str | None = None
     result: Any = None
     usage: dict[str, int | float] = Field(default_factory=dict)
@@ -147,6 +152,7 @@ class JobView(WireModel):
             wait_deadline=job.wait_deadline,
             wake_at=job.not_before if job.status == JobStatus.RUNNING else None,
             attempt=job.attempt,
+            claimed_at=job.claimed_at if job.lease_owner is not None else None,
             error=job.error,
             result=job.result,
             usage=dict(job.usage),

@@ -584,6 +584,11 @@ class DynamoDBStorage(Storage):
         # claimSequence takes the sequence before this write: set it first, whichever way SET is evaluated.
         expression.set_to("claimSequence", expression.name("sequence"))
         expression.set_to("sequence", f"#sequence + {expression.value('one', 1)}")
+        if request.crash is not None:  # the takeover of a dead claim keeps when that claim's run began
+            claimed = f"if_not_exists({expression.name('claimedAt')}, {expression.value('now', request.now_ms)})"
+            expression.set_to("claimedAt", claimed)
+        else:
+            expression.set("claimedAt", request.now_ms)
         expression.set("leaseOwner", request.worker)
         expression.set("leaseExpiresAt", request.lease_expires_at)
         expression.set("updatedAt", request.now_ms)
@@ -634,7 +639,7 @@ class DynamoDBStorage(Storage):
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
         written = transitions.commit(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
-        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence")
+        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt")
         if request.kind not in ("retry", "sleep", "release"):
             expression.remove("notBefore")
         if request.kind in ("next", "done", "sleep", "wait", "map"):  # the phase is left: its signal is consumed
@@ -775,7 +780,7 @@ class DynamoDBStorage(Storage):
         expression.value("complete", JobStatus.COMPLETE.value)
         expression.set("status", JobStatus.CANCELLED.value)
         expression.set("statusKey", self.codec.status_key(job_id, JobStatus.CANCELLED.value))
-        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "sweepKey")
+        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt", "sweepKey")
         return self._admin_update(
             job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token)
         )

@@ -1565,7 +1565,7 @@ function renderActions(buttons, job, phases) {
 }
 
 /** A log line written when a job is started again at a phase (a start, resume, start over or rerun). */
-const RESTART_ENTRY = /^(Job started|Rerun from phase|Resumed)/;
+const RESTART_ENTRY = /^(Job (started|retried|rerun)|Rerun from phase|Resumed)/;
 
 /**
  * The timeline: one bar per phase run (start and length on a shared time axis, coloured and labelled by
