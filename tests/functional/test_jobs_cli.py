@@ -395,8 +395,22 @@ def test_log_follow_prints_each_entry_once_as_the_job_runs_and_stops_when_it_com
     assert result == [0]
     out = capsys.readouterr().out
     _, raw, _ = run_cli(capsys, "log", "followed", "--json")
-    assert out.splitlines() == [log_line(entry) for entry in json.loads(raw)["entries"]]  # each once, in order
+    *printed, last = out.splitlines()
+    assert printed == [log_line(entry) for entry in json.loads(raw)["entries"]]  # each once, in order
+    result = json.dumps(show_json(capsys, "followed")["result"], separators=(",", ":"), ensure_ascii=False)
+    assert last.startswith(f"Job complete: {result[:60]}")  # how it ended, with its result
+    assert len(last) <= len("Job complete: ") + 100  # cut to one short line
     assert len(jobs.requests_to("/followed/log")) >= 2
+
+
+def test_log_follow_of_a_failed_job_ends_with_its_error(jobs: JobsServer, capsys: pytest.CaptureFixture[str]) -> None:
+    start(capsys, "failed-follow", MISSING)
+    jobs.run()
+
+    status, out, _ = run_cli(capsys, "log", "failed-follow", "--follow")
+
+    assert status == 0
+    assert out.splitlines()[-1] == f"Job error: {show_json(capsys, 'failed-follow')['error']}"
 
 
 def test_log_follow_of_a_finished_job_prints_the_log_once_and_exits(
@@ -461,6 +475,22 @@ def test_retry_resumes_an_errored_job_and_restart_starts_it_again_from_a_new_sta
     restarted = show_json(capsys, "retried")
     assert restarted["status"] == "complete"
     assert [record["phase"] for record in restarted["phases"]] == PHASES
+
+
+def test_retry_of_a_complete_job_is_refused_and_changes_nothing(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start(capsys, "finished")
+    jobs.run()
+    before = show_json(capsys, "finished")
+    assert before["status"] == "complete"
+
+    status, out, err = run_cli(capsys, "retry", "finished")
+
+    assert (status, out) == (1, "")
+    assert error_line(err).endswith('Job "finished" is already complete; Start over (mode full) runs it again')
+    assert show_json(capsys, "finished") == before
+    assert run_cli(capsys, "restart", "finished")[0] == 0  # starting over runs it again
 
 
 def test_pause_stops_a_job_at_its_next_phase_and_retry_resumes_it(

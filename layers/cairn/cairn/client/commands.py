@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_json
-from .render import job_details, jobs_table, log_line, status_line
+from .render import final_line, job_details, jobs_table, log_line, status_line
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -160,7 +160,7 @@ def _print_entries(arguments: argparse.Namespace, entries: list[Json]) -> None:
 
 
 def run_log(arguments: argparse.Namespace, client: ApiClient) -> int:
-    """``cairn jobs log ID [--follow]``: the log; with ``--follow``, new entries until the job stops."""
+    """``cairn jobs log ID [--follow]``: the log; with ``--follow``, new entries until the job stops, then its end."""
     if not arguments.follow:
         log = client.log(arguments.job_id)
         if arguments.json:
@@ -172,13 +172,15 @@ def run_log(arguments: argparse.Namespace, client: ApiClient) -> int:
         return 0
     printed: list[Json] = []
     while True:
-        status = client.get(arguments.job_id).get("status")  # read before the log: a final status's log is whole
+        job = client.get(arguments.job_id)  # read before the log: a final status's log is whole
         entries: list[Json] = client.log(arguments.job_id).get("entries") or []
         if entries[: len(printed)] != printed:  # a full retry started a new log
             printed = []
         _print_entries(arguments, entries[len(printed) :])
         printed = entries
-        if status in TERMINAL_STATUSES:
+        if job.get("status") in TERMINAL_STATUSES:
+            if not arguments.json:  # --json prints entries only, one a line
+                print(final_line(job), flush=True)
             return 0
         sleep(arguments.interval)
 

@@ -168,3 +168,13 @@ def status_line(job: Json) -> str:
         parts.append(f"next phase {job['nextPhase']}")
     parts.append(f"attempt {_text(job.get('attempt'))}")
     return ", ".join(parts)
+
+
+def final_line(job: Json) -> str:
+    """How a job ended, on one line: ``Job complete: <short result>``, ``Job error: <error>``, ``Job cancelled``."""
+    status = _text(job.get("status"))
+    if status == "complete":
+        return f"Job complete: {_compact(job.get('result'))}"
+    if job.get("error"):
+        return f"Job {status}: {job['error']}"
+    return f"Job {status}"
