@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -79,12 +80,19 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
         help="time skipping: when nothing can run, the functions' clock jumps to the end of the next wait "
         "(a Sleep, a retry's backoff: an SQS delay or a Wait state), so waits take no real time",
     )
+    dev.add_argument(
+        "--metrics",
+        action="store_true",
+        help="print each invocation's EMF metrics blob, as CloudWatch would read it (default: not shown; "
+        "CAIRN_DEV_METRICS=1 shows them too)",
+    )
     dev.set_defaults(run=run_dev)
 
 
 def run_dev(arguments: argparse.Namespace) -> int:
     """Start the stack and serve until Ctrl-C; exit 2 with one line when it cannot start."""
     from .logs import DevLog
+    from .metrics import metrics_wanted, worker_metrics
     from .server import DevOptions, DevServer, DevServerError
 
     options = DevOptions(
@@ -101,14 +109,15 @@ def run_dev(arguments: argparse.Namespace) -> int:
         skip_waits=arguments.skip_waits,
     )
     server = DevServer(options, DevLog(stack_prefix=f"{options.stack_name}-"))
-    try:
-        server.start()
-    except (DevServerError, CairnError) as exc:  # a port in use, a template it cannot read or deploy
-        print(f"cairn dev: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    for line in server.banner():
-        print(line, flush=True)
-    server.serve_forever()
+    with worker_metrics(metrics_wanted(arguments.metrics, os.environ)):
+        try:
+            server.start()
+        except (DevServerError, CairnError) as exc:  # a port in use, a template it cannot read or deploy
+            print(f"cairn dev: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 130
+        for line in server.banner():
+            print(line, flush=True)
+        server.serve_forever()
     return 0
