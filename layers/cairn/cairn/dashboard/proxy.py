@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..client import ApiClient, ApiUnreachable, RequestFailed
+from ..dev.own_origin import OwnOrigin
 from ..dev.serving import ServedOnThread
 from .assets import HEADERS as ASSET_HEADERS
 from .assets import asset_at, is_dashboard_path
@@ -27,7 +28,6 @@ API_PATHS = frozenset({"/jobs", "/pipelines", "/health", "/openapi.json"})
 """Paths forwarded to the API, with every path under ``/jobs/``."""
 ANSWER_HEADERS = ("Content-Type", "Location")
 """The API's headers passed back to the page."""
-LOCAL_HOSTS = ("127.0.0.1", "localhost")
 
 
 def is_api_path(path: str) -> bool:
@@ -65,7 +65,7 @@ class DashboardProxy:
         server.daemon_threads = True
         self.port = int(server.server_address[1])
         self.url = f"http://{host}:{self.port}"
-        self.origins = frozenset(f"http://{name}:{self.port}" for name in LOCAL_HOSTS)
+        self.own = OwnOrigin.of(host, self.port)
         self._serving = ServedOnThread(server, "dashboard")
 
     def start(self) -> None:
@@ -94,16 +94,8 @@ class DashboardProxy:
 
     def foreign(self, request: BaseHTTPRequestHandler) -> str | None:
         """Why a request does not come from this server's own page; None when it does."""
-        host = request.headers.get("Host", "")
-        if host not in {origin.removeprefix("http://") for origin in self.origins}:
-            return f"Host {host!r} is not this server"
-        origin = request.headers.get("Origin")
-        if origin is not None and origin not in self.origins:
-            return f"Origin {origin!r} is not this server's page"
-        site = request.headers.get("Sec-Fetch-Site")
-        if site is not None and site not in ("same-origin", "none"):
-            return f"a {site} request"
-        return None
+        headers = request.headers
+        return self.own.refusal(headers.get("Host"), headers.get("Origin"), headers.get("Sec-Fetch-Site"))
 
     def handle(self, request: BaseHTTPRequestHandler) -> None:
         """Answer one request: a forwarded API call, a dashboard file, or a refusal."""

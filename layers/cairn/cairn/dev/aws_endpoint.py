@@ -4,7 +4,8 @@ Every boto3 client of the functions (``AWS_ENDPOINT_URL``) and of the server tal
 ``POST /2015-03-31/functions/{name}/invocations`` (Lambda's Invoke) runs the template's
 functions in worker processes (:class:`LambdaService`); everything else is moto's. moto's
 Step Functions engine calls Lambda on ``localhost:$MOTO_PORT``, so its ``lambda:invoke``
-tasks reach the same functions over HTTP.
+tasks reach the same functions over HTTP. Served as the API is (:class:`cairn.dev.wsgi_server.LocalServer`),
+it answers only requests for its own address from no other site's page (:mod:`cairn.dev.own_origin`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from .lambda_service import MAX_ASYNC_PAYLOAD, MAX_SYNC_PAYLOAD, FunctionNotFound, LambdaService
+from .own_origin import OwnOrigin
 from .serving import ServedOnThread
+from .wsgi_server import READ_TIMEOUT, LocalServer
 
 StartResponse = Callable[..., Any]
 _INVOKE = re.compile(r"^/2015-03-31/functions/(?P<name>[^/]+)/invocations/?$")
@@ -80,20 +83,23 @@ class LambdaInvokeApi:
 class AwsEndpoint:
     """moto's server and the Lambda Invoke API on one 127.0.0.1 port, served on a thread."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, read_timeout: float = READ_TIMEOUT) -> None:
         from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-        from werkzeug.serving import make_server
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # request noise off
         self.lambdas = LambdaInvokeApi()
         self._moto = DomainDispatcherApplication(create_backend_app)
-        server = make_server(host, port, self._app, threaded=True)  # OSError when the port is taken
-        self.port = int(server.server_address[1])
+        server = LocalServer(self._app, host, port, read_timeout=read_timeout)  # OSError when the port is taken
+        self.port = int(server.port)
         self.url = f"http://{host}:{self.port}"
+        self.own = OwnOrigin.of(host, self.port)
         self._serving = ServedOnThread(server, "aws-endpoint")
         self._previous_moto_port: str | None = os.environ.get("MOTO_PORT")
 
     def _app(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        reason = self.own.refusal_of(environ)
+        if reason is not None:
+            return _error(start_response, "403 Forbidden", "AccessDeniedException", f"Refused: {reason}")
         match = _INVOKE.match(environ.get("PATH_INFO", ""))
         if match and environ.get("REQUEST_METHOD") == "POST":
             return self.lambdas(environ, start_response, match["name"])

@@ -10,6 +10,11 @@ authorization puts a signed caller. ``/_cairn/...`` are the dev
 server's own routes (``GET /_cairn/invocations``: what runs now, with process ids; ``GET /_cairn/info``:
 what runs where, and the stack's clock, skipped ahead with ``--skip-waits``). A ``GET`` that matches no
 route serves the dashboard (:mod:`cairn.dashboard.assets`): its page at ``/``, its files at ``/assets/...``.
+
+The server is werkzeug's (:class:`cairn.dev.wsgi_server.LocalServer`: a backlog that holds a burst, a read
+timeout, bounded headers). It answers only requests for its own address from its own page
+(:mod:`cairn.dev.own_origin`, 403 otherwise); a body over API Gateway's 10 MB is 413, a request line and
+header values over its 10240 bytes 431, a body that stops coming 408.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -29,7 +34,9 @@ from ..testing.api_events import http_api_event, iam_caller, response_body
 from .bearer import BadToken, bearer_token, unverified_claims
 from .lambda_service import LambdaService
 from .logs import DevLog
+from .own_origin import OwnOrigin
 from .serving import ServedOnThread
+from .wsgi_server import READ_TIMEOUT, BodyTooLarge, LocalServer, read_body
 
 if TYPE_CHECKING:
     from .deployment import Route
@@ -37,8 +44,12 @@ if TYPE_CHECKING:
 IDENTITY_HEADER = "x-cairn-identity"
 MAX_BODY = 10 * 1024 * 1024
 """The largest request body an HTTP API accepts (bytes)."""
+MAX_HEADER_BYTES = 10240
+"""The request line and header values of one request at most (bytes), as an HTTP API's quota."""
 _PRINCIPAL = re.compile(r"^arn:aws[a-z-]*:(iam|sts)::\d{12}:[A-Za-z0-9+=,.@_/-]{1,512}$")
 AdminRoute = Callable[[], Any]
+StartResponse = Callable[..., Any]
+_UNSENT_HEADERS = ("content-length", "connection", "transfer-encoding")
 
 
 class CallerRefused(Exception):
@@ -91,6 +102,7 @@ class ApiGateway:
         host: str = "127.0.0.1",
         port: int = 3000,
         admin: dict[str, AdminRoute] | None = None,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         self.routes = [CompiledRoute.of(route) for route in routes]
         self.function = function
@@ -98,22 +110,11 @@ class ApiGateway:
         self.log = log
         self.identity = identity
         self.admin = admin or {}
-        gateway = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Request lines are written by the gateway itself, without the noise."""
-
-            def handle_one(self) -> None:
-                gateway.handle(self)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = handle_one
-
-        server = ThreadingHTTPServer((host, port), Handler)  # OSError when the port is taken
-        server.daemon_threads = True
-        self.url = f"http://{host}:{server.server_address[1]}"
+        server = LocalServer(  # OSError when the port is taken
+            self.wsgi, host, port, read_timeout=read_timeout, max_header_bytes=MAX_HEADER_BYTES
+        )
+        self.url = f"http://{host}:{server.port}"
+        self.own = OwnOrigin.of(host, server.port)
         self._serving = ServedOnThread(server, "api-gateway")
 
     def start(self) -> None:
@@ -134,42 +135,46 @@ class ApiGateway:
                 return route, {name: unquote(value) for name, value in found.groupdict().items()}
         return None
 
-    def handle(self, request: BaseHTTPRequestHandler) -> None:
-        """Answer one request: an admin route, or the API function's response to its event."""
+    def wsgi(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        """The WSGI app: :meth:`handle` of one request, sent with ``start_response``."""
+        status, headers, body = self.handle(environ)
+        start_response(status_line(status), headers)
+        return [b"" if environ.get("REQUEST_METHOD") == "HEAD" else body]
+
+    def handle(self, environ: dict[str, Any]) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Answer one WSGI request: a refusal, an admin route, a dashboard file or the API function's response."""
         started = time.monotonic()
-        method = request.command.upper()
-        raw_path, _, query = request.path.partition("?")
+        method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+        raw_path, _, query = str(environ.get("RAW_URI") or environ.get("PATH_INFO", "/")).partition("?")
+        reason = self.own.refusal_of(environ)
+        if reason is not None:
+            self._log_request(method, raw_path, 403, started, reason)
+            return _message(403, "Forbidden")
         if raw_path.startswith("/_cairn/") and method == "GET" and raw_path in self.admin:
-            self._send(request, 200, {"Content-Type": "application/json"}, json.dumps(self.admin[raw_path]()).encode())
-            return
+            return _reply(200, {"Content-Type": "application/json"}, json.dumps(self.admin[raw_path]()).encode())
         try:
-            length = int(request.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            self._send_message(request, 400, "Bad Request", close=True)
-            return
-        if length > MAX_BODY:
-            self._send_message(request, 413, "Request Entity Too Large", close=True)
-            return
-        body = request.rfile.read(length) if length else b""
+            body = read_body(environ, MAX_BODY)
+        except BodyTooLarge:
+            return _message(413, "Request Entity Too Large")
+        except TimeoutError:
+            self._log_request(method, raw_path, 408, started, "the body stopped coming")
+            return _message(408, "Request Timeout")
+        except (ValueError, OSError):  # a Content-Length that is not a number, a chunk that is not one
+            return _message(400, "Bad Request")
         found = self.match(method, raw_path)
         if found is None and method in ("GET", "HEAD") and is_dashboard_path(raw_path):
-            self._send_asset(request, raw_path)
-            return
+            return self._asset(raw_path)
         if found is None:
-            self._send_message(request, 404, "Not Found")
             self._log_request(method, raw_path, 404, started)
-            return
+            return _message(404, "Not Found")
         route, parameters = found
-        headers = {name.lower(): value for name, value in request.headers.items()}
+        headers = request_headers(environ)
         identity = headers.pop(IDENTITY_HEADER, None) or self.identity
         try:
             caller = None if route.public else self._caller(headers.get("authorization"), identity)
         except CallerRefused as refused:
-            self._send_message(request, refused.status, refused.message)
             self._log_request(method, raw_path, refused.status, started)
-            return
+            return _message(refused.status, refused.message)
         event = http_api_event(
             method,
             raw_path,
@@ -179,22 +184,20 @@ class ApiGateway:
             caller=caller,
             route_key=route.key,
             path_parameters=parameters or None,
-            source_ip=request.client_address[0],
+            source_ip=str(environ.get("REMOTE_ADDR", "127.0.0.1")),
         )
         outcome = self.lambdas.invoke(self.function, event)
         if outcome.failed or not isinstance(outcome.payload, dict):
             status = 500 if outcome.failed else 200
-            if outcome.failed:
-                self._send_message(request, 500, "Internal Server Error")
-            else:
-                self._send(request, 200, {"Content-Type": "application/json"}, json.dumps(outcome.payload).encode())
             self._log_request(method, raw_path, status, started)
-            return
+            if outcome.failed:
+                return _message(500, "Internal Server Error")
+            return _reply(200, {"Content-Type": "application/json"}, json.dumps(outcome.payload).encode())
         response = outcome.payload
         status = int(response.get("statusCode", 200))
         reply_headers = {str(key): str(value) for key, value in (response.get("headers") or {}).items()}
-        self._send(request, status, reply_headers, response_body(response), cookies=response.get("cookies") or [])
         self._log_request(method, raw_path, status, started)
+        return _reply(status, reply_headers, response_body(response), cookies=response.get("cookies") or [])
 
     def _caller(self, authorization: str | None, identity: str) -> dict[str, Any]:
         """The authorizer context of a request: its bearer token's, else the identity's; CallerRefused if neither."""
@@ -208,46 +211,49 @@ class ApiGateway:
             raise CallerRefused(403, f"{IDENTITY_HEADER} is not an IAM principal ARN")
         return iam_caller(identity)
 
-    def _send_asset(self, request: BaseHTTPRequestHandler, path: str) -> None:
+    def _asset(self, path: str) -> tuple[int, list[tuple[str, str]], bytes]:
         """The dashboard's page or one of its files; 404 for a file it does not have."""
         found = asset_at(path)
         if found is None:
-            self._send_message(request, 404, "Not Found")
-            return
+            return _message(404, "Not Found")
         body, content_type = found
-        self._send(request, 200, {"Content-Type": content_type, **ASSET_HEADERS}, body)
+        return _reply(200, {"Content-Type": content_type, **ASSET_HEADERS}, body)
 
-    def _log_request(self, method: str, path: str, status: int, started: float) -> None:
+    def _log_request(self, method: str, path: str, status: int, started: float, why: str | None = None) -> None:
         if method != "GET" or status >= 400:
             elapsed = (time.monotonic() - started) * 1000
-            self.log.say("api", f"{method} {path} -> {status} ({elapsed:.0f} ms)", "INFO" if status < 500 else "ERROR")
+            line = f"{method} {path} -> {status} ({elapsed:.0f} ms)" + (f": {why}" if why else "")
+            self.log.say("api", line, "INFO" if status < 500 else "ERROR")
 
-    def _send_message(self, request: BaseHTTPRequestHandler, status: int, message: str, *, close: bool = False) -> None:
-        body = json.dumps({"message": message}).encode()
-        headers = {"Content-Type": "application/json"}
-        if close:
-            headers["Connection"] = "close"
-        self._send(request, status, headers, body)
 
-    def _send(
-        self,
-        request: BaseHTTPRequestHandler,
-        status: int,
-        headers: dict[str, str],
-        body: bytes,
-        *,
-        cookies: Sequence[str] = (),
-    ) -> None:
-        request.send_response(status)
-        for name, value in headers.items():
-            if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                request.send_header(name, value)
-        for cookie in cookies:
-            request.send_header("Set-Cookie", str(cookie))
-        request.send_header("Content-Length", str(len(body)))
-        if headers.get("Connection") == "close":
-            request.send_header("Connection", "close")
-            request.close_connection = True
-        request.end_headers()
-        if request.command != "HEAD":
-            request.wfile.write(body)
+def status_line(status: int) -> str:
+    """``404 Not Found``; a status without a standard phrase (a function may answer any) is its number alone."""
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def request_headers(environ: dict[str, Any]) -> dict[str, str]:
+    """A WSGI request's headers by lower-case name (repeated headers joined with commas, as API Gateway joins them)."""
+    headers = {
+        key[5:].replace("_", "-").lower(): str(value) for key, value in environ.items() if key.startswith("HTTP_")
+    }
+    for key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(key):
+            headers[key.replace("_", "-").lower()] = str(environ[key])
+    return headers
+
+
+def _message(status: int, message: str) -> tuple[int, list[tuple[str, str]], bytes]:
+    return _reply(status, {"Content-Type": "application/json"}, json.dumps({"message": message}).encode())
+
+
+def _reply(
+    status: int, headers: dict[str, str], body: bytes, *, cookies: Sequence[str] = ()
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """A response's status, its headers as sent (the server's own framing, the cookies) and its body."""
+    sent = [(name, value) for name, value in headers.items() if name.lower() not in _UNSENT_HEADERS]
+    sent += [("Set-Cookie", str(cookie)) for cookie in cookies]
+    sent.append(("Content-Length", str(len(body))))
+    return status, sent, body

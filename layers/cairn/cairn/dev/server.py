@@ -34,6 +34,7 @@ from .lambda_service import LambdaService, init_failure
 from .logs import DevLog
 from .reload import CodeWatcher
 from .time_skipping import TimeSkipper, iso_ms, skip_step_functions_waits
+from .wsgi_server import READ_TIMEOUT, read_timeout
 
 REGION = "us-east-1"
 LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
@@ -71,6 +72,9 @@ class DevOptions:
     """The period of the template's schedules (None: each schedule's own rate)."""
     skip_waits: bool = False
     """Skip the stack's clock past its waits whenever nothing else can run (:mod:`cairn.dev.time_skipping`)."""
+    read_timeout: float | None = None
+    """Seconds the API and the AWS endpoint wait for a client's next bytes (None: ``$CAIRN_DEV_READ_TIMEOUT``,
+    else :data:`cairn.dev.wsgi_server.READ_TIMEOUT`)."""
 
 
 def ensure_free(host: str, port: int) -> None:
@@ -117,6 +121,7 @@ class DevServer:
         self.skipper: TimeSkipper | None = None
         self._restore_waits: Callable[[], None] | None = None
         self.deployment: Any = None
+        self.read_timeout = READ_TIMEOUT
 
     def _client(self, service: str) -> Any:
         import boto3
@@ -141,7 +146,11 @@ class DevServer:
             )
         ensure_free(options.host, options.port)
         try:
-            self.aws = AwsEndpoint(options.host, options.aws_port)
+            self.read_timeout = options.read_timeout or read_timeout()
+        except ValueError as exc:
+            raise DevServerError(str(exc)) from None
+        try:
+            self.aws = AwsEndpoint(options.host, options.aws_port, read_timeout=self.read_timeout)
         except OSError as exc:
             raise DevServerError(f"{options.host}:{options.aws_port} (--aws-port) is already in use: {exc}") from None
         try:
@@ -210,6 +219,7 @@ class DevServer:
             host=options.host,
             port=options.port,
             admin={"/_cairn/invocations": self.lambdas.running, "/_cairn/info": self.info},
+            read_timeout=self.read_timeout,
         )
         self.gateway.start()
         if self.skipper is not None:
