@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from cairn import Cairn, Job
 from cairn.models import PhaseRecord
@@ -86,11 +86,11 @@ class Progress:
     def advancer(self, app: Cairn) -> Callable[..., Job | None]:
         """A function for ``InlineScheduler.bind``: advance the job through ``app``, then print what the phase did."""
 
-        def advance(job_id: str, phase: str, sequence: int | None = None) -> Job | None:
+        def advance(job_id: str, *, phase: str, sequence: int | None = None, **extra: Any) -> Job | None:
             self._announce(app.storage, job_id, phase)
             self._mark = time.perf_counter()
             started = self._mark
-            job = app.advance(job_id, phase=phase, sequence=sequence)
+            job = app.advance(job_id, phase=phase, sequence=sequence, **extra)
             elapsed = (time.perf_counter() - started) * 1000
             if job is None:
                 self.say(f"  {phase:<8} nothing to do (the job is not running or was already advanced)")

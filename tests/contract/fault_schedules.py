@@ -384,11 +384,13 @@ class Deliveries(InlineScheduler):
         self.sent: list[Message] = []
         delivered: Counter[Message] = Counter()
 
-        def deliver(job_id: str, *, phase: str, sequence: int | None) -> None:
+        def deliver(job_id: str, *, phase: str, sequence: int | None, **extra: Any) -> None:
             message = Message(phase, sequence or 0)
             again = delivered[message] > 0
             delivered[message] += 1
-            job = advance_phase(job_id, pipeline, storage=storage, scheduler=self, phase=phase, sequence=sequence)
+            job = advance_phase(
+                job_id, pipeline, storage=storage, scheduler=self, phase=phase, sequence=sequence, **extra
+            )
             assert job is None or not again, f"the second delivery of {message} ran the phase again"
 
         self.bind(deliver)

@@ -17,7 +17,7 @@ class Recorder:
         self.calls: list[tuple[str, str]] = []
         self.times: list[int] = []
 
-    def __call__(self, job_id: str, *, phase: str, sequence: int | None = None) -> None:
+    def __call__(self, job_id: str, *, phase: str, sequence: int | None = None, **extra: object) -> None:
         self.calls.append((job_id, phase))
         if self.clock is not None:
             self.times.append(self.clock())
@@ -70,7 +70,7 @@ def test_advances_scheduled_while_draining_are_run_by_the_same_drain(clock: Fake
     scheduler = InlineScheduler(now=clock.monotonic, sleep=clock.sleep)
     seen: list[str] = []
 
-    def chain(job_id: str, *, phase: str, sequence: int | None = None) -> None:
+    def chain(job_id: str, *, phase: str, sequence: int | None = None, **extra: object) -> None:
         seen.append(phase)
         if phase == "a":
             scheduler.schedule_advance(job_id, phase="b", delay=2.0)
@@ -137,7 +137,7 @@ def test_a_process_death_passes_through_drain_untouched(clock: FakeClock) -> Non
     crash = SimulatedCrash("killed")
     seen: list[str] = []
 
-    def dies_on_b(job_id: str, *, phase: str, sequence: int | None = None) -> None:
+    def dies_on_b(job_id: str, *, phase: str, sequence: int | None = None, **extra: object) -> None:
         seen.append(phase)
         if phase == "b":
             raise crash

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from . import recovery
 from .engine import (
     advance_phase,
     cancel_job,
@@ -39,6 +40,9 @@ class Cairn:
     object (as is an unbound one given, e.g. with a clock that skips time):
     ``run_until_idle()`` then runs every queued advance in-process.
     Without a storage jobs live in memory.
+
+    A job a dead process left ``running`` is picked up again by ``recover()``, which
+    ``run_until_idle()`` calls first, once its claim has expired.
     """
 
     def __init__(
@@ -198,6 +202,29 @@ class Cairn:
             job_id, self.pipelines.get(job.pipeline), name, payload, storage=self.storage, scheduler=self.scheduler
         )
 
+    def recover(self, *, idle_seconds: float = recovery.DEFAULT_IDLE_SECONDS) -> list[str]:
+        """Advance again the jobs a dead worker left ``running``; the ids of those recovered.
+
+        A job is recovered by the rule the sweep applies on AWS (:mod:`cairn.recovery`): its claim
+        has expired (a live claim may belong to another worker: it is left alone), no backoff or
+        sleep is left to wait out, and it has had no write for ``idle_seconds``. A job of a pipeline
+        this object does not run, or with an advance already queued on its inline scheduler, is
+        left alone too. The advance carries the job's sequence, so a duplicate does nothing.
+        """
+        now = self.storage.clock()
+        queued = self._inline.queued_jobs() if self._inline is not None else set()
+        names = set(self.pipelines.names)
+        recovered: list[str] = []
+        for job in self.storage.list_jobs(status=JobStatus.RUNNING):
+            if job.job_id in queued or job.pipeline not in names:
+                continue
+            if not recovery.job_is_stalled(job, now, idle_seconds=idle_seconds):
+                continue
+            next_phase = job.checkpoint.next_phase if job.checkpoint is not None else None
+            if recovery.revive(self.scheduler, job.job_id, next_phase, job.sequence):
+                recovered.append(job.job_id)
+        return recovered
+
     def get(self, job_id: str) -> Job:
         """The job; JobNotFoundError when it is unknown or expired."""
         job = self.storage.get_job(validate_job_id(job_id))
@@ -212,10 +239,12 @@ class Cairn:
     def run_until_idle(self, *, max_steps: int | None = None) -> int:
         """Run queued advances in-process until none is left to run (the inline scheduler only); how many ran.
 
-        Delays (sleeps, retry backoffs) are waited out (on the scheduler's clock, which a test can make
-        skip time); a waiting job's timeout is not: the job waits for its signal (``signal``), and the
-        timeout runs on a later call once the clock has passed it.
+        First the jobs a dead process left running are recovered (:meth:`recover`). Delays (sleeps,
+        retry backoffs, in seconds) are waited out (on the scheduler's clock, which a test can make
+        skip time); a waiting job's timeout is not: the job waits for its signal (``signal``) while
+        the other jobs run on, and the timeout runs on a later call once the clock has passed it.
         """
         if self._inline is None:
             raise InvalidInputError("run_until_idle() runs the inline scheduler; this Cairn was given another one")
+        self.recover()
         return self._inline.drain(max_steps=max_steps)

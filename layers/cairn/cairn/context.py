@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from .clock import Clock
 from .errors import InvalidInputError
@@ -21,6 +21,8 @@ _LEVELS: dict[str, int] = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+_ALIASES: dict[str, LogLevel] = {"warn": "warning"}
+"""Other names accepted for a level (cl-pipelines writes ``"warn"``); the log stores the level's own name."""
 
 
 class JournalBuffer:
@@ -97,11 +99,12 @@ class PhaseContext(Generic[S]):
         self._saver(state)
         self.state = state
 
-    def log(self, message: str, level: LogLevel = "info") -> None:
-        """Add a line to the job's log (stored with the next checkpoint write)."""
-        if level not in _LEVELS:
+    def log(self, message: str, level: LogLevel | Literal["warn"] = "info") -> None:
+        """Add a line to the job's log (stored with the next checkpoint write); ``"warn"`` is ``"warning"``."""
+        named: str = _ALIASES.get(level, level)
+        if named not in _LEVELS:
             raise InvalidInputError(f"Unknown log level {level!r}; use one of {', '.join(_LEVELS)}")
-        self._record(message, level=level, kind="log")
+        self._record(message, level=cast(LogLevel, named), kind="log")
 
     def observe(self, text: str) -> None:
         """Record something the phase noticed."""

@@ -88,16 +88,18 @@ def resolve_write(write: Callable[[], _T]) -> _T:
     raise AssertionError("unreachable")
 
 
-def parse_retry_mode(mode: RetryMode | str) -> RetryMode:
-    """``mode`` as a RetryMode; anything but 'resume' or 'full' is a clear error."""
+def parse_retry_mode(mode: RetryMode | str | None) -> RetryMode:
+    """``mode`` as a RetryMode (None: 'resume'); anything but 'resume', 'full' or 'from' is a clear error."""
+    if mode is None:
+        return RetryMode.RESUME
     try:
         return RetryMode(mode)
     except ValueError as exc:
         raise InvalidInputError(f"Unknown retry mode {mode!r}; use 'resume', 'full' or 'from'") from exc
 
 
-def resolve_start_phase(mode: RetryMode | str, checkpoint: Checkpoint | None, initial_phase: str) -> str:
-    """The phase a (re)started job begins with: the checkpoint's on resume, else ``initial_phase``."""
+def resolve_start_phase(mode: RetryMode | str | None, checkpoint: Checkpoint | None, initial_phase: str) -> str:
+    """The phase a (re)started job begins with: the checkpoint's on resume (or None), else ``initial_phase``."""
     if parse_retry_mode(mode) == RetryMode.RESUME and checkpoint is not None:
         return checkpoint.next_phase
     return initial_phase

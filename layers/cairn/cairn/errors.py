@@ -40,15 +40,34 @@ class ConfigurationError(CairnError):
 
 
 class PhaseError(CairnError):
-    """A phase failed. Raised by phase code to fail with a message of its own."""
+    """A phase failed. Raised by phase code to fail with a message of its own.
+
+    ``job_id`` and ``phase`` say where it happened (None: not given); ``recoverable`` whether a
+    retry may succeed (the job keeps its checkpoint either way, so it can be resumed).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        job_id: str | None = None,
+        phase: str | None = None,
+        recoverable: bool = True,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message, retryable=retryable)
+        self.job_id = job_id
+        self.phase = phase
+        self.recoverable = recoverable
 
 
 class PhaseCrashedError(PhaseError):
     """The worker running a phase died (a timeout, out of memory); retried like an exception."""
 
+    phase: str
+
     def __init__(self, phase: str, detail: str) -> None:
-        super().__init__(detail or f'the worker running "{phase}" died')
-        self.phase = phase
+        super().__init__(detail or f'the worker running "{phase}" died', phase=phase)
 
 
 class VersionConflict(CairnError):

@@ -28,7 +28,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from .. import lessons as lesson_rules
-from .. import transitions, ttl
+from .. import recovery, transitions, ttl
 from ..clock import Clock
 from ..errors import (
     ClaimLostError,
@@ -504,9 +504,14 @@ class DynamoDBStorage(Storage):
         values = from_item(item)
         if values.get("status") != JobStatus.RUNNING.value or self._expired(item, now):
             return None
-        if values["updatedAt"] >= cutoff or values.get("leaseExpiresAt", 0) > now:
-            return None
-        if values.get("notBefore", 0) > now:  # a retry still waiting out its backoff
+        if not recovery.is_stalled(
+            str(values["status"]),
+            updated_at=int(values["updatedAt"]),
+            lease_expires_at=int(values.get("leaseExpiresAt", 0)),
+            not_before=int(values.get("notBefore", 0)),
+            now_ms=now,
+            cutoff_ms=cutoff,
+        ):
             return None
         _, owner, job_id = str(values["pk"]).split("#", 2)
         next_phase = values.get("nextPhase")

@@ -40,8 +40,8 @@ class LambdaScheduler:
 
     A phase runs in the function ``<prefix><phase>``; a phase the pipeline does
     not know goes to the scheduler function, which records the error. A delay
-    is an SQS message delivered to the scheduler function (re-queued while the
-    delay exceeds SQS's 15 minutes).
+    (in seconds) is an SQS message delivered to the scheduler function
+    (re-queued while the delay exceeds SQS's 15 minutes).
     """
 
     def __init__(

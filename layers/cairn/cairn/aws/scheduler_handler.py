@@ -24,6 +24,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
+from .. import recovery
 from ..engine import record_crash
 from ..errors import JobExistsError
 from ..models import Job, JobStatus, RetryMode
@@ -186,13 +187,11 @@ class Dispatcher:
         storage = self.runtime.storage("sweep")
         revived = []
         for stalled in storage.stalled_jobs(idle_seconds=self.runtime.settings.sweep_idle_seconds):
-            if stalled.next_phase is None:
-                continue
             try:
                 pipeline = self.pipelines.get(stalled.pipeline)
                 scheduler = self.runtime.start_scheduler(stalled.owner, pipeline)
-                scheduler.schedule_advance(stalled.job_id, phase=stalled.next_phase, sequence=stalled.sequence)
-                revived.append(stalled.job_id)
+                if recovery.revive(scheduler, stalled.job_id, stalled.next_phase, stalled.sequence):
+                    revived.append(stalled.job_id)
             except Exception:
                 logger.exception("Could not revive a stalled job", extra={"job_id": stalled.job_id})
         logger.info("Sweep done", extra={"revived": len(revived)})

@@ -20,7 +20,10 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class StepFunctionsScheduler:
-    """Starts an execution of the pipeline state machine, which resolves ``nextPhase`` from the checkpoint."""
+    """Starts an execution of the pipeline state machine, which resolves ``nextPhase`` from the checkpoint.
+
+    A delay is in seconds, waited by the execution's Wait state (a fraction rounded up to a whole second).
+    """
 
     def __init__(self, *, owner: str, pipeline: str, state_machine_arn: str, client: SFNClient) -> None:
         self.owner = owner

@@ -8,6 +8,8 @@ from typing import Protocol, runtime_checkable
 class Scheduler(Protocol):
     """Something that will call ``advance_phase`` for a job, once, after ``delay`` seconds.
 
+    Every scheduler takes its delays in seconds (a float; 0 for now), whatever it waits with.
+
     ``sequence`` is the job's sequence after the write that asked for the
     advance; it travels with the message, so the advance does nothing unless
     the job is still there when it arrives (None: match by phase only).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import inspect
 import itertools
 import time
 from collections.abc import Callable
@@ -14,13 +15,20 @@ AdvanceFunction = Callable[..., Any]
 Triage = Callable[[str, int | None], Literal["run", "hold", "drop"]]
 """Decides what ``drain`` does with an advance that is not due yet (see :meth:`InlineScheduler.bind`)."""
 
+_Entry = tuple[float, int, str, str, int | None, dict[str, Any]]
+
+ADVANCE_SIGNATURE = "def advance(job_id, *, phase, sequence=None, **extra)"
+"""How a function given to :meth:`InlineScheduler.bind` can be written: ``extra`` takes a map item's
+``fan_out=`` and ``item=``."""
+
 
 class InlineScheduler:
     """Queues advances in memory and runs them in order when drained.
 
     Advances run in the order they fall due (first in, first out among equal
-    due times); ``drain`` waits for delayed ones. ``now`` and ``sleep`` can be
-    replaced to run delays on a fake clock.
+    due times); ``drain`` waits for delayed ones. Delays are in seconds, as
+    ``now`` returns and ``sleep`` takes them; both can be replaced to run
+    delays on a fake clock.
     """
 
     def __init__(
@@ -31,7 +39,7 @@ class InlineScheduler:
     ) -> None:
         self._now = now
         self._sleep = sleep
-        self._queue: list[tuple[float, int, str, str, int | None, dict[str, Any]]] = []
+        self._queue: list[_Entry] = []
         self._order = itertools.count()
         self._advance: AdvanceFunction | None = None
         self._triage: Triage | None = None
@@ -41,9 +49,14 @@ class InlineScheduler:
         map's item, with ``fan_out=`` and ``item=``).
 
         ``triage(job_id, sequence)`` is asked about an advance that is not due yet, before ``drain``
-        waits for it: ``"run"`` (wait, then run it), ``"hold"`` (a wait's timeout: leave it queued and
-        stop, the job waits for a signal) or ``"drop"`` (the job has moved on: it would do nothing).
+        waits for it: ``"run"`` (wait, then run it), ``"hold"`` (a wait's timeout: leave it queued for
+        a later drain, the job waits for a signal) or ``"drop"`` (the job has moved on: it would do
+        nothing).
+
+        ``fn`` is checked here: one that cannot be called that way raises InvalidInputError naming
+        the line to write (:data:`ADVANCE_SIGNATURE`).
         """
+        _check_advance(fn)
         self._advance = fn
         self._triage = triage
 
@@ -69,11 +82,16 @@ class InlineScheduler:
         """How many advances are queued."""
         return len(self._queue)
 
+    def queued_jobs(self) -> set[str]:
+        """The ids of the jobs with an advance (or a map item) queued here."""
+        return {entry[2] for entry in self._queue}
+
     def drain(self, *, max_steps: int | None = None) -> int:
         """Run queued advances in order until none is left to run; returns how many ran.
 
-        An advance not due yet is waited for, unless triage holds it (a wait's timeout: the drain
-        stops there, the job waiting for its signal) or drops it (the job has moved past it).
+        An advance not due yet is waited for, unless triage holds it (a wait's timeout: it is set
+        aside, still queued for a later drain, and the drain goes on with the others; it ends when
+        only held advances are left) or drops it (the job has moved past it).
 
         A process-death style ``BaseException`` from an advance passes straight
         through (the advance it came from is gone, as it would be in a real crash).
@@ -81,19 +99,44 @@ class InlineScheduler:
         if self._advance is None:
             raise CairnError("InlineScheduler.drain() needs bind(fn) first")
         ran = 0
-        while self._queue and (max_steps is None or ran < max_steps):
-            due, _, job_id, phase, sequence, extra = self._queue[0]
-            wait = due - self._now()
-            if wait > 0 and self._triage is not None:
-                verdict = self._triage(job_id, sequence)
-                if verdict == "hold":
-                    break
-                if verdict == "drop":
-                    heapq.heappop(self._queue)
-                    continue
-            heapq.heappop(self._queue)
-            if wait > 0:
-                self._sleep(wait)
-            ran += 1
-            self._advance(job_id, phase=phase, sequence=sequence, **extra)
+        held: list[_Entry] = []
+        try:
+            while self._queue and (max_steps is None or ran < max_steps):
+                due, _, job_id, phase, sequence, extra = self._queue[0]
+                wait = due - self._now()
+                if wait > 0 and self._triage is not None:
+                    verdict = self._triage(job_id, sequence)
+                    if verdict == "hold":
+                        held.append(heapq.heappop(self._queue))
+                        continue
+                    if verdict == "drop":
+                        heapq.heappop(self._queue)
+                        continue
+                heapq.heappop(self._queue)
+                if wait > 0:
+                    self._sleep(wait)
+                ran += 1
+                self._advance(job_id, phase=phase, sequence=sequence, **extra)
+        finally:
+            for entry in held:
+                heapq.heappush(self._queue, entry)
         return ran
+
+
+def _check_advance(fn: AdvanceFunction) -> None:
+    """Refuse a function ``drain`` could not call with the arguments it passes (a map item's among them)."""
+    if not callable(fn):
+        raise InvalidInputError(f"InlineScheduler.bind() needs a function, got {type(fn).__name__}")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # no signature to read (a builtin): nothing to check
+    try:
+        signature.bind("job", phase="phase", sequence=None, fan_out="map", item=0)
+    except TypeError as exc:
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        raise InvalidInputError(
+            f"InlineScheduler.bind(): {name}{signature} cannot take what the drain passes "
+            f"(job_id, phase=, sequence= and, for a map item, fan_out= and item=): {exc}. "
+            f"Write it as: {ADVANCE_SIGNATURE}"
+        ) from None

@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 
+from .. import transitions
 from ..clock import Clock
 from ..lessons import StoredLesson
 from ..models import HistoryItem, Job, MapItem
@@ -65,6 +66,12 @@ class MemoryStorage(DocumentStorage):
             return iter(list(self._jobs))
 
     def inspect(self) -> dict[str, Job]:
-        """Every stored job document (without history), expired or not, keyed by id. For tests only."""
+        """Every stored job, expired or not, keyed by id, with its log and phase records. For tests only."""
         with self._lock:
-            return dict(self._jobs)
+            jobs = dict(self._jobs)
+            histories = {job_id: dict(items) for job_id, items in self._histories.items()}
+        inspected: dict[str, Job] = {}
+        for job_id, job in jobs.items():
+            log, phases = transitions.linked_history(histories.get(job_id, {}), job.history_head)
+            inspected[job_id] = job.model_copy(update={"log": log, "phases": phases})
+        return inspected
