@@ -488,7 +488,9 @@ def test_retry_of_a_complete_job_is_refused_and_changes_nothing(
     status, out, err = run_cli(capsys, "retry", "finished")
 
     assert (status, out) == (1, "")
-    assert error_line(err).endswith('Job "finished" is already complete; Start over (mode full) runs it again')
+    assert error_line(err) == (
+        'cairn: error: Job "finished" is already complete; Start over (mode full) runs it again (HTTP 409 conflict)'
+    )
     assert show_json(capsys, "finished") == before
     assert run_cli(capsys, "restart", "finished")[0] == 0  # starting over runs it again
 
