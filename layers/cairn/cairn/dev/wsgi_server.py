@@ -11,6 +11,7 @@ body that stops coming with :class:`TimeoutError` (the app's 408). Serve it on a
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 from collections.abc import Mapping
@@ -35,7 +36,8 @@ class BodyTooLarge(ValueError):
 
 
 def read_timeout(environ: Mapping[str, str] = os.environ) -> float:
-    """The read timeout: ``$CAIRN_DEV_READ_TIMEOUT`` seconds, else :data:`READ_TIMEOUT`; ValueError when not > 0."""
+    """The read timeout: ``$CAIRN_DEV_READ_TIMEOUT`` seconds, else :data:`READ_TIMEOUT`; ValueError unless a finite
+    number over 0."""
     text = environ.get(READ_TIMEOUT_VARIABLE, "").strip()
     if not text:
         return READ_TIMEOUT
@@ -43,8 +45,8 @@ def read_timeout(environ: Mapping[str, str] = os.environ) -> float:
         seconds = float(text)
     except ValueError:
         raise ValueError(f"{READ_TIMEOUT_VARIABLE} is not a number of seconds: {text!r}") from None
-    if not seconds > 0:
-        raise ValueError(f"{READ_TIMEOUT_VARIABLE} must be more than 0 seconds, got {text!r}")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"{READ_TIMEOUT_VARIABLE} must be a number of seconds over 0, got {text!r}")
     return seconds
 
 
