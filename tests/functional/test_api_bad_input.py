@@ -99,7 +99,7 @@ UNREADABLE_BODIES = {
     "lone-surrogate": (
         raw_event("create-job", '{"pipeline":"document-intake","jobId":"new-1","state":{"document":"\\ud800"}}'),
         400,
-        "A string in the request body is not valid Unicode",
+        "The request body holds a string that is not valid Unicode",
     ),
     "invalid-base64": (
         raw_event("create-job", "!!not base64!!", base64_encoded=True),

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Generic, Literal, TypeVar, cast
 
+from .admission import check_text
 from .clock import Clock
 from .errors import InvalidInputError
 from .models import Checkpoint, EntryKind, Lesson, LogEntry, LogLevel
@@ -164,6 +165,10 @@ class PhaseContext(Generic[S]):
         self._journal.add_usage(counters)
 
     def _record(self, message: str, *, kind: EntryKind, level: LogLevel = "info", reason: str | None = None) -> None:
+        what = "A log line" if kind == "log" else f"An annotation ({kind})"
+        check_text(message, what)
+        if reason is not None:
+            check_text(reason, f"The reason of {what[0].lower()}{what[1:]}")
         entry = LogEntry(
             message=message, level=level, phase=self.phase, timestamp=self._clock(), kind=kind, reason=reason
         )

@@ -8,7 +8,6 @@ conditional write per step.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -21,6 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from . import ttl
+from .admission import MAX_SIGNAL_PAYLOAD_BYTES, json_value
 from .context import JournalBuffer, PhaseContext
 from .errors import (
     ClaimLostError,
@@ -564,8 +564,6 @@ def _end_wait_if_due(
 
 
 SIGNAL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-MAX_SIGNAL_PAYLOAD_BYTES = 64 * 1024
-"""The largest signal payload, as JSON: it is kept on the job item until the phase that reads it commits."""
 
 
 def validate_signal_name(name: str) -> str:
@@ -588,9 +586,7 @@ def signal_job(
     """
     validate_job_id(job_id)
     validate_signal_name(name)
-    encoded = to_json(payload)
-    if len(json.dumps(encoded, separators=(",", ":")).encode()) > MAX_SIGNAL_PAYLOAD_BYTES:
-        raise InvalidInputError(f"A signal's payload is at most {MAX_SIGNAL_PAYLOAD_BYTES} bytes as JSON")
+    encoded = json_value(payload, "Signal payload", max_bytes=MAX_SIGNAL_PAYLOAD_BYTES)
     request = SignalDelivery(name=name, payload=encoded, now_ms=storage.clock())
     job = resolve_write(partial(storage.deliver_signal, job_id, request))
     if job.pipeline != pipeline.name:
@@ -782,7 +778,7 @@ def _handle_outcome(run: _PhaseRun, phase: Phase, outcome: object, scheduler: Sc
                 scheduler.schedule_advance(job.job_id, phase=outcome.next_phase, sequence=job.sequence)
             return job
         if isinstance(outcome, Done):
-            return run.commit("done", result=to_json(outcome.result))
+            return run.commit("done", result=to_json(outcome.result, what="The result"))
         if isinstance(outcome, Sleep):
             return _sleep(run, outcome, scheduler)
         if isinstance(outcome, WaitFor):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
+from .admission import json_value
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .retry import RetryPolicy
 from .text import validation_problems
@@ -218,7 +218,7 @@ class Pipeline(Generic[S]):
             except ValidationError as exc:
                 problems = validation_problems(exc)
                 raise InvalidInputError(f'Invalid state for pipeline "{self.name}": {problems}') from exc
-            return model.model_dump(mode="json")
+            return to_json(model, what=f'State for pipeline "{self.name}"')
         return to_json(state, what=f'State for pipeline "{self.name}"')
 
     def load_state(self, raw: Any) -> Any:
@@ -251,10 +251,9 @@ def _function_settings(
 
 
 def to_json(value: Any, *, what: str = "Value") -> Any:
-    """``value`` as plain JSON data (pydantic models are dumped); anything else is refused clearly."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
+    """``value`` as plain JSON data (pydantic models are dumped), admitted by :mod:`cairn.admission`.
+
+    Anything cairn cannot store and read back (not JSON, nested too deep, not Unicode text) is an
+    InvalidInputError naming ``what``.
+    """
+    return json_value(value, what)

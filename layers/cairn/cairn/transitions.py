@@ -8,6 +8,9 @@ conditions as condition expressions. Nothing here does I/O.
 Every write advances the job's ``sequence`` and carries a unique ``token``. A
 request repeated after its response was lost finds its own token on the job
 and is recognised as landed instead of being refused (see docs/PROTOCOL.md).
+
+A request admits the values it carries as it is made (:mod:`cairn.admission`): a state, a result
+or a signal payload that a store could not write, or not read back, never reaches a store.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .admission import MAX_SIGNAL_PAYLOAD_BYTES, check_json
 from .errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
 from .models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord, Signal
 
@@ -88,6 +92,10 @@ class StartJob:
     resumed: bool = False
     not_before: int | None = None
     token: str = field(default_factory=new_token)
+
+    def __post_init__(self) -> None:
+        check_json(self.checkpoint.state, "Checkpoint state")
+        check_json(self.input, "Job input")
 
     @property
     def expected_sequence(self) -> int | None:
@@ -172,6 +180,9 @@ class Save:
     journal: Journal = Journal()
     token: str = field(default_factory=new_token)
 
+    def __post_init__(self) -> None:
+        check_json(self.checkpoint.state, "Checkpoint state")
+
 
 @dataclass(frozen=True)
 class Commit:
@@ -205,6 +216,11 @@ class Commit:
     fan_out: FanOut | None = None
     token: str = field(default_factory=new_token)
 
+    def __post_init__(self) -> None:
+        if self.checkpoint is not None:
+            check_json(self.checkpoint.state, "Checkpoint state")
+        check_json(self.result, "Result")
+
     @property
     def entry(self) -> Checkpoint | None:
         """The checkpoint of the phase the commit enters (next, sleep, wait, map), kept in its history."""
@@ -228,6 +244,9 @@ class SignalDelivery:
     payload: Any
     now_ms: int
     token: str = field(default_factory=new_token)
+
+    def __post_init__(self) -> None:
+        check_json(self.payload, "Signal payload", max_bytes=MAX_SIGNAL_PAYLOAD_BYTES)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
+from ..admission import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from ..admission import check_json, depth_refusal
+from ..errors import InvalidInputError
 from .api_errors import ApiError
 
 #: The largest request body the API reads, in bytes: Lambda's limit for a synchronous invocation's
@@ -25,8 +28,6 @@ from .api_errors import ApiError
 #: ``payloads.MAX_INPUT_BYTES`` (:func:`~cairn.aws.api_services.checked_input`) and by its item without
 #: a state bucket: both are a 413 before anything is written.
 MAX_BODY_BYTES = 6 * 1024 * 1024
-#: How deeply arrays and objects may nest in a request body.
-MAX_JSON_DEPTH = 64
 #: The most characters a number in a request body may have (Python refuses ints above 4300 digits).
 MAX_NUMBER_CHARS = 1000
 JSON_MEDIA_TYPE = "application/json"
@@ -94,30 +95,15 @@ def _no_constant(name: str) -> Any:
 
 
 def _check_parsed(value: Any) -> None:
-    """Arrays and objects nest at most :data:`MAX_JSON_DEPTH` deep and every string is Unicode text.
+    """The parsed body passes the rule every stored value passes (:mod:`cairn.admission`); else 400.
 
+    Arrays and objects nest at most :data:`MAX_JSON_DEPTH` deep and every string is Unicode text:
     JSON may escape half of a surrogate pair on its own (``"\\ud800"``), which no store can encode.
-    The walk uses no recursion.
     """
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, str):
-            _check_text(item)
-            continue
-        children = [*item, *item.values()] if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth + 1 > MAX_JSON_DEPTH:
-            raise _invalid(f"The request body nests arrays and objects more than {MAX_JSON_DEPTH} deep")
-        pending.extend((child, depth + 1) for child in children)
-
-
-def _check_text(text: str) -> None:
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _invalid("A string in the request body is not valid Unicode (an unpaired surrogate)") from None
+        check_json(value, "The request body")
+    except InvalidInputError as exc:
+        raise _invalid(exc.message) from None
 
 
 def parse_json(raw: bytes) -> str:
@@ -138,7 +124,7 @@ def parse_json(raw: bytes) -> str:
             f"The request body is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from None
     except RecursionError:
-        raise _invalid(f"The request body nests arrays and objects more than {MAX_JSON_DEPTH} deep") from None
+        raise _invalid(depth_refusal("The request body")) from None
     _check_parsed(value)
     return text
 

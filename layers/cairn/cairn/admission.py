@@ -1,0 +1,147 @@
+"""The one admission rule for a value cairn stores for a caller, and for a request body the API reads.
+
+A value is admitted when it is JSON (objects with string keys, arrays, strings, finite numbers,
+booleans, null), its arrays and objects nest at most :data:`MAX_JSON_DEPTH` deep, every string is
+Unicode text (JSON can carry half a surrogate pair on its own, ``"\\ud800"``, which no store can
+encode), and, where it cannot go to S3, its compact JSON is at most the size given. Anything else is
+an :class:`~cairn.errors.InvalidInputError` naming what was refused and the limit, raised before
+anything is written.
+
+The limit keeps what was accepted readable: every store reads a record back with a JSON parser
+that stops far deeper (pydantic's reader at 200 levels, the standard library's at about 1,000), and
+the record adds only a few levels around the value. The walk uses no recursion, so a value nested
+100,000 deep is refused like one nested 65 deep, and a value that contains itself is refused too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel
+
+from .errors import InvalidInputError
+
+#: How deeply arrays and objects may nest in a stored value or a request body (a scalar is 0 deep).
+MAX_JSON_DEPTH = 64
+#: The largest signal payload, as compact JSON (UTF-8 bytes): it is kept on the job item, never in S3,
+#: until the phase that reads it commits.
+MAX_SIGNAL_PAYLOAD_BYTES = 64 * 1024
+
+
+def depth_refusal(what: str, depth: int | None = None) -> str:
+    """What a value nested too deep is told: its depth when known, and the limit."""
+    found = f"{depth}" if depth is not None else f"more than {MAX_JSON_DEPTH}"
+    return f"{what} nests arrays and objects {found} deep; at most {MAX_JSON_DEPTH}"
+
+
+def text_refusal(what: str) -> str:
+    """What a value holding a string that is not Unicode text is told."""
+    return f"{what} holds a string that is not valid Unicode (an unpaired surrogate)"
+
+
+def is_text(text: str) -> bool:
+    """Whether ``text`` is Unicode text every store can encode (UTF-8, no unpaired surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_text(text: str, what: str) -> str:
+    """``text`` when it is Unicode text; else InvalidInputError naming ``what`` (a non-string is left to its model)."""
+    if isinstance(text, str) and not is_text(text):
+        raise InvalidInputError(text_refusal(what))
+    return text
+
+
+_SCALARS = (str, int, float, type(None))
+
+
+def _children(value: Any) -> Iterable[Any] | None:
+    """The values (or items) of a container as the JSON encoder writes it; None for anything else."""
+    if isinstance(value, dict):
+        return value.values()
+    if isinstance(value, list | tuple):
+        return value
+    if isinstance(value, BaseModel):
+        return [*vars(value).values(), *(value.__pydantic_extra__ or {}).values()]
+    return None
+
+
+def _containers(items: Iterable[Any]) -> list[tuple[Any, Iterable[Any]]]:
+    """The containers among ``items``, each with its children."""
+    found = []
+    for item in items:
+        if not isinstance(item, _SCALARS) and (children := _children(item)) is not None:
+            found.append((item, children))
+    return found
+
+
+def nesting_depth(value: Any) -> int | None:
+    """How deeply arrays and objects nest in ``value`` (a scalar is 0); None when it contains itself.
+
+    Lists, tuples, dicts and pydantic models count as the arrays and objects they are written as.
+    The walk goes one level at a time, without recursion; past :data:`MAX_JSON_DEPTH` it notes each
+    container it meets, so a container inside itself ends it.
+    """
+    depth, level = 0, _containers([value])
+    seen: set[int] = set()
+    while level:
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            if any(id(item) in seen for item, _ in level):
+                return None
+            seen.update(id(item) for item, _ in level)
+        level = _containers(child for _, children in level for child in children)
+    return depth
+
+
+def _check_depth(value: Any, what: str) -> None:
+    depth = nesting_depth(value)
+    if depth is None or depth > MAX_JSON_DEPTH:
+        raise InvalidInputError(depth_refusal(what, depth))
+
+
+def _encoded(value: Any, what: str, max_bytes: int | None) -> str:
+    """``value`` as compact JSON text, once its depth is known to be within the limit; else InvalidInputError.
+
+    The text is encoded as UTF-8 (as the stores write it), which refuses unpaired surrogates and
+    gives the size ``max_bytes`` bounds.
+    """
+    _check_depth(value, what)
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInputError(text_refusal(what)) from None
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidInputError(f"{what} is {size} bytes as JSON; at most {max_bytes}")
+    return text
+
+
+def check_json(value: Any, what: str, *, max_bytes: int | None = None) -> None:
+    """Admit JSON data ``value`` (parsed, or about to be stored); else InvalidInputError naming ``what``.
+
+    ``max_bytes`` bounds its compact JSON (UTF-8 bytes), for a value that cannot go to S3.
+    """
+    _encoded(value, what, max_bytes)
+
+
+def json_value(value: Any, what: str = "Value", *, max_bytes: int | None = None) -> Any:
+    """``value`` as admitted JSON data (pydantic models dumped, tuples as arrays); else InvalidInputError.
+
+    The value is walked before it is encoded, so no depth or cycle reaches the encoder.
+    """
+    if isinstance(value, BaseModel):
+        _check_depth(value, what)
+        try:
+            value = value.model_dump(mode="json")
+        except ValueError as exc:
+            raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
+    return json.loads(_encoded(value, what, max_bytes))
