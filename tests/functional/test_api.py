@@ -276,8 +276,8 @@ def test_a_full_retry_with_a_new_state_starts_from_it(api: Api) -> None:
     assert finished.input["document"] == "report.txt"
 
 
-def test_a_resume_with_a_state_it_would_ignore_is_400_and_changes_nothing(api: Api) -> None:
-    """The front door's rule: a resume from a checkpoint cannot take a new state, so one sent is refused."""
+def test_a_resume_with_a_state_it_would_ignore_is_409_and_changes_nothing(api: Api) -> None:
+    """A resume from a checkpoint cannot take a new state: the body fits the document, the job refuses it (409)."""
     api.call("create-job")
     api.run_phases(1)
     assert api.call("pause-job").status == 200
@@ -285,7 +285,7 @@ def test_a_resume_with_a_state_it_would_ignore_is_400_and_changes_nothing(api: A
 
     reply = api.call("retry-job-resume", body={"mode": "resume", "state": {"document": "report.txt"}})
 
-    assert (reply.status, reply.code) == (400, "invalid_request")
+    assert (reply.status, reply.code) == (409, "conflict")
     assert '"split"' in reply.message
     assert 'mode="full"' in reply.message
     assert api.stored() == before

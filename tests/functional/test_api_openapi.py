@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -9,10 +10,14 @@ from typing import Any
 import pytest
 
 from cairn import JobStatus
-from cairn.aws.api import MAX_CURSOR_CHARS, MAX_PAGE_SIZE
-from cairn.aws.api_models import JOB_ID_MAX_LENGTH, PIPELINE_MAX_LENGTH
+from cairn.aws.api import MAX_PAGE_SIZE
+from cairn.aws.api_models import CURSOR_PATTERN, JOB_ID_MAX_LENGTH, MAX_CURSOR_CHARS, PIPELINE_MAX_LENGTH
+from cairn.aws.api_request import MAX_JSON_DEPTH
+from cairn.engine import SIGNAL_NAME_PATTERN
 from cairn.ids import JOB_ID_PATTERN, validate_job_id
 from cairn.pipeline import NAME_PATTERN
+from pipelines import PIPELINES
+from tests.events import load_event
 from tests.functional.api_client import Api
 
 Operation = tuple[str, str, dict[str, Any]]
@@ -80,7 +85,66 @@ def test_the_listing_declares_its_bounds_and_the_status_enum(document: dict[str,
     status = resolve(document, parameter(listing, "status")["schema"])
     assert status["enum"] == [status.value for status in JobStatus]
     cursor = resolve(document, parameter(listing, "cursor")["schema"])
-    assert cursor == {"type": "string", "maxLength": MAX_CURSOR_CHARS}
+    assert (cursor["type"], cursor["pattern"]) == ("string", CURSOR_PATTERN)
+    assert (cursor["minLength"], cursor["maxLength"]) == (1, MAX_CURSOR_CHARS)
+
+
+def test_a_cursor_outside_the_declared_alphabet_is_refused_by_the_declaration(api: Api) -> None:
+    reply = api.call("list-jobs", query={"cursor": "not a cursor!"})
+
+    assert reply.status == 400
+    assert reply.message.startswith("query parameter cursor: String should match pattern"), reply.message
+
+
+def test_the_signal_name_is_declared_whole_as_the_engine_matches_it(document: dict[str, Any]) -> None:
+    name = parameter(document["paths"]["/jobs/{jobId}/signals/{name}"]["post"], "name")["schema"]
+    declared = re.compile(name["pattern"])
+    for candidate in ["ok", "a" * 64, "a" * 65, "ok name", "é", "-a", "a.b_c-d", "x/ok"]:
+        fits = bool(declared.search(candidate)) and len(candidate) <= name["maxLength"]
+        assert fits == bool(SIGNAL_NAME_PATTERN.fullmatch(candidate)), candidate
+
+
+def test_the_document_names_the_deployments_pipelines_and_their_phases(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+
+    assert schemas["CreateJobRequest"]["properties"]["pipeline"]["enum"] == sorted(PIPELINES.names)
+    phase = resolve(document, schemas["RetryRequest"]["properties"]["phase"])
+    assert phase["enum"] == sorted({name for pipeline in PIPELINES for name in pipeline.phase_names})
+
+
+def test_the_retry_body_declares_which_modes_take_a_phase(document: dict[str, Any]) -> None:
+    without, with_phase = document["components"]["schemas"]["RetryRequest"]["oneOf"]
+
+    assert without["properties"] == {"mode": {"enum": ["resume", "full"]}, "phase": {"type": "null"}}
+    assert with_phase["properties"]["mode"] == {"enum": ["from"]}
+    assert with_phase["required"] == ["mode", "phase"]
+
+
+def test_a_body_declares_how_deeply_it_may_nest(document: dict[str, Any]) -> None:
+    for method, path, operation in operations(document):
+        body = operation.get("requestBody")
+        if body is None:
+            continue
+        assert f"nest at most {MAX_JSON_DEPTH} deep" in body["description"], (method, path)
+        assert all(media["schema"]["x-max-depth"] == MAX_JSON_DEPTH for media in body["content"].values())
+
+
+def test_a_retry_that_fits_the_document_but_not_the_job_is_409_and_changes_nothing(api: Api) -> None:
+    api.create()
+    before = api.stored()
+    assert before.checkpoint is not None
+    own = PIPELINES.get(before.pipeline)
+    other_phase = next(name for pipeline in PIPELINES for name in pipeline.phase_names if not own.has_phase(name))
+
+    state = json.loads(load_event("api/create-job")["body"])["state"]  # a state the pipeline's model accepts
+    for body, words in (
+        ({"mode": "resume", "state": state}, "ignore the state"),
+        ({"mode": "from", "phase": other_phase}, f'no phase "{other_phase}"'),
+    ):
+        reply = api.call("retry-job-from", body=body)
+        assert (reply.status, reply.code) == (409, "conflict"), (body, reply.body)
+        assert words in reply.message, (body, reply.message)
+    assert api.stored() == before
 
 
 def test_the_create_body_declares_the_pipeline_and_job_id_rules(document: dict[str, Any]) -> None:

@@ -454,7 +454,7 @@ def test_retry_resumes_an_errored_job_and_restart_starts_it_again_from_a_new_sta
 
     status, _, err = run_cli(capsys, "retry", "retried", "--state", INVOICE)  # resume would ignore it
     assert status == 1
-    assert error_line(err).endswith("(HTTP 400 invalid_request)")
+    assert error_line(err).endswith("(HTTP 409 conflict)")
 
     status, out, _ = run_cli(capsys, "retry", "retried")
     assert status == 0

@@ -8,7 +8,9 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations.
 - ``POST /jobs/{jobId}/retry`` restarts a job (202): ``resume`` from its checkpoint, or ``full``.
   As in ``run_pipeline``, a resume without a checkpoint (a complete job, say) starts fresh; a ``state``
-  that a resume would ignore (the job has a checkpoint) is refused (400), as the front door refuses it.
+  that a resume would ignore (the job has a checkpoint) is refused (409), as the front door refuses it.
+  A body that fits the document but that the job as it is refuses (its checkpoint, its pipeline's phases,
+  its kept states) is a 409; a 400 is a request that does not fit the document (:mod:`cairn.aws.api_document`).
 - ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
 - ``GET /health`` reads the table once; ``GET /openapi.json`` is this API's OpenAPI document.
@@ -41,14 +43,17 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from ..app import Cairn
 from ..dashboard.assets import HEADERS as ASSET_HEADERS
 from ..dashboard.assets import INDEX, asset
-from ..errors import SchedulingError, StorageError
+from ..errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
 from ..ids import validate_job_id
 from ..models import Job, JobPage, JobStatus
+from ..pipeline import Pipeline
 from ..registry import PipelineRegistry
 from .api_auth import Unauthenticated, is_public, owner_of
+from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
 from .api_models import (
     CreateJobRequest,
+    Cursor,
     ErrorBody,
     Health,
     JobId,
@@ -74,9 +79,6 @@ API_DESCRIPTION = (
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 HEALTH_OWNER = "cairn-health"
-
-#: The longest cursor the listing accepts (one it returned is a few hundred characters).
-MAX_CURSOR_CHARS = 2048
 
 JobIdPath = Annotated[JobId, Path(alias="jobId", description="The job's id")]
 SignalNamePath = Annotated[SignalName, Path(alias="name", description="The signal's name")]
@@ -118,28 +120,6 @@ def _started_anyway(jobs: Cairn, job_id: str, exc: SchedulingError) -> Job:
     logger.warning("Job stored; its first advance is left to the sweep", extra={"job_id": job_id, "error": str(exc)})
     metrics.add_metric(name="JobStartsDeferred", unit=MetricUnit.Count, value=1)
     return job
-
-
-def openapi_document(resolver: APIGatewayHttpResolver) -> dict[str, Any]:
-    """The API's OpenAPI document, with the errors as the API returns them.
-
-    An invalid request is a 400 (not Powertools' 422), a 500 has the one error body, and a
-    route that reads a body may refuse it as too large (413) or not JSON (415).
-    """
-    document: dict[str, Any] = json.loads(resolver.get_openapi_json_schema())
-    content = {content_types.APPLICATION_JSON: {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
-    body_errors = (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, HTTPStatus.UNSUPPORTED_MEDIA_TYPE)
-    for operations in document.get("paths", {}).values():
-        for operation in operations.values():
-            responses = operation.setdefault("responses", {})
-            responses.pop("422", None)
-            statuses = (HTTPStatus.INTERNAL_SERVER_ERROR, *(body_errors if "requestBody" in operation else ()))
-            for status in statuses:
-                responses[str(status.value)] = {"description": status.phrase, "content": content}
-    schemas = document.get("components", {}).get("schemas", {})
-    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
-        schemas.pop(name, None)
-    return document
 
 
 app = APIGatewayHttpResolver(
@@ -195,9 +175,7 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
 )
 def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs with this status")] = None,
-    cursor: Annotated[
-        str | None, Query(max_length=MAX_CURSOR_CHARS, description="The cursor of the previous page")
-    ] = None,
+    cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
 ) -> JobPage:
     return current_services().storage(caller()).list_page(status=status, cursor=cursor, limit=limit)
@@ -234,10 +212,11 @@ def get_job_log(job_id: JobIdPath) -> JobLog:
     summary="Retry a job",
     description="resume continues from the checkpoint's nextPhase (a fresh start when there is none, as for "
     "a complete job); full discards the checkpoint and the log; from reruns the job at the body's phase with the "
-    "body's state, else the state it had when it last entered that phase (400 when none is kept), and the log "
+    "body's state, else the state it had when it last entered that phase (409 when none is kept), and the log "
     "records who reran it from where. A fresh start uses the body's state, else the "
-    "job's stored input; a state sent with resume when there is a checkpoint to resume from is refused (400), "
-    "as it would be ignored. A worker still running the job is fenced off.",
+    "job's stored input; a state sent with resume when there is a checkpoint to resume from is refused (409), "
+    "as it would be ignored; so is a phase the job's pipeline does not have. "
+    "A worker still running the job is fenced off.",
     tags=["jobs"],
     responses=_responses(HTTPStatus.ACCEPTED, "The job is restarted", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
@@ -246,13 +225,32 @@ def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()]
     owner = caller()
     retry = request or RetryRequest()
     job = existing(services.cairn(owner), job_id)
-    jobs = services.cairn(owner, services.pipeline_of(job))
+    pipeline = services.pipeline_of(job)
+    jobs = services.cairn(owner, pipeline)
+    state = checked_input(retry.state)
+    if retry.phase is not None and not pipeline.has_phase(retry.phase) and _deployment_has_phase(retry.phase):
+        raise ApiError(
+            HTTPStatus.CONFLICT,
+            "conflict",
+            f'Job "{job_id}" is of pipeline "{pipeline.name}", which has no phase "{retry.phase}"',
+        )
+    if state is not None:
+        pipeline.dump_state(state)  # a state the pipeline's model refuses is the documented 400
     try:
-        job = jobs.retry(job_id, mode=retry.mode, state=checked_input(retry.state), phase=retry.phase, by=owner)
+        job = jobs.retry(job_id, mode=retry.mode, state=state, phase=retry.phase, by=owner)
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
+    except TransitionRefusedError:
+        raise
+    except InvalidInputError as exc:  # the body fits the document: what is refused now is the job as it is
+        raise ApiError(HTTPStatus.CONFLICT, "conflict", exc.message) from exc
     metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
     return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
+
+
+def _deployment_has_phase(name: str) -> bool:
+    """Whether a pipeline of this deployment has phase ``name`` (the document's enum of phases)."""
+    return any(pipeline.has_phase(name) for pipeline in current_services().pipelines)
 
 
 def change_status(job_id: str, change: Callable[[Cairn, str], Job], metric: str) -> JobView:
@@ -346,13 +344,20 @@ def health() -> Health:
 
 @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["operations"])
 def openapi() -> dict[str, Any]:
-    return _openapi_document()
+    pipelines = tuple(sorted(current_services().pipelines, key=lambda pipeline: pipeline.name))
+    return _deployment_document(pipelines)
 
 
 @functools.cache
-def _openapi_document() -> dict[str, Any]:
-    """The document, built on first request, then reused (the routes are fixed at import)."""
+def _routes_document() -> dict[str, Any]:
+    """The routes' document, built on first request, then reused (the routes are fixed at import)."""
     return openapi_document(app)
+
+
+@functools.lru_cache(maxsize=8)
+def _deployment_document(pipelines: tuple[Pipeline[Any], ...]) -> dict[str, Any]:
+    """The document with a deployment's pipeline and phase names (a function serves one deployment)."""
+    return with_deployment(_routes_document(), pipelines)
 
 
 @app.get("/dashboard", include_in_schema=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PydanticInvalidForJsonSchema
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PydanticInvalidForJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..engine import SIGNAL_NAME_PATTERN
@@ -17,6 +17,14 @@ from ..pipeline import NAME_PATTERN, Pipeline
 JOB_ID_MAX_LENGTH = 128
 #: The longest pipeline name (``NAME_PATTERN``: a first letter and up to 63 more).
 PIPELINE_MAX_LENGTH = 64
+#: The longest signal name (``SIGNAL_NAME_PATTERN``: a first character and up to 63 more).
+SIGNAL_NAME_MAX_LENGTH = 64
+#: The longest cursor the listing reads (one it returned is a few hundred characters).
+MAX_CURSOR_CHARS = 2048
+#: A cursor's alphabet: the listing returns unpadded URL-safe base64.
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
+#: The retry modes that rerun from a phase: they need ``phase``; the others refuse it.
+MODES_WITH_PHASE = frozenset({RetryMode.FROM})
 
 
 def _checked_job_id(job_id: str) -> str:
@@ -42,8 +50,8 @@ SignalName = Annotated[
     str,
     Field(
         min_length=1,
-        max_length=64,
-        pattern=SIGNAL_NAME_PATTERN.pattern,
+        max_length=SIGNAL_NAME_MAX_LENGTH,
+        pattern=f"^{SIGNAL_NAME_PATTERN.pattern}$",  # matched whole, as the engine matches it
         description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
     ),
 ]
@@ -66,6 +74,18 @@ PhaseName = Annotated[
 ]
 """A phase's name, by the same rule as a pipeline's."""
 
+Cursor = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_CURSOR_CHARS,
+        pattern=CURSOR_PATTERN,
+        description="The cursor of the previous page, as the listing returned it (with the same status filter); "
+        "a cursor it did not return is refused (400), which a schema cannot state",
+    ),
+]
+"""A listing's cursor: opaque, in the alphabet the listing writes it in."""
+
 
 class RequestModel(BaseModel):
     """Base for request bodies: camelCase names only, and unknown fields are refused (a typo is not ignored)."""
@@ -81,8 +101,24 @@ class CreateJobRequest(RequestModel):
     state: Any = Field(default=None, description="The initial state, checked against the pipeline's state model")
 
 
+def _retry_schema(schema: dict[str, Any]) -> None:
+    """The mode and phase rule of :class:`RetryRequest` (:data:`MODES_WITH_PHASE`) as JSON Schema: one of two shapes."""
+    with_phase = sorted(mode.value for mode in MODES_WITH_PHASE)
+    without = [mode.value for mode in RetryMode if mode not in MODES_WITH_PHASE]
+    schema["oneOf"] = [
+        {"properties": {"mode": {"enum": without}, "phase": {"type": "null"}}},
+        {"properties": {"mode": {"enum": with_phase}, "phase": {"type": "string"}}, "required": ["mode", "phase"]},
+    ]
+
+
 class RetryRequest(RequestModel):
-    """Retry a job: ``resume`` continues from its checkpoint, ``full`` starts it again from the first phase."""
+    """Retry a job: ``resume`` continues from its checkpoint, ``full`` starts it again, ``from`` reruns a phase.
+
+    ``phase`` is given with the modes of :data:`MODES_WITH_PHASE` and only with them; the document
+    states the rule as a ``oneOf`` built from the same set.
+    """
+
+    model_config = ConfigDict(json_schema_extra=_retry_schema)
 
     mode: RetryMode = Field(
         default=RetryMode.RESUME,
@@ -92,12 +128,20 @@ class RetryRequest(RequestModel):
     state: Any = Field(
         default=None,
         description="The state to start from when the job starts fresh; the job's stored input when absent. "
-        "Refused with resume when the job has a checkpoint to resume from, which would ignore it. With from: "
+        "Refused with resume when the job has a checkpoint to resume from, which would ignore it (409). With from: "
         "the (edited) state the phase reruns with; absent, the state the job had when it last entered the phase",
     )
     phase: PhaseName | None = Field(
         default=None, description="With mode from (and only then): the phase to rerun the job from"
     )
+
+    @model_validator(mode="after")
+    def _phase_with_its_mode(self) -> RetryRequest:
+        if self.mode in MODES_WITH_PHASE and self.phase is None:
+            raise ValueError(f'A rerun (mode "{self.mode}") names the phase to rerun from')
+        if self.mode not in MODES_WITH_PHASE and self.phase is not None:
+            raise ValueError(f'A phase is only given to rerun from it (mode "from"), not with mode "{self.mode}"')
+        return self
 
 
 class JobView(WireModel):
