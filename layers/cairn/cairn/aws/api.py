@@ -6,9 +6,10 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``GET /jobs`` lists the caller's jobs, newest first, a page at a time (``status``, ``cursor``, ``limit``).
 - ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
 - ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations.
-- ``POST /jobs/{jobId}/retry`` restarts a job (202): ``resume`` from its checkpoint, or ``full``.
-  As in ``run_pipeline``, a resume without a checkpoint (a complete job, say) starts fresh; a ``state``
-  that a resume would ignore (the job has a checkpoint) is refused (409), as the front door refuses it.
+- ``POST /jobs/{jobId}/retry`` restarts a job (202): ``resume`` from its checkpoint, or ``full``;
+  a resume of a complete job is refused (409) and changes nothing.
+  A ``state`` that a resume would ignore (the job has a checkpoint) is refused (409), as the front door
+  refuses it.
   A body that fits the document but that the job as it is refuses (its checkpoint, its pipeline's phases,
   its kept states) is a 409; a 400 is a request that does not fit the document (:mod:`cairn.aws.api_document`).
 - ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it).
@@ -210,8 +211,9 @@ def get_job_log(job_id: JobIdPath) -> JobLog:
     "/jobs/<jobId>/retry",
     status_code=HTTPStatus.ACCEPTED.value,
     summary="Retry a job",
-    description="resume continues from the checkpoint's nextPhase (a fresh start when there is none, as for "
-    "a complete job); full discards the checkpoint and the log; from reruns the job at the body's phase with the "
+    description="resume continues from the checkpoint's nextPhase; a resume of a complete job is refused (409: it "
+    "is already complete; Start over, mode full, runs it again) and changes nothing; full discards the checkpoint "
+    "and the log; from reruns the job at the body's phase with the "
     "body's state, else the state it had when it last entered that phase (409 when none is kept), and the log "
     "records who reran it from where. A fresh start uses the body's state, else the "
     "job's stored input; a state sent with resume when there is a checkpoint to resume from is refused (409), "
