@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
-from cairn.testing.faults import WRITES
+from cairn.testing.faults import WRITES, Fault
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import REGION, dynamodb_client
 from tests.contract.fault_schedules import (
@@ -43,6 +43,7 @@ from tests.contract.fault_schedules import (
     Baseline,
     BotocoreBackend,
     DynamoDBBackend,
+    Run,
     Schedule,
     crash_free,
     pair_schedules,
@@ -93,6 +94,29 @@ def botocore_backend(fault_clock: FakeClock) -> Iterator[BotocoreBackend]:
         no_retries = Config(retries={"mode": "standard", "max_attempts": 1})
         losing = boto3.client("dynamodb", region_name=REGION, config=no_retries)
         yield BotocoreBackend("dynamodb-botocore", fault_clock, one_call_at_a_time(dynamodb_client()), losing)
+
+
+def fires(fault: Fault, operations: list[str]) -> bool:
+    """Whether ``fault`` is injected in a run that made ``operations``: a death at any call it made, a lost
+    response at a write."""
+    return fault.operation < len(operations) and (fault.kind in CRASHES or operations[fault.operation] in WRITES)
+
+
+def faults_fired(run: Run, schedule: Schedule, baseline: Baseline) -> int:
+    """Check that every fault of ``schedule`` at a call the run made was injected, and that its first fault did
+    fire when it falls on the crash-free run's calls (with each message delivered once, the run is that run up to
+    its first fault); how many fired.
+
+    So a schedule whose faults all miss is never passed as if it had been survived.
+    """
+    fired = [fault for fault in schedule.faults if fires(fault, run.operations)]
+    deaths = sum(fault.kind in CRASHES for fault in fired)
+    assert run.crashes == deaths, schedule.describe()
+    if not schedule.lost_calls:  # AWS-level losses add resends, and numbers, of their own
+        assert run.lost == len(fired) - deaths, schedule.describe()
+        if schedule.faults and not schedule.duplicates and fires(schedule.faults[0], baseline.operations):
+            assert fired[:1] == [schedule.faults[0]], f"the first fault never fired: {schedule.describe()}"
+    return len(fired)
 
 
 def hypothesis_settings(examples: int) -> settings:
@@ -153,19 +177,26 @@ def test_every_single_fault_at_every_call(backend: Backend, duplicates: bool) ->
 def test_pairs_of_faults(backend: Backend) -> None:
     baseline = crash_free(backend)
     every_pair = pair_schedules(len(baseline.operations) + 8)
-    for schedule in sampled(every_pair, PAIRS[backend.name] * SCALE, seed=len(every_pair)):
-        run_schedule(backend, baseline, schedule)
+    chosen = sampled(every_pair, PAIRS[backend.name] * SCALE, seed=len(every_pair))
+    fired = [faults_fired(run_schedule(backend, baseline, schedule), schedule, baseline) for schedule in chosen]
+    # Pairs start within the crash-free run's calls but for the last 8: nearly every schedule fires a fault.
+    once = [schedule for schedule in chosen if not schedule.duplicates]
+    within = [schedule for schedule in once if fires(schedule.faults[0], baseline.operations)]
+    assert sum(count > 0 for count in fired) >= len(within) > len(once) // 2
 
 
 def test_any_schedule_of_faults(backend: Backend) -> None:
     baseline = crash_free(backend)
 
+    fired: list[int] = []
+
     @hypothesis_settings(EXAMPLES[backend.name])
     @given(schedule=schedules(calls=2 * len(baseline.operations), max_faults=12))
     def check(schedule: Schedule) -> None:
-        run_schedule(backend, baseline, schedule)
+        fired.append(faults_fired(run_schedule(backend, baseline, schedule), schedule, baseline))
 
     check()
+    assert sum(count > 0 for count in fired) > len(fired) // 4, f"faults fired per schedule: {fired}"
 
 
 def lost_aws_writes(baseline: Baseline) -> list[int]:
@@ -184,6 +215,7 @@ def test_every_lost_aws_response(botocore_backend: BotocoreBackend) -> None:
 def test_any_set_of_lost_aws_responses_with_deaths(botocore_backend: BotocoreBackend) -> None:
     baseline = crash_free(botocore_backend)
     calls = 2 * len(baseline.aws_calls)
+    fired: list[int] = []
 
     @hypothesis_settings(EXAMPLES[botocore_backend.name])
     @given(
@@ -193,6 +225,9 @@ def test_any_set_of_lost_aws_responses_with_deaths(botocore_backend: BotocoreBac
         )
     )
     def check(schedule: Schedule) -> None:
-        run_schedule(botocore_backend, baseline, schedule)
+        run = run_schedule(botocore_backend, baseline, schedule)
+        faults_fired(run, schedule, baseline)
+        fired.append(run.crashes + run.lost)
 
     check()
+    assert sum(count > 0 for count in fired) > len(fired) // 4, f"faults fired per schedule: {fired}"

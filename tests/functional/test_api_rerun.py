@@ -65,8 +65,23 @@ def test_a_bad_rerun_request_is_400_and_changes_nothing(api: Api) -> None:
     assert api.stored() == before
 
 
-def test_a_rerun_of_another_owners_job_is_404(api: Api) -> None:
+def test_a_rerun_of_another_owners_job_is_404_and_reruns_nothing(api: Api) -> None:
+    mallory = "arn:aws:iam::123456789012:user/mallory"
     api.create()
     api.run()
-    reply = api.call("retry-job-from", caller="arn:aws:iam::123456789012:user/mallory")
+    before = api.stored()
+    assert phase_names(before) == PHASES
+
+    reply = api.call("retry-job-from", caller=mallory)
     assert reply.status == 404
+    api.run()  # anything the request had queued would run now
+
+    after = api.stored()
+    assert (after.status, phase_names(after), after.checkpoint, after.result) == (
+        before.status,
+        PHASES,
+        before.checkpoint,
+        before.result,
+    )
+    assert after == before  # not a write of any kind: same sequence, log and history
+    assert api.job(JOB, owner=mallory) is None  # nor a job of the caller's own

@@ -55,34 +55,40 @@ def run(storage: DynamoDBStorage, clock: FakeClock, pipeline: Pipeline[Any], inp
 
 
 @pytest.mark.parametrize(
-    ("state", "input_size", "result"),
+    ("state", "input_size", "result", "fails_at"),
     [
-        (300 * KB, 300 * KB, 0),
-        (190 * KB, 190 * KB, 190 * KB),
-        (200 * KB, 0, 0),
-        (340 * KB, 0, 0),
-        (0, 370 * KB, 0),
-        (0, 390 * KB, 0),
-        (390 * KB, 0, 0),
-        (0, 0, 360 * KB),
-        (0, 0, 390 * KB),
+        (300 * KB, 300 * KB, 0, "produce"),  # the first state does not fit beside the input
+        (190 * KB, 190 * KB, 190 * KB, None),  # stored, about 150 KB each: each fits beside the value it replaces
+        (200 * KB, 0, 0, None),
+        (340 * KB, 0, 0, "again"),  # one state fits; the next cannot replace it within one write
+        (0, 370 * KB, 0, None),
+        (0, 390 * KB, 0, None),
+        (390 * KB, 0, 0, "again"),
+        (0, 0, 360 * KB, None),
+        (0, 0, 390 * KB, None),
     ],
 )
 def test_without_a_bucket_a_value_either_fits_or_fails_the_phase_naming_its_size(
-    moto: Moto, clock: FakeClock, state: int, input_size: int, result: int
+    moto: Moto, clock: FakeClock, state: int, input_size: int, result: int, fails_at: str | None
 ) -> None:
     storage = DynamoDBStorage(moto.table, client=moto.dynamodb, clock=clock)
 
     run(storage, clock, sized_pipeline(state, result), input_size)  # never a raw item-size error
 
     job = job_of(storage, "sized")
-    if max(state, input_size, result) <= 200 * KB:  # stored, about 150 KB: fits beside the value it replaces
+    phases = ["produce", "again", "finish"]
+    if fails_at is None:
         assert job.status == JobStatus.COMPLETE, job.error
-    if job.status == JobStatus.ERROR:
-        assert job.error is not None
-        assert "bytes, over the limit of" in job.error, job.error
+        assert [record.phase for record in job.phases] == phases
+        assert (len(job.result["blob"]) if result else job.result) == (result or None)
+        assert job.input is not None
+        assert len(job.input["i"]) == input_size
     else:
-        assert job.status == JobStatus.COMPLETE
+        assert job.status == JobStatus.ERROR
+        assert [record.phase for record in job.phases] == phases[: phases.index(fails_at) + 1]
+        assert job.error is not None
+        assert job.error.startswith(f'Phase "{fails_at}" returned output that cannot be stored: State is '), job.error
+        assert "bytes, over the limit of" in job.error, job.error
     for item in moto.dynamodb.scan(TableName=moto.table)["Items"]:
         assert item_size(item) <= ITEM_BUDGET
 

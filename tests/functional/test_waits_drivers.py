@@ -779,6 +779,13 @@ def test_direct_a_sleep_as_long_as_the_ttl_does_not_lose_the_job(direct: Deploy)
     day = 24 * HOUR  # the pipeline's TTL
 
     deployment.start("napper", "nap-1", {"seconds": day})
-    deployment.settle()
+    deployment.settle()  # the delay queue skips the day on the stack's clock
 
-    assert deployment.stack.runtime.storage(ALICE).get_job("nap-1") is not None
+    done = deployment.job("nap-1")  # still there after a day asleep: it woke and finished
+    assert done.status == JobStatus.COMPLETE, done.error
+    assert done.result == {"seconds": day, "packed": ["a", "b"], "woke": True}
+    assert runs == Counter({"nap": 1, "after": 1})
+    nap, after = done.phases
+    assert (nap.phase, nap.outcome, after.phase, after.outcome) == ("nap", "sleep", "after", "done")
+    assert after.started_at - nap.ended_at >= day * 1000  # it slept the whole TTL
+    assert done.expires_at >= after.ended_at // 1000 + day  # and lives its TTL on from its last write (seconds)
