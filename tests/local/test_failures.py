@@ -20,7 +20,7 @@ def test_a_phase_past_its_timeout_is_killed_and_retried_per_its_policy(sleepy_st
     view = sleepy_stack.wait_for("overrun", timeout=45)
     assert view["status"] == "complete", view
     assert view["result"]["attempts"] == {"overrun": 2, "hold": 1}
-    assert time.monotonic() - started < 25  # killed at its 2-second timeout, not after its 30-second sleep
+    assert time.monotonic() - started < 30  # killed at its 2-second timeout: an unkilled attempt sleeps 30 s
     records = [(record["phase"], record["attempt"], record["outcome"]) for record in view["phases"]]
     assert records[0][:2] == ("overrun", 1)
     assert records[0][2] != "next"
