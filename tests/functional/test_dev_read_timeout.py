@@ -35,3 +35,23 @@ def test_a_read_timeout_it_cannot_use_is_one_line_and_binds_nothing(
     assert err.count("\n") == 1, err
     with socket.create_server(("127.0.0.1", port)):  # the port was never taken
         pass
+
+
+@pytest.mark.parametrize("text", ["soon", "0", "-2", "inf", "nan"])
+def test_a_read_timeout_flag_it_cannot_use_is_a_usage_error(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["dev", "--template", str(ROOT / "template.yaml"), f"--read-timeout={text}"])
+    assert exit_.value.code == 2
+    assert "--read-timeout" in capsys.readouterr().err
+
+
+def test_the_read_timeout_flag_is_read_in_seconds_and_defaults_to_the_variable() -> None:
+    import argparse
+
+    from cairn.dev.command import add_command
+
+    parser = argparse.ArgumentParser()
+    add_command(parser.add_subparsers())
+    arguments = parser.parse_args(["dev", "--read-timeout", "2.5"])
+    assert arguments.read_timeout == 2.5
+    assert parser.parse_args(["dev"]).read_timeout is None

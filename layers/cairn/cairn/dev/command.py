@@ -42,6 +42,16 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds over 0, got {text}")
+    return value
+
+
 def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     """Register ``cairn dev``."""
     dev = commands.add_parser(
@@ -81,6 +91,12 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
         "(a Sleep, a retry's backoff: an SQS delay or a Wait state), so waits take no real time",
     )
     dev.add_argument(
+        "--read-timeout",
+        type=_seconds,
+        help="seconds the API and the AWS endpoint wait for a client's next bytes before answering 408 "
+        "(default: $CAIRN_DEV_READ_TIMEOUT, else 10)",
+    )
+    dev.add_argument(
         "--metrics",
         action="store_true",
         help="print each invocation's EMF metrics blob, as CloudWatch would read it (default: not shown; "
@@ -107,6 +123,7 @@ def run_dev(arguments: argparse.Namespace) -> int:
         reload=not arguments.no_reload,
         sweep_seconds=arguments.sweep_seconds,
         skip_waits=arguments.skip_waits,
+        read_timeout=arguments.read_timeout,
     )
     server = DevServer(options, DevLog(stack_prefix=f"{options.stack_name}-"))
     with worker_metrics(metrics_wanted(arguments.metrics, os.environ)):
