@@ -111,7 +111,7 @@ def test_the_test_kit_recovers_a_job_left_by_a_crash(cairn_clock: SkippingClock)
     ran: list[str] = []
     pipeline: Pipeline[Any] = Pipeline("two")
 
-    @pipeline.phase
+    @pipeline.phase(retry=RetryPolicy(max_attempts=2, backoff=1.0, jitter=False))
     def first(ctx: PhaseContext[Any]) -> Next:
         ran.append("first")
         return Next("second", {"n": 1})
@@ -133,6 +133,54 @@ def test_the_test_kit_recovers_a_job_left_by_a_crash(cairn_clock: SkippingClock)
 
     assert restarted.get(JOB).result == {"n": 1}
     assert ran == ["first", "first", "second"]
+
+
+def test_a_recovered_crash_is_recorded_as_an_attempt_with_its_start_and_a_log_line(
+    storage: Storage, clock: FakeClock
+) -> None:
+    ran: list[str] = []
+    pipeline = _dies_once(ran)
+    dead = _front_door(pipeline, storage, clock)
+    dead.start(pipeline, JOB)
+    with pytest.raises(SimulatedCrash):
+        dead.run_until_idle()
+    claimed_at = dead.get(JOB).claimed_at
+    assert claimed_at is not None
+
+    clock.advance(LEASE_SECONDS + 1)
+    restarted = _front_door(pipeline, storage, clock)
+    assert restarted.recover() == [JOB]
+    crashed = restarted.get(JOB)
+    assert crashed.attempt == 2, "the dead attempt counts against the phase's retry policy"
+    [record] = [phase for phase in crashed.phases if phase.phase == "work"]
+    assert (record.attempt, record.started_at) == (1, claimed_at)
+    assert record.error is not None
+    assert "claim expired" in record.error
+    assert any('Worker died during phase "work" (attempt 1)' in entry.message for entry in crashed.log)
+
+    restarted.run_until_idle()
+    assert restarted.get(JOB).status == JobStatus.COMPLETE
+
+
+def test_a_recovered_crash_on_the_last_attempt_ends_the_job_in_error(storage: Storage, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("once")
+
+    @pipeline.phase
+    def only(ctx: PhaseContext[Any]) -> Done:
+        raise SimulatedCrash("the process was killed")
+
+    dead = _front_door(pipeline, storage, clock)
+    dead.start(pipeline, JOB)
+    with pytest.raises(SimulatedCrash):
+        dead.run_until_idle()
+
+    clock.advance(pipeline.get_phase("only").lease_seconds + 1)
+    restarted = _front_door(pipeline, storage, clock)
+    assert restarted.recover() == [JOB]
+    job = restarted.get(JOB)
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None
+    assert "claim expired" in job.error
 
 
 def test_a_waiting_job_does_not_stall_a_sleeping_one(storage: Storage, clock: FakeClock) -> None:

@@ -18,6 +18,7 @@ from .engine import (
     cancel_job,
     parse_retry_mode,
     pause_job,
+    record_crash,
     run_pipeline,
     signal_job,
     usable_checkpoint,
@@ -31,6 +32,9 @@ from .scheduling.base import Scheduler
 from .scheduling.inline import InlineScheduler
 from .storage.base import Storage
 from .storage.memory import MemoryStorage
+
+DEAD_PROCESS = "the process running it stopped before the phase ended (its claim expired)"
+"""The error a recovered crash records: no report came, only the expired claim tells of it."""
 
 
 class Cairn:
@@ -221,7 +225,20 @@ class Cairn:
             if not recovery.job_is_stalled(job, now, idle_seconds=idle_seconds):
                 continue
             next_phase = job.checkpoint.next_phase if job.checkpoint is not None else None
-            if recovery.revive(self.scheduler, job.job_id, next_phase, job.sequence):
+            if job.lease_owner is not None and next_phase is not None:
+                # The worker died holding its claim: its attempt is recorded and counted as it happened.
+                crashed = record_crash(
+                    job.job_id,
+                    self.pipelines.get(job.pipeline),
+                    storage=self.storage,
+                    scheduler=self.scheduler,
+                    phase=next_phase,
+                    error=DEAD_PROCESS,
+                    dead_worker=job.lease_owner,
+                )
+                if crashed is not None:
+                    recovered.append(job.job_id)
+            elif recovery.revive(self.scheduler, job.job_id, next_phase, job.sequence):
                 recovered.append(job.job_id)
         return recovered
 
