@@ -35,7 +35,17 @@ from .errors import (
     UnknownPhaseError,
     VersionConflict,
 )
-from .fan_out import ItemRun, ItemStore, collected, new_items, runnable, schedule_items, validate_map
+from .fan_out import (
+    ItemRun,
+    ItemStore,
+    collected,
+    map_entered,
+    new_items,
+    refuse_item_phase,
+    runnable,
+    schedule_items,
+    validate_map,
+)
 from .ids import JOB_ID_PATTERN as JOB_ID_PATTERN
 from .ids import validate_job_id as validate_job_id
 from .lessons import lessons_in
@@ -49,6 +59,7 @@ from .models import (
     LogEntry,
     LogLevel,
     MapItem,
+    MapRecord,
     PhaseOutcome,
     PhaseRecord,
     RetryMode,
@@ -249,15 +260,22 @@ def _rerun_from(
         existing = storage.get_job(job_id)
         if existing is None:
             raise JobNotFoundError(job_id)
+        maps = storage.get_maps(job_id)
+        refuse_item_phase(existing, phase, maps, pipeline.resolve_name)  # a phase run only as a map's items
+        follows_map = any(pipeline.resolve_name(record.then) == pipeline.resolve_name(phase) for record in maps)
+        kept = storage.entered(job_id, phase) if given_state is None or follows_map else None
         state, source = given_state, "the state given"
         if state is None:
-            kept = storage.entered(job_id, phase)
             if kept is None:
                 raise InvalidInputError(
                     f'Job "{job_id}" has no state kept from entering phase "{phase}" (it never reached it, or '
                     "that part of its history has expired); rerun with the state to use"
                 )
             state, source = kept.state, f"the state it entered with at {kept.created_at}"
+        # a map's then phase gets its items' results again (their records are kept)
+        taken_up = map_entered(phase, maps, kept, pipeline.resolve_name) if follows_map else None
+        if taken_up is not None:
+            source += f" and the results of its map's {taken_up.fan_out.count} items"
         who = f" by {actor}" if actor else ""
         note = LogEntry(
             message=f'Job rerun from phase "{phase}"{who} (was {existing.status.value}), with {source}',
@@ -275,6 +293,7 @@ def _rerun_from(
             ttl_seconds=_ttl_seconds(pipeline),
             input=existing.input,
             journal=Journal(log=(note,)),
+            fan_out=taken_up.fan_out if taken_up is not None else None,
         )
         try:
             job = resolve_write(partial(storage.start_job, request))
@@ -324,6 +343,14 @@ class _PhaseRun:
         self.phase_name = job.checkpoint.next_phase
         self.journal = JournalBuffer()
         self.map_items: list[MapItem] | None = None
+        #: Called once the run's next write (a save or the commit) has landed: it carried the map's usage.
+        self.after_write: Callable[[], None] | None = None
+
+    def _written(self) -> None:
+        """A save or the commit has landed: what was waiting for it (the map's usage joined) is told, once."""
+        after, self.after_write = self.after_write, None
+        if after is not None:
+            after()
 
     def entry(self, message: str, *, level: LogLevel = "info", kind: EntryKind = "log") -> None:
         self.journal.add_entry(
@@ -350,6 +377,7 @@ class _PhaseRun:
         )
         self.job = resolve_write(lambda: self.storage.save(self.job.job_id, self.fence, request))
         self.journal.clear()
+        self._written()
 
     def commit(
         self,
@@ -397,6 +425,7 @@ class _PhaseRun:
         )
         self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
         self.journal.clear()
+        self._written()
         return self.job
 
 
@@ -513,30 +542,79 @@ def _start_map(run: _PhaseRun, outcome: Map, scheduler: Scheduler) -> Job:
         max_concurrency=outcome.max_concurrency,
     )
     store = _item_store(run.storage, run.pipeline, run.job.job_id, fan_out.id)
-    store.create(new_items(values, now))
+    items = new_items(values, now)
+    # the checkpoint at then is made at the same moment as the map's record: a rerun from then finds its map by it
+    record = MapRecord(
+        fan_out=fan_out, started_by=run.phase_name, then=outcome.then, created_at=now, sequence=run.job.sequence
+    )
+    store.create(items, record)
     run.entry(f'Map of {len(values)} items over phase "{fan_out.phase}", then "{outcome.then}"')
     checkpoint = Checkpoint(next_phase=outcome.then, state=state, created_at=now)
     job = run.commit("map", checkpoint=checkpoint, fan_out=fan_out)
     if job.status == JobStatus.RUNNING:
-        schedule_items(scheduler, job.job_id, fan_out, runnable(store.all(), fan_out, now), now)
+        schedule_items(scheduler, job.job_id, fan_out, runnable(items, fan_out, now), now)
     return job
 
 
 def _items_unfinished(run: _PhaseRun, scheduler: Scheduler) -> Job | None:
-    """The job after giving its claim back when its map still has items to run (scheduled again); else None."""
+    """The job after giving its claim back when its map still has items to run (scheduled again); else None.
+
+    The one read of every item record the map needs: ``then``'s results, or what a recovery (the sweep,
+    a resume) schedules again. A map whose records are gone (expired) puts the job in ``error``.
+    """
     fan_out = run.job.fan_out
     if fan_out is None:
         return None
     store = _item_store(run.storage, run.pipeline, run.job.job_id, fan_out.id)
     items = store.all()
-    if items and all(item.status == "done" for item in items):
+    if len(items) < fan_out.count:
+        record = store.record()
+        where = f' started by phase "{record.started_by}"' if record is not None else ""
+        message = (
+            f"{fan_out.count - len(items)} of the {fan_out.count} item records of the map over phase "
+            f'"{fan_out.phase}"{where} are gone (expired): rerun from the phase that starts the map'
+        )
+        run.entry(message, level="error", kind="error")
+        return run.commit("error", error=message)
+    if all(item.status == "done" for item in items):
         run.map_items = items
+        _join_map(run, store)
         return None
     job = run.commit("release")
     now = run.storage.clock()
     if job.status == JobStatus.RUNNING and isinstance(scheduler, ItemScheduler):
         schedule_items(scheduler, job.job_id, fan_out, runnable(items, fan_out, now), now)
+        # The last item may have finished since the records were read, and its hand-off found the job
+        # claimed by this run: then is scheduled again here, so that it never waits for the sweep.
+        record = store.record()
+        if record is not None and record.done >= fan_out.count:
+            scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence)
     return job
+
+
+def _join_map(run: _PhaseRun, store: ItemStore) -> None:
+    """Add the items' usage and log to the job's, with the next write of this run of ``then``: once per map.
+
+    A retry of ``then``, or a rerun from it, gets the items' results again, not their usage and log
+    (the items did not run again). The map's record is marked once that write has landed.
+    """
+    assert run.map_items is not None
+    record = store.record()
+    if record is not None and record.joined is not None:
+        return
+    _, usage, entries = collected(run.map_items)
+    run.journal.add_usage(usage)
+    for entry in entries:
+        run.journal.add_entry(entry)
+    if record is not None:
+        run.after_write = lambda: _mark_joined(store)
+
+
+def _mark_joined(store: ItemStore) -> None:
+    try:
+        store.mark("joined")
+    except StorageError as exc:  # the write it follows has landed: a rerun of then would add the usage again
+        logger.warning("Job %s: could not mark map %s's usage joined: %s", store.job_id, store.fan_out, exc)
 
 
 def _end_wait_if_due(
@@ -695,12 +773,7 @@ def _run_claimed(run: _PhaseRun, scheduler: Scheduler) -> Job:
     released = _items_unfinished(run, scheduler)
     if released is not None:
         return released
-    results = None
-    if run.map_items is not None:
-        results, usage, entries = collected(run.map_items)
-        run.journal.add_usage(usage)
-        for entry in entries:
-            run.journal.add_entry(entry)
+    results = [item.result for item in run.map_items] if run.map_items is not None else None
     phase = pipeline.get_phase(run.phase_name)
     try:
         state = pipeline.load_state(run.checkpoint.state)

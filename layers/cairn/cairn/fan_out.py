@@ -11,22 +11,32 @@ map on the job (``fan_out``). Items are one checkpoint stream with the job: they
   N places after it. Whatever is lost (a crash between a finish and its schedule) is scheduled
   again when the job's next phase is advanced (a resume, the sweep) before the items are done.
 - ``then`` runs once every item is done, with their results in item order as ``ctx.results``, and
-  the items' usage and log entries added to the job's.
+  the items' usage and log entries added to the job's, once per map (a retry or a rerun of ``then``
+  gets the results again, not the usage and log).
+- An item's transitions (claim, finish, hand-off) each read and write only its own record, so their
+  cost does not grow with the map's size. The map has a record of its own (:class:`MapRecord`): the
+  write that finishes an item counts it there in the same atomic step, so "is the map finished?" is
+  one small read, and of the finishes that see the count complete, the one that takes the record's
+  hand-off schedules ``then``. ``then`` reads every record once, for the results.
 - An item that fails for good puts the job in ``error``; a resume runs the unfinished items again
   (the finished ones keep their results).
+- The records stay after ``then``: a rerun from ``then`` gets the same results again; a rerun from
+  the item phase (which runs only as the map's items) is refused.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .clock import Clock
 from .context import JournalBuffer, PhaseContext
 from .errors import InvalidInputError, StorageError
-from .models import Checkpoint, FanOut, MapItem
+from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
 from .scheduling.base import ItemScheduler
@@ -40,6 +50,7 @@ MAX_ITEMS = 10_000
 
 MAX_CONCURRENCY = 1_000
 _WRITE_ATTEMPTS = 5
+_T = TypeVar("_T")
 
 
 def validate_map(outcome: Map, pipeline: Pipeline[Any]) -> list[Any]:
@@ -124,7 +135,11 @@ def runnable(items: list[MapItem], fan_out: FanOut, now_ms: int) -> list[MapItem
 
 
 class ItemStore:
-    """The item records of one map of one job, written with a check of the version each write read."""
+    """The item records of one map of one job, written with a check of the version each write read.
+
+    An item's own transitions read and write only its record (and, once it is done, the map's
+    record): their cost does not grow with the map's size. Only ``then`` and a recovery read every record.
+    """
 
     def __init__(self, storage: Storage, job_id: str, fan_out: str, *, expires_at: int) -> None:
         self.storage = storage
@@ -137,17 +152,24 @@ class ItemStore:
         return self.storage.get_items(self.job_id, self.fan_out)
 
     def get(self, index: int) -> MapItem | None:
-        """One record (None when it was never written)."""
-        found = [item for item in self.all() if item.index == index]
-        return found[0] if found else None
+        """One record (None when it was never written): one read."""
+        return self.storage.get_item(self.job_id, self.fan_out, index)
 
-    def create(self, items: list[MapItem]) -> None:
-        """Write the records of a new map; one already written (a write sent again) is left as it is."""
+    def record(self) -> MapRecord | None:
+        """The map's own record (its count of finished items); None for a map started before maps had one."""
+        return self.storage.get_map(self.job_id, self.fan_out)
+
+    def create(self, items: list[MapItem], record: MapRecord) -> None:
+        """Write the records of a new map, then the map's own; one already written (sent again) is left as it is."""
         for item in items:
             self._write(item, expected=None)
+        _resolved(lambda: self.storage.create_map(self.job_id, record, expires_at=self.expires_at))
 
     def change(self, index: int, rule: Callable[[MapItem], MapItem | None]) -> MapItem | None:
-        """Apply ``rule`` to the stored record and write the result, conditioned on the version read."""
+        """Apply ``rule`` to the stored record and write the result, conditioned on the version read.
+
+        A change that takes the record to ``done`` is counted on the map's record in the same write.
+        """
         for _ in range(_WRITE_ATTEMPTS):
             current = self.get(index)
             if current is None:
@@ -155,23 +177,61 @@ class ItemStore:
             changed = rule(current)
             if changed is None:
                 return None
-            if self._write(changed, expected=current.version):
+            finishes = changed.status == "done" and current.status != "done"
+            if self._write(changed, expected=current.version, finishes=finishes):
                 return changed
         raise StorageError(f"Item {index} of job {self.job_id} kept changing; try again", retryable=True)
 
-    def _write(self, item: MapItem, *, expected: int | None) -> bool:
-        """One conditional write; a write whose response was lost is recognised by its token."""
+    def mark(self, mark: MapMark) -> bool:
+        """Take the map's mark (True: this caller holds it: the hand-off to schedule, the usage joined).
+
+        A lost response is sent again with the same token.
+        """
+        token = new_token()
+        return _resolved(lambda: self.storage.mark_map(self.job_id, self.fan_out, mark, token))
+
+    def _write(self, item: MapItem, *, expected: int | None, finishes: bool = False) -> bool:
+        """One conditional write, sent again while its outcome is unknown; one that landed is known by its token."""
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            try:
+                return self.storage.write_item(
+                    self.job_id,
+                    self.fan_out,
+                    item,
+                    expected_version=expected,
+                    expires_at=self.expires_at,
+                    finishes=finishes,
+                )
+            except StorageError as exc:
+                if not exc.retryable:
+                    raise
+                stored = self.get(item.index)
+                if stored is not None and stored.write_token == item.write_token:
+                    return True  # it landed; only its response was lost
+                if attempt == _WRITE_ATTEMPTS:
+                    raise
+                logger.warning(
+                    "Item %d of job %s: write outcome unknown (%s); sending it again", item.index, self.job_id, exc
+                )
+                _pause(attempt)
+        raise AssertionError("unreachable")
+
+
+def _resolved(write: Callable[[], _T]) -> _T:
+    """An idempotent write, sent again while a retryable error leaves its outcome unknown."""
+    for attempt in range(1, _WRITE_ATTEMPTS + 1):
         try:
-            return self.storage.write_item(
-                self.job_id, self.fan_out, item, expected_version=expected, expires_at=self.expires_at
-            )
+            return write()
         except StorageError as exc:
-            if not exc.retryable:
+            if not exc.retryable or attempt == _WRITE_ATTEMPTS:
                 raise
-            stored = self.get(item.index)
-            if stored is not None and stored.write_token == item.write_token:
-                return True
-            raise
+            _pause(attempt)
+    raise AssertionError("unreachable")
+
+
+def _pause(attempt: int) -> None:
+    """A short, jittered pause before sending a write again (a transaction that met another on the map's record)."""
+    time.sleep(random.uniform(0, 0.01 * 2**attempt))
 
 
 def new_items(values: list[Any], now_ms: int) -> list[MapItem]:
@@ -227,7 +287,7 @@ class ItemRun:
             ),
         )
         if claimed is None:
-            self._again_if_early(index, now)
+            self._nothing_to_run(index, now)
             return None
         if claimed.status == "failed":
             self.fail_job(self._failure(claimed))
@@ -259,9 +319,17 @@ class ItemRun:
         )
         return self._failed(claimed, worker, journal, error, retry=False)
 
-    def _again_if_early(self, index: int, now_ms: int) -> None:
-        """An advance that came before the item's backoff ended (clock skew, a rounded delay) is sent again."""
+    def _nothing_to_run(self, index: int, now_ms: int) -> None:
+        """An advance that found nothing to run.
+
+        One that came before the item's backoff ended (clock skew, a rounded delay) is sent again. One
+        for a done item (a duplicate, or the same message again after its worker died) hands the map off
+        to ``then`` if it is finished and no one has: the death between the last finish and its hand-off.
+        """
         stored = self.store.get(index)
+        if stored is not None and stored.status == "done":
+            self._hand_off_if_finished()
+            return
         early = stored is not None and stored.status == "pending" and stored.lease_owner is None
         if early and stored is not None and stored.not_before is not None and stored.not_before > now_ms:
             schedule_items(self.scheduler, self.store.job_id, self.fan_out, [stored], now_ms)
@@ -275,9 +343,21 @@ class ItemRun:
         following = self.store.get(successor) if successor < self.fan_out.count else None
         if following is not None and following.status != "done":
             schedule_items(self.scheduler, self.store.job_id, self.fan_out, [following], self.clock())
-        elif all(item.status == "done" for item in self.store.all()):  # the last slot ended: all done?
-            self.scheduler.schedule_advance(self.store.job_id, phase=self.next_phase)
+        else:  # the slot ended: was this the map's last item?
+            self._hand_off_if_finished()
         return finished
+
+    def _hand_off_if_finished(self) -> None:
+        """Schedule ``then`` once every item is done: read from the map's count, and only by the one finish
+        that takes the hand-off (two last items finishing at once: one of them). A hand-off lost with its
+        worker is made by the job's next advance (the sweep, a resume), which runs ``then`` itself."""
+        record = self.store.record()
+        if record is None:  # a map started before maps kept a count: read every record, as then
+            if all(item.status == "done" for item in self.store.all()):
+                self.scheduler.schedule_advance(self.store.job_id, phase=self.next_phase)
+            return
+        if record.done >= self.fan_out.count and record.handed_off is None and self.store.mark("handed_off"):
+            self.scheduler.schedule_advance(self.store.job_id, phase=self.next_phase)
 
     def _failed(
         self, claimed: MapItem, worker: str, journal: JournalBuffer, exc: Exception, *, retry: bool
@@ -341,3 +421,65 @@ def collected(items: list[MapItem]) -> tuple[list[Any], dict[str, float], list[A
         for key, value in item.usage.items():
             usage[key] = usage.get(key, 0) + value
     return [item.result for item in items], usage, [entry for item in items for entry in item.log]
+
+
+# -- reruns ----------------------------------------------------------------------------------------
+
+Resolve = Callable[[str], str]
+"""A phase's current name (``Pipeline.resolve_name``: a renamed phase's old name is an alias)."""
+
+
+def _same(name: str) -> str:
+    return name
+
+
+def map_order(record: MapRecord) -> tuple[int, int, str]:
+    """The order of a job's maps: when each began, and the job's sequence then (two in one millisecond)."""
+    return (record.created_at, record.sequence, record.fan_out.id)
+
+
+def item_only_phases(job: Job, maps: Sequence[MapRecord], resolve: Resolve = _same) -> dict[str, MapRecord]:
+    """The phases ``job`` ran only as a map's items (never as a phase of its own), each with its newest map."""
+    ran = {resolve(record.phase) for record in job.phases}
+    if job.checkpoint is not None:
+        ran.add(resolve(job.checkpoint.next_phase))
+    found: dict[str, MapRecord] = {}
+    for record in sorted(maps, key=map_order):
+        if resolve(record.fan_out.phase) not in ran:
+            found[resolve(record.fan_out.phase)] = record
+    return found
+
+
+def rerun_phases(
+    phase_names: Sequence[str], job: Job, maps: Sequence[MapRecord], resolve: Resolve = _same
+) -> list[str]:
+    """The phases a rerun of ``job`` may start from: the pipeline's, but those it runs only as a map's items."""
+    items = item_only_phases(job, maps, resolve)
+    return [name for name in phase_names if resolve(name) not in items]
+
+
+def refuse_item_phase(job: Job, phase: str, maps: Sequence[MapRecord], resolve: Resolve = _same) -> None:
+    """InvalidInputError when ``phase`` runs only as an item of one of the job's maps: say where to rerun from."""
+    record = item_only_phases(job, maps, resolve).get(resolve(phase))
+    if record is None:
+        return
+    raise InvalidInputError(
+        f'Phase "{phase}" runs only as an item of the map started by phase "{record.started_by}" '
+        f'(then "{record.then}"): rerun from "{record.started_by}" to run the map again, or from '
+        f'"{record.then}" to rerun what follows it with the items\' results'
+    )
+
+
+def map_entered(
+    phase: str, maps: Sequence[MapRecord], entered: Checkpoint | None, resolve: Resolve = _same
+) -> MapRecord | None:
+    """The map whose results ``phase`` took when the job last entered it (None: it entered without one).
+
+    The map's commit entered ``then`` with a checkpoint made when the map began (``created_at``); when
+    that entry is no longer kept, the newest map that goes on to ``phase``.
+    """
+    candidates = sorted((record for record in maps if resolve(record.then) == resolve(phase)), key=map_order)
+    if entered is None:
+        return candidates[-1] if candidates else None
+    matching = [record for record in candidates if record.created_at == entered.created_at]
+    return matching[-1] if matching else None

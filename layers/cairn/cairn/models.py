@@ -157,6 +157,30 @@ class MapItem(WireModel):
     updated_at: int = 0
 
 
+class MapRecord(WireModel):
+    """A map's own record, beside its items: what it runs, between which phases, and how far it got.
+
+    ``done`` counts the items finished: the write that finishes an item adds one in the same atomic
+    step, so each item counts exactly once and "is the map finished?" is one small read. Two marks, each
+    the token of the one writer that set it: ``handed_off``, the finish that scheduled ``then``; ``joined``,
+    the run of ``then`` whose write added the items' usage and log to the job's (a retry or a rerun of
+    ``then`` gets the items' results again, not their usage and log).
+    """
+
+    fan_out: FanOut
+    started_by: str = Field(description="The phase that returned the Map")
+    then: str = Field(description="The phase that runs once every item is done, with their results")
+    created_at: int = Field(description="Unix ms: when the map began (the createdAt of the checkpoint at then)")
+    sequence: int = Field(default=0, description="The job's sequence when the map began: orders the job's maps")
+    done: int = 0
+    handed_off: str | None = None
+    joined: str | None = None
+
+
+MapMark = Literal["handed_off", "joined"]
+"""A mark a map's record takes once (:meth:`cairn.storage.base.Storage.mark_map`)."""
+
+
 class Job(WireModel):
     """A job as stored: status, checkpoint, claim, and what it has produced so far."""
 

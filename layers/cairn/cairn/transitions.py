@@ -74,6 +74,7 @@ class StartJob:
     stored job's sequence differs from it, someone wrote in between and the
     caller reads again. ``resumed``: a resume of the same checkpoint keeps the signal the phase
     was given and the map in progress; ``waiting_for`` (with its deadline and timeout phase) starts the job waiting.
+    ``fan_out``: the map a rerun from that map's ``then`` phase takes up again (its item records kept).
     """
 
     job_id: str
@@ -91,6 +92,7 @@ class StartJob:
     timeout_phase: str | None = None
     resumed: bool = False
     not_before: int | None = None
+    fan_out: FanOut | None = None
     token: str = field(default_factory=new_token)
 
     def __post_init__(self) -> None:
@@ -362,7 +364,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
             "result": None,
             "attempt": 1,
             "signal": current.signal if request.resumed else None,
-            "fan_out": current.fan_out if request.resumed else None,
+            "fan_out": request.fan_out or (current.fan_out if request.resumed else None),
             "run": current.run + 1 if request.reset_history else current.run,
             "sequence": current.sequence + 1,
             "lease_owner": None,

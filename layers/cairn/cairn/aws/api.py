@@ -45,6 +45,7 @@ from ..app import Cairn
 from ..dashboard.assets import HEADERS as ASSET_HEADERS
 from ..dashboard.assets import INDEX, asset
 from ..errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
+from ..fan_out import rerun_phases
 from ..ids import validate_job_id
 from ..models import Job, JobPage, JobStatus
 from ..pipeline import Pipeline
@@ -192,8 +193,21 @@ def get_job(
     job_id: JobIdPath,
     include_state: Annotated[bool, Query(alias="includeState", description="Include the checkpoint's state")] = False,
 ) -> JobView:
-    job = existing(current_services().cairn(caller()), job_id)
-    return JobView.of(job, include_state=include_state)
+    jobs = current_services().cairn(caller())
+    job = existing(jobs, job_id)
+    return JobView.of(job, include_state=include_state, rerun_phases=_rerun_phases(jobs, job))
+
+
+def _rerun_phases(jobs: Cairn, job: Job) -> list[str] | None:
+    """The phases a rerun of ``job`` may start from (None: this deployment does not run its pipeline).
+
+    A phase the job runs only as a map's items is left out: a rerun from it is refused (the records
+    of the job's maps say which; one small query).
+    """
+    if job.pipeline not in jobs.pipelines.names:
+        return None
+    pipeline = jobs.pipelines.get(job.pipeline)
+    return rerun_phases(pipeline.phase_names, job, jobs.storage.get_maps(job.job_id), pipeline.resolve_name)
 
 
 @app.get(

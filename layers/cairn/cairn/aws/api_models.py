@@ -180,10 +180,17 @@ class JobView(WireModel):
         exclude_if=lambda state: state is None,
         description="The checkpoint's state; present only with ?includeState=true and a checkpoint",
     )
+    rerun_phases: list[str] | None = Field(
+        default=None,
+        exclude_if=lambda phases: phases is None,
+        description="The phases a rerun (mode from) may start from, in the pipeline's order: its phases but those "
+        "the job runs only as a map's items (a rerun from one is refused). Present on GET /jobs/{jobId} when "
+        "this deployment runs the job's pipeline",
+    )
 
     @classmethod
-    def of(cls, job: Job, *, include_state: bool = False) -> JobView:
-        """The view of a stored job."""
+    def of(cls, job: Job, *, include_state: bool = False, rerun_phases: list[str] | None = None) -> JobView:
+        """The view of a stored job (with ``rerun_phases`` when the caller worked them out)."""
         checkpoint = job.checkpoint
         return cls(
             job_id=job.job_id,
@@ -205,6 +212,7 @@ class JobView(WireModel):
             updated_at=job.updated_at,
             expires_at=job.expires_at,
             state=checkpoint.state if include_state and checkpoint else None,
+            rerun_phases=rerun_phases,
         )
 
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .. import ttl
 from ..errors import CorruptJobError
-from ..models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, JobSummary, LogEntry, MapItem, Signal
+from ..models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, JobSummary, LogEntry, MapItem, MapRecord, Signal
 from ..transitions import linked_history
 from . import dynamodb_schema as schema
 from .payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
@@ -308,6 +308,37 @@ class ItemCodec:
             "expiresAt": expires_at,
         }
         return to_item(values), _key_of(encoded)
+
+    def map_record(self, job_id: str, record: MapRecord, *, expires_at: int) -> Item:
+        """The DynamoDB item of a map's record: what does not change as JSON, the count and marks beside it."""
+        values = {
+            "pk": self.pk(job_id),
+            "sk": schema.map_record_sk(record.fan_out.id),
+            "map": record.model_dump_json(by_alias=True, exclude={"done", "handed_off", "joined"}),
+            "done": record.done,
+            "handedOff": record.handed_off,
+            "joined": record.joined,
+            "expiresAt": expires_at,
+        }
+        return to_item(values)
+
+    def decode_map_record(self, item: Item) -> MapRecord | None:
+        """The map's record an item holds (None for a count without its record: a map started before maps had one)."""
+        values = from_item(item)
+        if "map" not in values:
+            return None
+        try:
+            known = json.loads(values["map"])
+            return MapRecord.model_validate(
+                {
+                    **known,
+                    "done": int(values.get("done", 0)),
+                    "handedOff": values.get("handedOff"),
+                    "joined": values.get("joined"),
+                }
+            )
+        except UNREADABLE as exc:
+            raise CorruptJobError(location(item), _reason(exc)) from exc
 
     def decode_map_item(self, item: Item) -> MapItem:
         """The item record a DynamoDB item holds; CorruptJobError names an unreadable one."""

@@ -101,6 +101,16 @@ def map_items_prefix(fan_out: str) -> str:
     return f"{MAP_ITEM_PREFIX}{fan_out}#"
 
 
+MAP_RECORD_PREFIX = "~MAPS#"
+"""A map's own record (its count of finished items): after the job's items too ("~MAPS" sorts after "~MAP#"),
+and apart from the items' prefix, so the records of a job's maps are one query that reads no item."""
+
+
+def map_record_sk(fan_out: str) -> str:
+    """The sort key of the record of the map ``fan_out``."""
+    return f"{MAP_RECORD_PREFIX}{fan_out}"
+
+
 def history_sk(token: str) -> str:
     """Sort key of the history item written by the write ``token``."""
     return f"{HISTORY_PREFIX}{token}"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..clock import Clock, system_clock_ms
-from ..models import Checkpoint, FanOut, Job, JobStatus, Lesson, MapItem
+from ..models import Checkpoint, FanOut, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -100,15 +100,54 @@ class Storage(ABC):
 
     @abstractmethod
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
-        """The item records of the job's map ``fan_out``, in item order."""
+        """The item records of the job's map ``fan_out``, in item order (every record: for ``then``, a recovery)."""
+
+    @abstractmethod
+    def get_item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
+        """Item ``index`` of the job's map ``fan_out`` (None when it was never written): one record read.
+
+        An item's own transitions read only this, so that their cost does not grow with the map's size.
+        """
 
     @abstractmethod
     def write_item(
-        self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
+        self,
+        job_id: str,
+        fan_out: str,
+        item: MapItem,
+        *,
+        expected_version: int | None,
+        expires_at: int,
+        finishes: bool = False,
     ) -> bool:
         """Write ``item`` if the stored record has ``expected_version`` (None: there is none); False if not.
 
-        ``expires_at`` (Unix seconds) is when the record may be deleted.
+        ``expires_at`` (Unix seconds) is when the record may be deleted. With ``finishes`` (the write
+        takes the record to ``done`` from the version read) the map's record (:meth:`get_map`) counts
+        the item in the same atomic step: written or not, both or neither, so each item counts exactly
+        once whatever is sent again (a write sent again after a lost response finds the version moved).
+        A map with no record (started before maps kept one) counts nothing.
+        """
+
+    @abstractmethod
+    def create_map(self, job_id: str, record: MapRecord, *, expires_at: int) -> None:
+        """Write a new map's record (``done`` 0); one already written (a write sent again) is left as it is."""
+
+    @abstractmethod
+    def get_map(self, job_id: str, fan_out: str) -> MapRecord | None:
+        """The record of the job's map ``fan_out`` (its count of finished items): one record read."""
+
+    @abstractmethod
+    def get_maps(self, job_id: str) -> list[MapRecord]:
+        """The records of every map the job has run (not their items), oldest first."""
+
+    @abstractmethod
+    def mark_map(self, job_id: str, fan_out: str, mark: MapMark, token: str) -> bool:
+        """Set the map's ``mark`` to ``token``, unless another token set it first (:class:`MapRecord`).
+
+        ``handed_off``: the one finish that schedules ``then``; ``joined``: the run of ``then`` that added
+        the items' usage and log to the job's. True when ``token`` holds the mark (it is the first to ask,
+        or asks again after a lost response); False when another does, or the map has no record.
         """
 
     @abstractmethod

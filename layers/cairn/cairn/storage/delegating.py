@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..models import Checkpoint, Job, JobStatus, Lesson, MapItem
+from ..models import Checkpoint, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from .base import Route, Storage
 
@@ -66,15 +66,37 @@ class DelegatingStorage(Storage):
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         return self.around("get_items", lambda: self.inner.get_items(job_id, fan_out))
 
+    def get_item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
+        return self.around("get_item", lambda: self.inner.get_item(job_id, fan_out, index))
+
     def write_item(
-        self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
+        self,
+        job_id: str,
+        fan_out: str,
+        item: MapItem,
+        *,
+        expected_version: int | None,
+        expires_at: int,
+        finishes: bool = False,
     ) -> bool:
         return self.around(
             "write_item",
             lambda: self.inner.write_item(
-                job_id, fan_out, item, expected_version=expected_version, expires_at=expires_at
+                job_id, fan_out, item, expected_version=expected_version, expires_at=expires_at, finishes=finishes
             ),
         )
+
+    def create_map(self, job_id: str, record: MapRecord, *, expires_at: int) -> None:
+        return self.around("create_map", lambda: self.inner.create_map(job_id, record, expires_at=expires_at))
+
+    def get_map(self, job_id: str, fan_out: str) -> MapRecord | None:
+        return self.around("get_map", lambda: self.inner.get_map(job_id, fan_out))
+
+    def get_maps(self, job_id: str) -> list[MapRecord]:
+        return self.around("get_maps", lambda: self.inner.get_maps(job_id))
+
+    def mark_map(self, job_id: str, fan_out: str, mark: MapMark, token: str) -> bool:
+        return self.around("mark_map", lambda: self.inner.mark_map(job_id, fan_out, mark, token))
 
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
         return self.around("remember", lambda: self.inner.remember(pipeline, lessons, expires_at=expires_at))

@@ -14,12 +14,23 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 
+from pydantic import BaseModel
+
 from .. import lessons as lesson_rules
 from .. import transitions
 from ..lessons import StoredLesson
-from ..models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem
+from ..models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from .base import Storage
+
+
+class StoredMap(BaseModel):
+    """A map's record as a document store keeps it: ``counting`` names the item whose finish the count
+    includes, written just before that item's record (``counting_token``: the finish's write token)."""
+
+    record: MapRecord
+    counting: int | None = None
+    counting_token: str | None = None
 
 
 class DocumentStorage(Storage):
@@ -58,8 +69,28 @@ class DocumentStorage(Storage):
         """The stored item records of a map, by index."""
 
     @abstractmethod
-    def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
-        """Store one item record durably (replacing the one with its index)."""
+    def _item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
+        """One stored item record (None when there is none), read alone."""
+
+    @abstractmethod
+    def _put_item(self, job_id: str, fan_out: str, item: MapItem, *, new: bool = False) -> None:
+        """Store one item record durably (replacing the one with its index).
+
+        ``new`` (a map's records being created) may leave making the record's name survive a power
+        cut to the map record written after them (:meth:`_put_map`).
+        """
+
+    @abstractmethod
+    def _map(self, job_id: str, fan_out: str) -> StoredMap | None:
+        """The stored record of a map (None when there is none)."""
+
+    @abstractmethod
+    def _put_map(self, job_id: str, stored: StoredMap) -> None:
+        """Store a map's record durably (replacing the one of its map), with the item records created before it."""
+
+    @abstractmethod
+    def _maps(self, job_id: str) -> list[StoredMap]:
+        """The stored records of every map of the job."""
 
     @abstractmethod
     def _lessons(self, pipeline: str) -> list[StoredLesson]:
@@ -141,14 +172,77 @@ class DocumentStorage(Storage):
             stored = self._items(job_id, fan_out)
         return [stored[index] for index in sorted(stored)]
 
-    def write_item(
-        self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
-    ) -> bool:
+    def get_item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
         with self._locked(job_id):
-            stored = self._items(job_id, fan_out).get(item.index)
+            return self._item(job_id, fan_out, index)
+
+    def write_item(
+        self,
+        job_id: str,
+        fan_out: str,
+        item: MapItem,
+        *,
+        expected_version: int | None,
+        expires_at: int,
+        finishes: bool = False,
+    ) -> bool:
+        """The record, and with ``finishes`` the map's count first, marked as counting this write.
+
+        Two files cannot change in one step, so the map's record says which write it counted
+        (``counting``): until that item record is stored, the count is read one lower. A death between
+        the two writes leaves a count that is still exact, and the next finish settles it.
+        """
+        with self._locked(job_id):
+            stored = self._item(job_id, fan_out, item.index)
             if (stored.version if stored is not None else None) != expected_version:
                 return False
-            self._put_item(job_id, fan_out, item)
+            if finishes:
+                kept = self._map(job_id, fan_out)
+                if kept is not None:
+                    record = self._settled(job_id, kept)
+                    counted = record.model_copy(update={"done": record.done + 1})
+                    self._put_map(
+                        job_id, StoredMap(record=counted, counting=item.index, counting_token=item.write_token)
+                    )
+            self._put_item(job_id, fan_out, item, new=expected_version is None)
+            return True
+
+    def _settled(self, job_id: str, stored: StoredMap) -> MapRecord:
+        """The map's record as it stands: its count less the write it counted, if that write never landed."""
+        record = stored.record
+        if stored.counting is None:
+            return record
+        item = self._item(job_id, record.fan_out.id, stored.counting)
+        if item is not None and item.write_token == stored.counting_token:
+            return record
+        return record.model_copy(update={"done": record.done - 1})
+
+    def create_map(self, job_id: str, record: MapRecord, *, expires_at: int) -> None:
+        with self._locked(job_id):
+            if self._map(job_id, record.fan_out.id) is None:
+                self._put_map(job_id, StoredMap(record=record))
+
+    def get_map(self, job_id: str, fan_out: str) -> MapRecord | None:
+        with self._locked(job_id):
+            stored = self._map(job_id, fan_out)
+            return self._settled(job_id, stored) if stored is not None else None
+
+    def get_maps(self, job_id: str) -> list[MapRecord]:
+        with self._locked(job_id):
+            records = [self._settled(job_id, stored) for stored in self._maps(job_id)]
+        return sorted(records, key=lambda record: (record.created_at, record.sequence, record.fan_out.id))
+
+    def mark_map(self, job_id: str, fan_out: str, mark: MapMark, token: str) -> bool:
+        with self._locked(job_id):
+            stored = self._map(job_id, fan_out)
+            if stored is None:
+                return False
+            held = getattr(stored.record, mark)
+            if held not in (None, token):
+                return False
+            if held is None:
+                marked = stored.record.model_copy(update={mark: token})
+                self._put_map(job_id, stored.model_copy(update={"record": marked}))
             return True
 
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:

@@ -4,6 +4,10 @@ A job's history (log entries and phase records) is appended to a file of its
 own, ``<job>.history.jsonl``, so a transition rewrites only the small job file
 and its cost does not grow with the job's past.
 
+A job's maps are folders, ``<job>.maps/<map id>/``: ``map.json`` (the map's record, its count of
+finished items) and one ``<index>.json`` per item, each written whole (a flushed temporary file
+renamed over it), so that an item's transitions read and write only its own file.
+
 The pipelines' memory (the lessons of :mod:`cairn.lessons`) is ``.memory/<pipeline>.jsonl``: one
 lesson record a line, appended under a lock; the newest record of a lesson counts.
 
@@ -19,12 +23,15 @@ import contextlib
 import json
 import logging
 import os
+import re
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
@@ -35,13 +42,17 @@ from ..ids import validate_job_id
 from ..lessons import StoredLesson
 from ..models import HistoryItem, Job, JobStatus, Lesson, MapItem
 from ..pipeline import NAME_PATTERN
-from .document import DocumentStorage
+from .document import DocumentStorage, StoredMap
 
 logger = logging.getLogger(__name__)
 
 _SUFFIX = ".json"
 _HISTORY_SUFFIX = ".history.jsonl"
 _ITEMS_SUFFIX = ".items.jsonl"
+_MAPS_SUFFIX = ".maps"
+_MAP_FILE = "map.json"
+_MAP_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_Model = TypeVar("_Model", bound=BaseModel)
 _TEMP_PREFIX = ".tmp-"
 _RECOVERABLE = {JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.ERROR, JobStatus.CANCELLED}
 
@@ -55,13 +66,6 @@ class StorageHealth(BaseModel):
     can_recover: bool
     recommendation: str
     unreadable_files: list[str] = []
-
-
-class _ItemLine(BaseModel):
-    """One line of a job's item file: an item record of the map ``fan_out``."""
-
-    fan_out: str
-    item: MapItem
 
 
 class _LessonLine(BaseModel):
@@ -185,23 +189,100 @@ class FileStorage(DocumentStorage):
         self._append_line(self.history_path_for(job_id), item.model_dump_json(by_alias=True).encode())
 
     def items_path_for(self, job_id: str) -> Path:
-        """The file that holds the item records of ``job_id``'s maps, one record a line (the last one counts)."""
+        """The one file that held the item records of ``job_id``'s maps before each record had a file of its own."""
         return self.path_for(job_id).with_name(f"{job_id}{_ITEMS_SUFFIX}")
 
+    def maps_path_for(self, job_id: str) -> Path:
+        """The folder of ``job_id``'s maps: one folder per map, ``map.json`` and ``<index>.json`` per item."""
+        return self.path_for(job_id).with_name(f"{job_id}{_MAPS_SUFFIX}")
+
+    def _map_folder(self, job_id: str, fan_out: str) -> Path:
+        if not _MAP_ID.fullmatch(fan_out):
+            raise InvalidInputError(f"Invalid map id {fan_out!r}")
+        return self.maps_path_for(job_id) / fan_out
+
     def _items(self, job_id: str, fan_out: str) -> dict[int, MapItem]:
+        folder = self._map_folder(job_id, fan_out)
         items: dict[int, MapItem] = {}
-        for line in self._read_lines(self.items_path_for(job_id)):
-            try:
-                record = _ItemLine.model_validate_json(line)
-            except (ValueError, ValidationError):
-                continue  # a line torn by a crash mid-append: that write never happened
-            if record.fan_out == fan_out:
-                items[record.item.index] = record.item
+        try:
+            paths = [path for path in folder.iterdir() if path.suffix == _SUFFIX and path.stem.isdigit()]
+        except FileNotFoundError:
+            return items
+        except OSError as exc:
+            raise StorageError(f"Cannot read {folder}: {exc}", retryable=True) from exc
+        for path in paths:
+            item = self._read_model(path, MapItem)
+            if item is not None:
+                items[item.index] = item
         return items
 
-    def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
-        line = _ItemLine(fan_out=fan_out, item=item).model_dump_json(by_alias=True).encode()
-        self._append_line(self.items_path_for(job_id), line)
+    def _item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
+        return self._read_model(self._map_folder(job_id, fan_out) / f"{int(index)}{_SUFFIX}", MapItem)
+
+    def _put_item(self, job_id: str, fan_out: str, item: MapItem, *, new: bool = False) -> None:
+        folder = self._map_folder(job_id, fan_out)
+        # a new map's records are made lasting by the flush of the folder when its map record is written
+        self._replace_file(
+            folder / f"{item.index}{_SUFFIX}", item.model_dump_json(by_alias=True).encode(), lasting=not new
+        )
+
+    def _map(self, job_id: str, fan_out: str) -> StoredMap | None:
+        return self._read_model(self._map_folder(job_id, fan_out) / _MAP_FILE, StoredMap)
+
+    def _put_map(self, job_id: str, stored: StoredMap) -> None:
+        folder = self._map_folder(job_id, stored.record.fan_out.id)
+        path = folder / _MAP_FILE
+        first = not path.exists()
+        self._replace_file(path, stored.model_dump_json(by_alias=True).encode(), lasting=True)
+        if first:  # the new folders' names themselves survive a power cut
+            _fsync_directory(folder.parent)
+            _fsync_directory(self.directory)
+
+    def _maps(self, job_id: str) -> list[StoredMap]:
+        try:
+            folders = sorted(path for path in self.maps_path_for(job_id).iterdir() if path.is_dir())
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"Cannot read {self.maps_path_for(job_id)}: {exc}", retryable=True) from exc
+        found = (self._read_model(folder / _MAP_FILE, StoredMap) for folder in folders)
+        return [stored for stored in found if stored is not None]
+
+    @staticmethod
+    def _read_model(path: Path, model: type[_Model]) -> _Model | None:
+        """The record a file holds (None when there is no file); CorruptJobError names one that cannot be read."""
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
+        try:
+            return model.model_validate_json(raw)
+        except (ValueError, ValidationError, RecursionError) as exc:
+            raise CorruptJobError(str(path), _first_line(exc)) from exc
+
+    def _replace_file(self, path: Path, data: bytes, *, lasting: bool) -> None:
+        """Write ``path`` whole or not at all: a flushed temporary file renamed over it (and the folder flushed)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
+        except OSError as exc:
+            raise StorageError(f"Cannot write in {path.parent}: {exc}", retryable=True) from exc
+        try:
+            with os.fdopen(fd, "wb") as temp:
+                temp.write(data)
+                temp.flush()
+                _flush_data(temp.fileno())
+            os.replace(temp_name, path)
+        except BaseException as exc:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp_name)
+            if isinstance(exc, OSError):
+                raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
+            raise
+        if lasting:
+            _fsync_directory(path.parent)
 
     def memory_path_for(self, pipeline: str) -> Path:
         """The file that holds the lessons of ``pipeline``, one record a line."""
@@ -270,6 +351,7 @@ class FileStorage(DocumentStorage):
         with self._held(job_id):
             self.history_path_for(job_id).unlink(missing_ok=True)
             self.items_path_for(job_id).unlink(missing_ok=True)
+            shutil.rmtree(self.maps_path_for(job_id), ignore_errors=True)
             try:
                 self.path_for(job_id).unlink()
             except FileNotFoundError:

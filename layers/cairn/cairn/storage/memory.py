@@ -10,7 +10,7 @@ from .. import transitions
 from ..clock import Clock
 from ..lessons import StoredLesson
 from ..models import HistoryItem, Job, MapItem
-from .document import DocumentStorage
+from .document import DocumentStorage, StoredMap
 
 
 class MemoryStorage(DocumentStorage):
@@ -21,6 +21,7 @@ class MemoryStorage(DocumentStorage):
         self._jobs: dict[str, Job] = {}
         self._histories: dict[str, dict[str, HistoryItem]] = {}
         self._map_items: dict[tuple[str, str], dict[int, MapItem]] = {}
+        self._maps_of: dict[str, dict[str, StoredMap]] = {}
         self._memory: dict[str, dict[str, StoredLesson]] = {}
         self._lock = threading.RLock()
 
@@ -47,9 +48,25 @@ class MemoryStorage(DocumentStorage):
         with self._lock:
             return dict(self._map_items.get((job_id, fan_out), {}))
 
-    def _put_item(self, job_id: str, fan_out: str, item: MapItem) -> None:
+    def _item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
+        with self._lock:
+            return self._map_items.get((job_id, fan_out), {}).get(index)
+
+    def _put_item(self, job_id: str, fan_out: str, item: MapItem, *, new: bool = False) -> None:
         with self._lock:
             self._map_items.setdefault((job_id, fan_out), {})[item.index] = item
+
+    def _map(self, job_id: str, fan_out: str) -> StoredMap | None:
+        with self._lock:
+            return self._maps_of.get(job_id, {}).get(fan_out)
+
+    def _put_map(self, job_id: str, stored: StoredMap) -> None:
+        with self._lock:
+            self._maps_of.setdefault(job_id, {})[stored.record.fan_out.id] = stored
+
+    def _maps(self, job_id: str) -> list[StoredMap]:
+        with self._lock:
+            return list(self._maps_of.get(job_id, {}).values())
 
     def _lessons(self, pipeline: str) -> list[StoredLesson]:
         with self._lock:

@@ -1180,7 +1180,8 @@ function jobCells(job) {
  *                    has no checkpoint to resume; Start over runs it again), nor while running (nothing to
  *                    retry) or waiting (the API refuses: send the signal, or start over).
  *   Start over       always (a running job's worker is fenced off); asks for confirmation first.
- *   Rerun from phase always, when the pipeline's phases are known.
+ *   Rerun from phase always, when the pipeline's phases are known; it offers the job's rerunPhases (not
+ *                    the phases the job runs only as a map's items).
  *   Pause            only a running job (the API's rule).
  *   Resume           only a paused job.
  *   Cancel           any job but a complete or cancelled one (the API's rule).
@@ -1872,8 +1873,10 @@ async function openRerun(view, readState, act, post) {
   const field = $("#rerun-state");
   const errors = $("#rerun-state-errors");
   const preferred = job.status === "error" ? failedPhase(job) : job.nextPhase;
-  select.replaceChildren(...view.phases.map((phase) => h("option", { value: phase }, phase)));
-  select.value = view.phases.includes(preferred) ? preferred : view.phases[0];
+  // the API leaves out the phases this job runs only as a map's items: a rerun from one is refused
+  const phases = Array.isArray(job.rerunPhases) ? job.rerunPhases : view.phases;
+  select.replaceChildren(...phases.map((phase) => h("option", { value: phase }, phase)));
+  select.value = phases.includes(preferred) ? preferred : phases[0];
   showFieldErrors(field, errors, []);
   field.value = "";
   field.placeholder = "Loading the checkpoint's state…";
