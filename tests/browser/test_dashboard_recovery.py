@@ -162,4 +162,5 @@ def test_rerun_from_a_phase_with_an_edited_state_continues_there_with_that_state
     view = gated_stack.api.get("rerun-edited")
     assert view["result"] == {"ran": ["gather", "by hand", "finish"], "note": "edited in the dashboard", "signal": None}
     assert phases_run(view) == ["gather", "check", "finish"]  # check did not run again: finish came next
-    assert any(message.startswith('Job rerun from phase "finish"') for message in log_messages(gated_stack, "rerun-edited"))
+    messages = log_messages(gated_stack, "rerun-edited")
+    assert any(message.startswith('Job rerun from phase "finish"') for message in messages)

@@ -236,3 +236,21 @@ def test_an_annotation_that_is_not_unicode_text_fails_the_phase_and_nothing_of_i
     assert "holds a string that is not valid Unicode" in failed.error
     assert storage.recall("returning", 10) == []  # no lesson holds it
     _assert_usable(jobs)
+
+
+def test_an_exception_whose_message_is_not_unicode_text_still_fails_the_job_readably(
+    storage: Storage, clock: FakeClock
+) -> None:
+    def raises(ctx: PhaseContext[Any]) -> Any:
+        raise ValueError("bad byte \udcff in the input")
+
+    jobs = _front_door(_returning(raises), storage, clock)
+
+    jobs.start("returning", JOB)
+    jobs.run_until_idle()
+
+    failed = jobs.get(JOB)
+    assert failed.status == JobStatus.ERROR
+    assert failed.error is not None
+    assert "bad byte ? in the input" in failed.error  # the lone surrogate replaced, the rest kept
+    _assert_usable(jobs)

@@ -63,7 +63,10 @@ def test_an_invalid_request_is_400_with_a_clear_message_and_writes_nothing(api: 
         ({"jobId": "x-1"}, "body.pipeline: Field required"),
         ({"pipeline": "document-intake", "jobId": "-starts-with-a-dash"}, "body.jobId: Invalid job id"),
         ({"pipeline": "document-intake", "jobId": "x" * 129}, "body.jobId: Invalid job id"),
-        ({"pipeline": "document-intake", "jobId": "x-1"}, 'Invalid state for pipeline "document-intake"'),
+        (
+            {"pipeline": "document-intake", "jobId": "x-1", "state": {"colour": "red"}},
+            'Invalid state for pipeline "document-intake"',
+        ),
         (["document-intake"], "body: Input should be a valid dictionary"),
     ],
 )

@@ -397,8 +397,8 @@ def test_log_follow_prints_each_entry_once_as_the_job_runs_and_stops_when_it_com
     _, raw, _ = run_cli(capsys, "log", "followed", "--json")
     *printed, last = out.splitlines()
     assert printed == [log_line(entry) for entry in json.loads(raw)["entries"]]  # each once, in order
-    result = json.dumps(show_json(capsys, "followed")["result"], separators=(",", ":"), ensure_ascii=False)
-    assert last.startswith(f"Job complete: {result[:60]}")  # how it ended, with its result
+    ended = json.dumps(show_json(capsys, "followed")["result"], separators=(",", ":"), ensure_ascii=False)
+    assert last.startswith(f"Job complete: {ended[:60]}")  # how it ended, with its result
     assert len(last) <= len("Job complete: ") + 100  # cut to one short line
     assert len(jobs.requests_to("/followed/log")) >= 2
 

@@ -131,7 +131,8 @@ def test_a_bad_signal_name_is_sent_quoted_and_is_the_apis_400(
     status, out, err = run_cli(capsys, "signal", "named", "no/such name")
 
     assert (status, out) == (1, "")
-    assert re.fullmatch(r"cairn: error: Invalid signal name .*\(HTTP 400 invalid_request\)", error_line(err))
+    refused = r"cairn: error: path parameter name: Invalid signal name .*\(HTTP 400 invalid_request\)"
+    assert re.fullmatch(refused, error_line(err))
     assert jobs.seen[-1].path == "/jobs/named/signals/no%2Fsuch%20name"  # one path segment
     assert show_json(capsys, "named")["status"] == "waiting"
 

@@ -30,7 +30,11 @@ MAX_ERROR_CHARS = 4_000
 
 
 def clip_text(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters (a stored item has a size limit; a log line should not reach it)."""
+    """``text`` cut to ``limit`` characters (a stored item has a size limit; a log line should not reach it).
+
+    A lone surrogate (from an exception's message, say) becomes "?": every store can write the text back.
+    """
+    text = text.encode("utf-8", "replace").decode("utf-8")
     return text if len(text) <= limit else text[: limit - 14] + " …[truncated]"
 
 

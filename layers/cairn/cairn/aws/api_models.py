@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PydanticInvalidForJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
-from ..engine import SIGNAL_NAME_PATTERN
+from ..engine import SIGNAL_NAME_PATTERN, validate_signal_name
 from ..errors import InvalidInputError
 from ..ids import JOB_ID_PATTERN, validate_job_id
 from ..models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
@@ -46,14 +46,26 @@ JobId = Annotated[
 """A job id as the API accepts it, in a body or a path: checked by :func:`cairn.ids.validate_job_id`,
 whose rule the schema declares (pattern and length) so that a generated client never sends another."""
 
+
+def _checked_signal_name(name: str) -> str:
+    """The engine's signal-name rule, reported as a validation error of the field."""
+    try:
+        return validate_signal_name(name)
+    except InvalidInputError as exc:
+        raise ValueError(exc.message) from None
+
+
 SignalName = Annotated[
     str,
     Field(
-        min_length=1,
-        max_length=SIGNAL_NAME_MAX_LENGTH,
-        pattern=f"^{SIGNAL_NAME_PATTERN.pattern}$",  # matched whole, as the engine matches it
         description="1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        json_schema_extra={
+            "pattern": f"^{SIGNAL_NAME_PATTERN.pattern}$",  # matched whole, as the engine matches it
+            "minLength": 1,
+            "maxLength": SIGNAL_NAME_MAX_LENGTH,
+        },
     ),
+    AfterValidator(_checked_signal_name),
 ]
 """A signal's name, as a phase's ``WaitFor`` names it."""
 
