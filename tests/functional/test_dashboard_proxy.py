@@ -184,7 +184,8 @@ def test_the_command_needs_an_api_and_credentials(
     assert exited.value.code == 2
 
 
-def test_cairn_dashboard_serves_until_ctrl_c(api: JobsServer, tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_cairn_dashboard_serves_until_ctrl_c(api: JobsServer, tmp_path: Path, stop: signal.Signals) -> None:
     port = free_port()
     env = {
         **os.environ,

@@ -12,6 +12,8 @@ host (DNS rebinding) or from another origin (a site in the same browser) is refu
 from __future__ import annotations
 
 import json
+import signal
+import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,6 +23,11 @@ from ..dev.own_origin import OwnOrigin
 from ..dev.serving import ServedOnThread
 from .assets import HEADERS as ASSET_HEADERS
 from .assets import asset_at, is_dashboard_path
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""The signals that stop ``cairn dashboard`` (Ctrl-C, and a service manager's stop)."""
+STOP_POLL_SECONDS = 0.5
+"""How often the waiting main thread looks again, should a signal's wake-up be missed."""
 
 MAX_BODY = 10 * 1024 * 1024
 """The largest request body forwarded (bytes): what an HTTP API accepts."""
@@ -77,13 +84,21 @@ class DashboardProxy:
         self._serving.stop()
 
     def serve_forever(self) -> None:
-        """Serve on this thread until Ctrl-C, then release the port."""
+        """Serve until Ctrl-C or SIGTERM, then stop and release the port.
+
+        The server runs on its own thread and the signals only set an event: a KeyboardInterrupt
+        raised in the middle of starting a request's thread could leave the interpreter unable to exit.
+        """
+        stopping = threading.Event()
+        previous = {number: signal.signal(number, lambda *_: stopping.set()) for number in STOP_SIGNALS}
         try:
-            self._serving.server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+            self._serving.start()
+            while not stopping.wait(STOP_POLL_SECONDS):
+                pass
         finally:
             self._serving.stop()
+            for number, handler in previous.items():
+                signal.signal(number, handler)
 
     def __enter__(self) -> DashboardProxy:
         self.start()
