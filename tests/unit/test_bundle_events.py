@@ -65,16 +65,20 @@ def test_every_other_event_file_of_these_folders_is_one_of_this_bundles_own_case
     assert event_files(*RENDERED_FOLDERS) - set(rendered_here()) == EXTRAS
 
 
+UNUSED_NAME = "events-probe"
+"""A pipeline name no bundle here has (``cairn new demo-two`` may have run in this checkout)."""
+
+
 def test_cairn_new_writes_the_renderers_phase_events() -> None:
-    prepared = plan("demo-two", ROOT)
+    prepared = plan(UNUSED_NAME, ROOT)
 
     written = {
         path.relative_to(ROOT).as_posix(): text for path, text in prepared.files.items() if "events" in path.parts
     }
 
-    expected = phase_events(PipelineOutline("demo-two", PHASES))
+    expected = phase_events(PipelineOutline(UNUSED_NAME, PHASES))
     assert written == {path: dump(event) for path, event in expected.items()}
-    assert [json.loads(written[f"events/phases/demo-two/{phase}.json"])["sequence"] for phase in PHASES] == [1, 3]
+    assert [json.loads(written[f"events/phases/{UNUSED_NAME}/{phase}.json"])["sequence"] for phase in PHASES] == [1, 3]
 
 
 def test_a_new_bundles_events_name_its_own_pipeline_phases_and_functions() -> None:

@@ -120,7 +120,12 @@ def test_cairn_new_creates_the_module_test_and_events_and_says_what_next(
     after = snapshot(root)
     assert sorted(set(after) - set(before)) == CREATED
     changed = sorted(name for name in set(before) & set(after) if before[name] != after[name])
-    assert changed == ["functions/pipelines.py", "template.yaml"]
+    assert changed == ["events/env.json", "functions/pipelines.py", "template.yaml"]
+    env = json.loads(after["events/env.json"])
+    assert {key: env[key] for key in set(env) - set(json.loads(before["events/env.json"]))} == {
+        f"DemoTwo{phase.title()}Function": {"CAIRN_PIPELINE": "demo-two", "CAIRN_PHASE": phase}
+        for phase in ("start", "finish")
+    }
     for path in CREATED:
         assert f"  {path}" in done.stdout
     for step in ("pytest", "cairn template check", "sam build && sam deploy"):

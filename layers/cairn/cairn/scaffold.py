@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .bundle.events import PipelineOutline, dump, phase_events
-from .naming import clashes, pascal
+from .naming import clashes, pascal, resource_id
 
 NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 """A pipeline name ``cairn new`` accepts: lowercase words of letters and digits joined by ``-``."""
@@ -353,6 +353,10 @@ def restore(plan: Plan, written: Written) -> None:
             folder.rmdir()
 
 
+ENV_VARS = Path("events") / "env.json"
+"""The bundle's environment file for ``sam local invoke --env-vars``."""
+
+
 def new_pipeline(name: str, root: Path, sync: Sync) -> list[str]:
     """Add pipeline ``name`` to the bundle in ``root`` and sync its template; the lines to print."""
     prepared = plan(name, root)
@@ -364,6 +368,7 @@ def new_pipeline(name: str, root: Path, sync: Sync) -> list[str]:
         if name not in {pipeline for pipeline, _ in inspect_bundle(root, module_name(name)).phases}:
             raise ScaffoldError(f'{REGISTRY} was edited but does not register "{name}"')
         sync(root)
+        add_env_entries(root / ENV_VARS, name)
     except BaseException:
         template.write_text(template_text, encoding="utf-8")
         restore(prepared, written)
@@ -378,6 +383,22 @@ def new_pipeline(name: str, root: Path, sync: Sync) -> list[str]:
         "@pipeline.phase(...)), run `cairn template sync` after changing phases or their settings, then:",
         *(f"  {step}" for step in NEXT_STEPS),
     ]
+
+
+def add_env_entries(env_file: Path, name: str) -> None:
+    """Give the new pipeline's phase functions their own entries in ``events/env.json``, if it keeps any.
+
+    A file of ``Parameters`` only is left alone (the template's literal values reach each function); one
+    that names functions gets the new ones too, so ``sam local invoke --env-vars`` finds every function.
+    """
+    if not env_file.exists():
+        return
+    env = json.loads(env_file.read_text(encoding="utf-8"))
+    if not isinstance(env, dict) or not any(key != "Parameters" for key in env):
+        return
+    for phase in PHASES:
+        env.setdefault(resource_id(name, phase, "Function"), {"CAIRN_PIPELINE": name, "CAIRN_PHASE": phase})
+    env_file.write_text(json.dumps(env, indent=2) + "\n", encoding="utf-8")
 
 
 def render_init(name: str) -> str:
