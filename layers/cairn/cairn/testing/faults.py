@@ -64,9 +64,10 @@ class CrashingStorage(DelegatingStorage):
     def around(self, name: str, operation: Callable[[], _T]) -> _T:
         self._step(name, "before")
         self.operations.append(name)
-        result = operation()
-        self._step(name, "after")
-        return result
+        try:
+            return operation()
+        finally:  # a death just after the call comes whether the call answered or raised
+            self._step(name, "after")
 
 
 FaultKind = Literal["crash-before", "crash-after", "lost-response"]
@@ -102,9 +103,11 @@ class FaultyStorage(DelegatingStorage):
         self.operations.append(name)
         if kind == "crash-before":
             raise SimulatedCrash(f"simulated crash before storage operation #{index} ({name})")
-        result = operation()
-        if kind == "crash-after":
-            raise SimulatedCrash(f"simulated crash after storage operation #{index} ({name})")
+        try:
+            result = operation()
+        finally:
+            if kind == "crash-after":  # the process dies once the call returns, whether it answered or raised
+                raise SimulatedCrash(f"simulated crash after storage operation #{index} ({name})")
         if kind == "lost-response" and name in WRITES:
             self.lost_responses += 1
             raise StorageError(f"simulated lost response of storage operation #{index} ({name})", retryable=True)
