@@ -661,7 +661,8 @@ def importtime_section(setup: Setup, result: Result) -> None:
             f"The 10 heaviest imports of {module} (Lambda, tracing on, -X importtime)",
             ["module", "self ms", "cumulative ms"],
             [[name, f"{own / 1000:.1f}", f"{total / 1000:.1f}"] for name, (own, total) in heaviest],
-            "Self: the module's own body (for cairn.models: building its pydantic models); cumulative: with what it "
+            "Self: the module's own body (for cairn.core.models: building its pydantic models); cumulative: with what "
+            "it "
             f"imported first. Median of {runs} run(s); -X importtime adds its own overhead.",
         )
     )

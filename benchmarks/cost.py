@@ -42,14 +42,14 @@ from benchmarks.common import Result, Table, Target, git_commit, machine, versio
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb_schema import create_table
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-    from cairn.storage.base import Storage
+    from cairn.core.storage_port import Storage
 
 SUITE = "cost"
 REGION = "us-east-1"

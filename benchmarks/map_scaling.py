@@ -31,7 +31,7 @@ from benchmarks.overhead import MotoClock
 from cairn import Cairn, Done, InlineScheduler, JobStatus, Map, MemoryStorage, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb_schema import create_table
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.storage.delegating import DelegatingStorage
 
 if TYPE_CHECKING:

@@ -52,7 +52,7 @@ from benchmarks.cost import (
 )
 from cairn import Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.settings import DEFAULT_INLINE_STATE_LIMIT, Settings
+from cairn.core.settings import DEFAULT_INLINE_STATE_LIMIT, Settings
 
 SUITE = "overhead"
 SIZES: dict[str, int] = {"1 KB": KB, "1 MB": MB, "10 MB": 10 * MB}
@@ -230,7 +230,7 @@ _KINDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 #: cairn functions whose cumulative time names a cost: (label, file, function).
 _HOTSPOTS = (
     ("inside moto", "moto/core/botocore_stubber.py", "__call__"),
-    ("the engine's to_json of the phase's output (json dumps + loads)", "cairn/pipeline.py", "to_json"),
+    ("the engine's to_json of the phase's output (json dumps + loads)", "cairn/core/pipeline.py", "to_json"),
     ("encoding the state (json dumps, gzip, sha256, S3 PUT)", "cairn/aws/payloads.py", "encode"),
     ("reading the state back (S3 GET, sha256, gunzip, json loads)", "cairn/aws/payloads.py", "_fetch"),
     ("the claim (UpdateItem, ALL_NEW decoded)", "cairn/aws/dynamodb.py", "claim"),
@@ -468,7 +468,7 @@ def build_result(figures: dict[str, Any], repeats: int, load: dict[str, Any]) ->
         big = figures.get("10 MB") or figures["1 MB"]
         share = big["profile"]["hotspots"][_HOTSPOTS[1][0]]
         result.notes.append(
-            "Where a large state's time goes: the engine's to_json (cairn/pipeline.py) turns the phase's output "
+            "Where a large state's time goes: the engine's to_json (cairn/core/pipeline.py) turns the phase's output "
             "into plain JSON data by json.dumps and json.loads, then the store serialises it again (json.dumps, "
             "gzip, SHA-256) for S3, and the claim reads it back (S3 GET, SHA-256, gunzip, json.loads): the floor "
             f"does one json.dumps. The to_json round trip alone is {share:.0%} of a cairn transition at "

@@ -25,7 +25,7 @@ from benchmarks.cost import KB, MB, Backend, document_state, loop_pipeline, moto
 from benchmarks.dynamodb_meter import DynamoDBMeter
 from benchmarks.overhead import CairnLoop, MotoClock
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.settings import DEFAULT_INLINE_STATE_LIMIT, Settings
+from cairn.core.settings import DEFAULT_INLINE_STATE_LIMIT, Settings
 
 SUITE = "state_size"
 SIZES: dict[str, int] = {"1 KB": KB, "10 KB": 10 * KB, "100 KB": 100 * KB, "1 MB": MB, "10 MB": 10 * MB}

@@ -7,7 +7,7 @@ the list) so it can; ``cairn template sync`` then brings template.yaml in line w
 
 from __future__ import annotations
 
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from document_intake.pipeline import pipeline as document_intake
 from research_brief.pipeline import pipeline as research_brief
 

@@ -21,7 +21,7 @@ from cairn import (
     advance_phase,
     run_pipeline,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.clock import SkippingClock
 from cairn.testing.faults import SimulatedCrash
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from cairn import Cairn, Job
-from cairn.models import PhaseRecord
-from cairn.storage.base import Storage
+from cairn.core.models import PhaseRecord
+from cairn.core.storage_port import Storage
 
 from .state import IntakeState
 

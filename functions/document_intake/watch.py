@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cairn import Job
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
+from cairn.core.transitions import Fence, Save
 from cairn.storage.delegating import DelegatingStorage
-from cairn.transitions import Fence, Save
 
 
 class WatchedStorage(DelegatingStorage):

@@ -12,8 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from cairn.registry import PipelineRegistry
-from cairn.templating.sync import synced
+from cairn.bundle.templating.sync import synced
+from cairn.core.registry import PipelineRegistry
 
 ROOT = Path(__file__).resolve().parents[2]
 SKELETON = ROOT / "layers" / "cairn" / "cairn" / "bundle" / "skeleton"

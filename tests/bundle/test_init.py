@@ -13,7 +13,7 @@ import pytest
 
 from cairn.bundle import init as init_module
 from cairn.bundle import wheel
-from cairn.templating import cfnyaml
+from cairn.bundle.templating import cfnyaml
 from tests.bundle.skeleton import ROOT
 
 EXPECTED = (

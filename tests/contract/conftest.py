@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import dynamodb_client, new_table
 from tests.support import FakeClock

@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 
 from cairn import Done, InlineScheduler, Job, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.engine import WRITE_RESOLVE_ATTEMPTS, advance_phase
-from cairn.storage.base import Storage
+from cairn.core.engine import WRITE_RESOLVE_ATTEMPTS, advance_phase
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import WRITES, Fault, FaultKind, FaultyStorage, LosingResponses, SimulatedCrash
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import new_table

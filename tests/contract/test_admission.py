@@ -26,8 +26,8 @@ from cairn import (
     Pipeline,
     WaitFor,
 )
-from cairn.admission import MAX_JSON_DEPTH
-from cairn.storage.base import Storage
+from cairn.core.admission import MAX_JSON_DEPTH
+from cairn.core.storage_port import Storage
 from tests.support import FakeClock
 
 JOB = "deep-1"

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from cairn import JobStatus, Pipeline, run_pipeline
 from cairn.agents import AgentRun, Message, ModelTurn, ScriptedModel, ToolUse, Usage
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from tests.support import FakeClock, make_scheduler
 

@@ -21,7 +21,7 @@ from cairn import (
     pause_job,
     run_pipeline,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.contract.conftest import StorageFactory
 from tests.support import FakeClock, job_of, make_scheduler, recording_scheduler

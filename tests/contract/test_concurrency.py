@@ -28,9 +28,9 @@ from cairn import (
     advance_phase,
     run_pipeline,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
+from cairn.core.transitions import Claim
 from cairn.storage.delegating import DelegatingStorage
-from cairn.transitions import Claim
 from tests.contract import _worker
 from tests.contract.conftest import StorageFactory
 from tests.support import FakeClock, job_of

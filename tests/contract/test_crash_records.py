@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
-from cairn.engine import advance_phase, record_crash
-from cairn.storage.base import Storage
+from cairn.core.engine import advance_phase, record_crash
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock, RecordingScheduler, job_of, make_scheduler
 

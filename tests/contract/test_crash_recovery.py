@@ -32,7 +32,7 @@ from cairn import (
     advance_phase,
     run_pipeline,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from tests.contract.conftest import StorageFactory
 from tests.support import FakeClock, job_of, make_scheduler

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
-from cairn.errors import StorageError
+from cairn.core.errors import StorageError
 from cairn.testing.faults import WRITES, Fault, FaultyStorage, SimulatedCrash
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import REGION, dynamodb_client

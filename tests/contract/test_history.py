@@ -13,7 +13,7 @@ from cairn import (
     Pipeline,
     run_pipeline,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock, job_of, log_messages, make_scheduler
 

@@ -14,7 +14,7 @@ import pytest
 
 from cairn import Cairn, Done, Fail, InlineScheduler, InvalidInputError, Lesson, Next, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from tests.support import FakeClock
 
 

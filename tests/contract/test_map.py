@@ -22,7 +22,7 @@ from cairn import (
     Pipeline,
     RetryPolicy,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock, log_messages
 

@@ -17,9 +17,9 @@ import pytest
 
 from cairn import Cairn, Done, JobStatus, Map, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.errors import StorageError
-from cairn.models import FanOut, MapItem, MapMark, MapRecord
-from cairn.storage.base import Storage
+from cairn.core.errors import StorageError
+from cairn.core.models import FanOut, MapItem, MapMark, MapRecord
+from cairn.core.storage_port import Storage
 from cairn.storage.delegating import DelegatingStorage
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock, RecordingScheduler

@@ -17,7 +17,7 @@ from moto import mock_aws
 
 from cairn import Cairn, Done, FileStorage, InlineScheduler, JobStatus, Map, MemoryStorage, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.storage.delegating import DelegatingStorage
 from tests.aws import dynamodb_client, new_table
 from tests.support import FakeClock

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from cairn import FileStorage
-from cairn.models import FanOut, MapItem, MapMark, MapRecord
-from cairn.storage.base import Storage
+from cairn.core.models import FanOut, MapItem, MapMark, MapRecord
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from cairn import Cairn, Done, InlineScheduler, JobStatus, Map, PhaseContext, Pipeline, RetryPolicy
-from cairn.errors import InvalidInputError
-from cairn.storage.base import Storage
+from cairn.core.errors import InvalidInputError
+from cairn.core.storage_port import Storage
 from tests.support import FakeClock, log_messages
 
 JOB = "pages-1"

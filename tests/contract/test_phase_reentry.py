@@ -15,7 +15,7 @@ from typing import Any
 
 from cairn import Cairn, Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline
 from cairn.agents import AgentRun, PlanProgress, ScriptedModel
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from tests.support import FakeClock
 

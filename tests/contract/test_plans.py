@@ -15,7 +15,7 @@ import pytest
 
 from cairn import Done, Fail, JobStatus, PhaseContext, Pipeline, run_pipeline
 from cairn.agents import Plan, PlanProgress
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
 from tests.support import FakeClock, job_of, make_scheduler
 

@@ -12,8 +12,8 @@ import threading
 from typing import Any
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
-from cairn.models import Job
-from cairn.storage.base import Storage
+from cairn.core.models import Job
+from cairn.core.storage_port import Storage
 from cairn.storage.delegating import DelegatingStorage
 from tests.contract.conftest import StorageFactory
 from tests.support import FakeClock, RecordingScheduler, job_of, make_scheduler

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, cancel_job, pause_job, run_pipeline
-from cairn.storage.base import Route, Storage
+from cairn.core.storage_port import Route, Storage
 from tests.support import FakeClock, job_of, make_scheduler
 
 HOUR = 3600

@@ -26,7 +26,7 @@ from cairn import (
     TransitionRefusedError,
     WaitFor,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from tests.support import FakeClock, log_messages
 
 JOB = "doc-1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cairn import MemoryStorage
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from tests.support import FakeClock
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cairn import Cairn, Done, InlineScheduler, MemoryStorage, Next, PhaseContext, Pipeline
-from cairn.versions import VERSION_VARIABLE, code_version
+from cairn.core.versions import VERSION_VARIABLE, code_version
 from tests.support import FakeClock
 
 

@@ -9,8 +9,8 @@ from cairn import (
     JobStatus,
     run_pipeline,
 )
-from cairn.engine import record_crash
-from cairn.storage.base import Storage
+from cairn.core.engine import record_crash
+from cairn.core.storage_port import Storage
 from tests.support import (
     CRASH_JOB,
     FakeClock,

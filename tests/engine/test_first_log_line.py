@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from cairn import Cairn, Done, FileStorage, MemoryStorage, Next, PhaseContext, Pipeline, run_pipeline
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 
 FIRST_LINE = 'Job started at phase "load"'
 

@@ -20,7 +20,7 @@ from cairn import (
     Pipeline,
     TransitionRefusedError,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 
 
 def counting_pipeline(fail_once: list[bool], name: str = "counting") -> Pipeline[Any]:

@@ -23,7 +23,7 @@ from cairn import (
     Sleep,
     WaitFor,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.clock import SkippingClock
 from cairn.testing.faults import SimulatedCrash
 from cairn.testing.plugin import crash_on, local_cairn

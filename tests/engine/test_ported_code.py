@@ -20,7 +20,7 @@ from cairn import (
     Pipeline,
     resolve_start_phase,
 )
-from cairn.models import Checkpoint
+from cairn.core.models import Checkpoint
 from tests.support import FakeClock
 
 JOB = "port-1"

@@ -18,7 +18,7 @@ from cairn import (
     RetryPolicy,
     run_pipeline,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from tests.support import FakeClock, job_of, make_scheduler, recording_scheduler
 
 JOB = "job-1"

@@ -25,7 +25,7 @@ from cairn import (
     resolve_start_phase,
     run_pipeline,
 )
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock, Scheduled, job_of, log_messages, make_scheduler, recording_scheduler
 

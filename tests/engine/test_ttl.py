@@ -20,8 +20,8 @@ from cairn import (
     RetryPolicy,
     run_pipeline,
 )
-from cairn.engine import usable_checkpoint
-from cairn.storage.base import Storage
+from cairn.core.engine import usable_checkpoint
+from cairn.core.storage_port import Storage
 from tests.support import FakeClock, fetch_extract_pipeline, job_of, make_scheduler
 
 JOB = "job-1"

@@ -11,7 +11,7 @@ from cairn import JobStatus, StorageError
 from cairn.aws.api import api_handler
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.runtime import Runtime
-from cairn.settings import Settings
+from cairn.core.settings import Settings
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.events import load_event

@@ -13,9 +13,9 @@ from cairn import JobStatus
 from cairn.aws.api import MAX_PAGE_SIZE
 from cairn.aws.api_models import CURSOR_PATTERN, JOB_ID_MAX_LENGTH, MAX_CURSOR_CHARS, PIPELINE_MAX_LENGTH
 from cairn.aws.api_request import MAX_JSON_DEPTH
-from cairn.engine import SIGNAL_NAME_PATTERN
-from cairn.ids import JOB_ID_PATTERN, validate_job_id
-from cairn.pipeline import NAME_PATTERN
+from cairn.core.engine import SIGNAL_NAME_PATTERN
+from cairn.core.ids import JOB_ID_PATTERN, validate_job_id
+from cairn.core.pipeline import NAME_PATTERN
 from pipelines import PIPELINES
 from tests.events import load_event
 from tests.functional.api_client import Api

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from cairn import Pipeline
 from cairn.aws.api import api_handler
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from cairn.testing.api import ApiClient
 from document_intake.state import IntakeState
 from pipelines import PIPELINES

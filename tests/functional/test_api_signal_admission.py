@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cairn import Done, JobStatus, PhaseContext, Pipeline, WaitFor
-from cairn.admission import MAX_JSON_DEPTH
+from cairn.core.admission import MAX_JSON_DEPTH
 from cairn.testing.api import ApiClient
 from cairn.testing.clock import SkippingClock
 from cairn.testing.moto_aws import fake_aws

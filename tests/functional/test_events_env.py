@@ -19,9 +19,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from cairn.bundle.templating import cfnyaml
+from cairn.core.settings import DELAY_QUEUE_URL, STATE_MACHINE_ARN
 from cairn.dev.deployment import Deployment, deploy
-from cairn.settings import DELAY_QUEUE_URL, STATE_MACHINE_ARN
-from cairn.templating import cfnyaml
 from tests.events import EVENTS
 
 ROOT = EVENTS.parent

@@ -14,7 +14,7 @@ from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb_items import item_size
 from cairn.aws.dynamodb_schema import job_pk
 from cairn.aws.payloads import DYNAMODB_ITEM_LIMIT, ITEM_BUDGET, MAX_INPUT_BYTES
-from cairn.settings import Settings
+from cairn.core.settings import Settings
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of, make_scheduler
 

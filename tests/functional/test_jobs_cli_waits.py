@@ -14,8 +14,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cairn.client.render import clock_time, job_details
-from cairn.registry import PipelineRegistry
+from cairn.cli.render import clock_time, job_details
+from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
 from tests.aws import REGION, dynamodb_client, s3_client

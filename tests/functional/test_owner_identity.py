@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cairn.aws.api_auth import owner_key, principal_key
-from cairn.ids import validate_owner
+from cairn.core.ids import validate_owner
 from tests.events import load_event
 from tests.functional.api_client import JOB, Api, Reply, for_job, with_body
 

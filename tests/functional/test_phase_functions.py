@@ -13,7 +13,7 @@ from moto import mock_aws
 from cairn import ConfigurationError, InlineScheduler, JobStatus, run_pipeline
 from cairn.aws.phase_handler import phase_from_environment, registry_phase_handler
 from cairn.aws.runtime import Runtime
-from cairn.settings import PHASE, PIPELINE, Settings
+from cairn.core.settings import PHASE, PIPELINE, Settings
 from cairn.testing.invoker import LocalContext
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES

@@ -23,7 +23,7 @@ from moto import mock_aws
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from cairn.testing.faults import LosingResponses, SimulatedCrash
 from cairn.testing.invoker import Invocation, LocalContext
 from cairn.testing.serialised import one_call_at_a_time

@@ -10,8 +10,8 @@ import pytest
 from moto import mock_aws
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy
-from cairn.registry import PipelineRegistry
-from cairn.settings import PHASE
+from cairn.core.registry import PipelineRegistry
+from cairn.core.settings import PHASE
 from cairn.testing.invoker import MAX_CHAIN_INVOCATIONS, Chain, RecursiveLoop
 from cairn.testing.stack import TEMPLATE_RECURSIVE_LOOP, LocalStack
 from pipelines import PIPELINES

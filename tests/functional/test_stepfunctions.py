@@ -17,7 +17,7 @@ import pytest
 from moto import mock_aws
 
 from cairn import Done, InlineScheduler, Job, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from cairn.testing.faults import SimulatedCrash
 from cairn.testing.stack import LocalStack
 from cairn.testing.stepfunctions import (

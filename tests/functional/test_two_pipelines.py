@@ -18,8 +18,8 @@ import pytest
 from moto import mock_aws
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline
-from cairn.registry import PipelineRegistry
-from cairn.settings import DriverName, Settings
+from cairn.core.registry import PipelineRegistry
+from cairn.core.settings import DriverName, Settings
 from cairn.testing.invoker import LambdaHandler
 from cairn.testing.stack import LocalStack
 from cairn.testing.stepfunctions import create_state_machine, route_lambda_tasks

@@ -27,7 +27,7 @@ from moto import mock_aws
 from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import WaitFunction
 
 from cairn import Done, Job, JobStatus, PhaseContext, Pipeline, Sleep, WaitFor
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from cairn.scheduling.messages import AdvanceMessage
 from cairn.testing.api import ApiClient, Reply
 from cairn.testing.clock import SkippingClock

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from cairn import Done, PhaseContext, Pipeline, Sleep
-from cairn.clock import system_clock_ms
+from cairn.core.clock import system_clock_ms
 
 
 class Nap(BaseModel):

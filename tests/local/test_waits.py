@@ -1,7 +1,7 @@
 """``cairn dev --skip-waits``: a two-hour ``Sleep`` completes in seconds, the functions' clock skipped past it.
 
 The pipeline is ``napping`` (tests/local/napping_pipeline.py): ``doze`` sleeps ``seconds``, ``wake`` says when it
-woke. Also the clock hook the workers read (:mod:`cairn.clock`) and the skipper's rules, without a stack.
+woke. Also the clock hook the workers read (:mod:`cairn.core.clock`) and the skipper's rules, without a stack.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from cairn.clock import OFFSET_FILE_VARIABLE, OffsetFile
+from cairn.core.clock import OFFSET_FILE_VARIABLE, OffsetFile
 from cairn.dev import time_skipping
 from cairn.dev.logs import DevLog
 from cairn.dev.time_skipping import TimeSkipper
@@ -110,7 +110,8 @@ def test_system_clock_ms_adds_the_offset_of_the_file_the_environment_names(tmp_p
     path = tmp_path / "clock-offset"
     path.write_text("7200000\n")
     script = (
-        "import time\nfrom cairn.clock import system_clock_ms\nprint(system_clock_ms() - time.time_ns() // 1_000_000)"
+        "import time\nfrom cairn.core.clock import system_clock_ms\n"
+        "print(system_clock_ms() - time.time_ns() // 1_000_000)"
     )
 
     def offset(variables: dict[str, str]) -> int:

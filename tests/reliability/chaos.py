@@ -28,8 +28,8 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
 from cairn import Done, Job, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy
-from cairn.errors import CairnError
-from cairn.registry import PipelineRegistry
+from cairn.core.errors import CairnError
+from cairn.core.registry import PipelineRegistry
 from cairn.testing.invoker import LocalLambda
 from cairn.testing.stack import SCHEDULER, LocalStack
 from tests.aws import REGION, canned_response, dynamodb_client, moto_server, s3_client

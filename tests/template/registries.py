@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cairn import Done, Next, PhaseContext, Pipeline
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from pipelines import PIPELINES
 
 INTAKE = PIPELINES.get("document-intake")

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cairn.pipeline import Phase, Pipeline
-from cairn.settings import Settings
+from cairn.core.pipeline import Phase, Pipeline
+from cairn.core.settings import Settings
 from pipelines import PIPELINES
 from tests.template.cfn import STACK, Resolver, sam_transform
 

@@ -105,10 +105,10 @@ def test_plain_sam_build_packages_the_layer_for_python312_and_the_architecture(
     assert (layer / "cairn" / "__init__.py").is_file()
     assert (layer / "cairn" / "aws" / "dynamodb.py").is_file()
     # Bytecode for the runtime, beside every module: Lambda's /opt is read-only, nothing is compiled there.
-    assert (layer / "cairn" / "__pycache__" / "engine.cpython-312.pyc").is_file()
+    assert (layer / "cairn" / "core" / "__pycache__" / "engine.cpython-312.pyc").is_file()
     assert (layer / "pydantic" / "__pycache__" / "main.cpython-312.pyc").is_file()
     # The layer carries what runs in Lambda only: no local tools, no command line, no moto.
-    for local in ("testing", "cli.py", "templating", "dev", "client", "bundle", "scaffold.py"):
+    for local in ("testing", "cli", "dev", "bundle"):
         assert not (layer / "cairn" / local).exists(), local
     assert not (layer / "moto").exists()
     assert not list(layer.glob("moto-*.dist-info"))

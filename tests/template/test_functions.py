@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from cairn import settings as settings_module
 from cairn.aws.api_auth import PUBLIC_ROUTES
 from cairn.aws.phase_handler import phase_from_environment
-from cairn.settings import PHASE, PIPELINE, Settings
+from cairn.core import settings as settings_module
+from cairn.core.settings import PHASE, PIPELINE, Settings
 from pipelines import PIPELINES
 from tests.template.cfn import (
     STACK,
@@ -45,7 +45,7 @@ ROUTES = {
 
 
 def setting_names() -> set[str]:
-    """Every environment variable cairn.settings reads (its CAIRN_* constants) but the phase functions' own.
+    """Every environment variable cairn.core.settings reads (its CAIRN_* constants) but the phase functions' own.
 
     ``CAIRN_PIPELINE`` and ``CAIRN_PHASE`` name the phase a phase function runs: the registry tests check them.
     """
@@ -54,7 +54,7 @@ def setting_names() -> set[str]:
         for name, value in vars(settings_module).items()
         if name.isupper() and isinstance(value, str) and value.startswith("CAIRN_")
     } - {PIPELINE, PHASE}
-    assert len(names) >= 11, "cairn.settings constants were not found"
+    assert len(names) >= 11, "cairn.core.settings constants were not found"
     return names
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cairn.templating import cfnyaml
-from cairn.templating.declarations import remove
-from cairn.templating.references import removable, unused
+from cairn.bundle.templating import cfnyaml
+from cairn.bundle.templating.declarations import remove
+from cairn.bundle.templating.references import removable, unused
 
 TEMPLATE = """\
 Parameters:

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cairn.templating import section
+from cairn.bundle.templating import section
 from tests.template.cfn import ROOT, TEMPLATE
 from tests.template.test_linters import cfn_lint
 from tests.template.test_template_check import bundle_with

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.templating import check
+from cairn.bundle.templating import check
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, TEMPLATE
 from tests.template.test_template_check import FUNCTIONS, bundle_with

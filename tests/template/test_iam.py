@@ -20,7 +20,7 @@ import botocore.session
 import pytest
 from botocore import xform_name
 
-from cairn import naming
+from cairn.core import naming
 from pipelines import PIPELINES
 from tests.template.cfn import (
     ACCOUNT,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.client.http import ApiClient
+from cairn.cli.http import ApiClient
 from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.cfn import ROOT, load_yaml_template
@@ -31,7 +31,7 @@ HOST_ARCHITECTURE = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", 
     platform.machine().lower()
 ]
 """The architecture the built layer must have for this machine's python3.12 to import it."""
-LOCAL_ONLY_MODULES = ("testing", "dev", "cli.py", "templating", "client", "bundle")
+LOCAL_ONLY_MODULES = ("testing", "dev", "cli", "bundle")
 
 
 def python312() -> str:
@@ -110,7 +110,7 @@ def built_layer(bundle: Path) -> Path:
     layer: Path = bundle / ".aws-sam" / "build" / str(built["Resources"]["CairnLayer"]["Properties"]["ContentUri"])
     layer /= "python"
     assert (layer / "cairn" / "aws" / "phase_handler.py").is_file()
-    assert list((layer / "cairn" / "__pycache__").glob("engine.cpython-312.pyc"))
+    assert list((layer / "cairn" / "core" / "__pycache__").glob("engine.cpython-312.pyc"))
     for module in LOCAL_ONLY_MODULES:
         assert not (layer / "cairn" / module).exists(), f"the layer holds the local tool cairn/{module}"
     assert not (layer / "moto").exists()

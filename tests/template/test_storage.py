@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from cairn import ttl
 from cairn.aws import dynamodb_schema
+from cairn.core import ttl
 from tests.template.cfn import Resolver, sam_template, sam_transform
 
 if TYPE_CHECKING:

@@ -10,9 +10,19 @@ from typing import Any
 import pytest
 
 from cairn import Next, PhaseContext, Pipeline
-from cairn.cli import main
-from cairn.registry import PipelineRegistry
-from cairn.templating import TemplateError, cfnyaml, check, load_registry, render, resources, section, sync, synced
+from cairn.bundle.templating import (
+    TemplateError,
+    cfnyaml,
+    check,
+    load_registry,
+    render,
+    resources,
+    section,
+    sync,
+    synced,
+)
+from cairn.cli.main import main
+from cairn.core.registry import PipelineRegistry
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, TEMPLATE
 from tests.template.test_linters import cfn_lint

@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from cairn import InvalidInputError
-from cairn.admission import MAX_JSON_DEPTH, check_json, json_value, nesting_depth
+from cairn.core.admission import MAX_JSON_DEPTH, check_json, json_value, nesting_depth
 
 
 def nested(depth: int) -> Any:

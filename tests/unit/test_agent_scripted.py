@@ -10,7 +10,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from cairn import Done, MemoryStorage, PhaseContext, Pipeline, run_pipeline
 from cairn.agents import Message, Model, ModelError, ModelTurn, ScriptedModel, Toolset, ToolUse, Usage, tool
-from cairn.errors import InvalidInputError
+from cairn.core.errors import InvalidInputError
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock, job_of, make_scheduler
 

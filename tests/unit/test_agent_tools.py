@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from cairn.agents import Tool, ToolResult, Toolset, ToolSpec, ToolUse, tool
-from cairn.errors import PipelineError
+from cairn.core.errors import PipelineError
 from cairn.testing.faults import SimulatedCrash
 
 

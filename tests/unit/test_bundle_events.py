@@ -14,8 +14,8 @@ import pytest
 from cairn.aws.api_models import PipelineView
 from cairn.bundle import events
 from cairn.bundle.events import PipelineOutline, dump, phase_events, sample_events
-from cairn.naming import function_name
-from cairn.scaffold import PHASES, plan
+from cairn.bundle.scaffold import PHASES, plan
+from cairn.core.naming import function_name
 from pipelines import PIPELINES
 from tests.functional.api_client import JOB
 
@@ -160,8 +160,8 @@ def imports_of(path: Path) -> set[str]:
 
 def test_the_renderer_uses_the_standard_library_only() -> None:
     module = Path(events.__file__)
-    assert imports_of(module) - set(sys.stdlib_module_names) == {"cairn.naming"}
-    assert imports_of(module.parents[1] / "naming.py") <= set(sys.stdlib_module_names)
+    assert imports_of(module) - set(sys.stdlib_module_names) == {"cairn.core.naming"}
+    assert imports_of(module.parents[1] / "core" / "naming.py") <= set(sys.stdlib_module_names)
 
     code = (
         "import sys, cairn.bundle.events\n"

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from cairn.bundle.templating.cfnyaml import load
+from cairn.bundle.templating.intrinsic_names import references
 from cairn.dev.intrinsics import (
     NO_VALUE,
     ParameterError,
@@ -15,8 +17,6 @@ from cairn.dev.intrinsics import (
     Resolver,
     resolve_parameters,
 )
-from cairn.templating.cfnyaml import load
-from cairn.templating.intrinsic_names import references
 
 PSEUDO = Pseudo("dev", "eu-west-1", "111122223333")
 QUEUE_URL = "http://localhost/111122223333/dev-Queue"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cairn import InvalidInputError, Job, JobStatus, MemoryStorage, run_pipeline
-from cairn.storage.base import Storage
+from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from document_intake import pipeline as intake
 from document_intake import sources

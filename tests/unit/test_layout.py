@@ -16,12 +16,9 @@ PACKAGE = ROOT / "layers" / "cairn" / "cairn"
 AWS = PACKAGE / "aws"
 LOCAL_TOOLS = (
     PACKAGE / "testing",
-    PACKAGE / "cli.py",
+    PACKAGE / "cli",
     PACKAGE / "__main__.py",
-    PACKAGE / "scaffold.py",
-    PACKAGE / "templating",
     PACKAGE / "dev",
-    PACKAGE / "client",
     PACKAGE / "dashboard" / "proxy.py",
     PACKAGE / "dashboard" / "command.py",
     PACKAGE / "bundle",
@@ -64,7 +61,11 @@ def core_modules() -> list[Path]:
 
 def test_no_core_module_imports_boto3_botocore_or_the_aws_folder() -> None:
     modules = core_modules()
-    assert {module_name(path) for path in modules} >= {"cairn.engine", "cairn.transitions", "cairn.storage.file"}
+    assert {module_name(path) for path in modules} >= {
+        "cairn.core.engine",
+        "cairn.core.transitions",
+        "cairn.storage.file",
+    }
     offenders = {
         module_name(path): sorted(
             name
@@ -87,7 +88,14 @@ def test_nothing_that_runs_in_lambda_imports_the_local_tools() -> None:
             name
             for name in imported_modules(path)
             if name.startswith(
-                ("cairn.testing", "cairn.cli", "cairn.scaffold", "cairn.templating", "cairn.dev", "cairn.client")
+                (
+                    "cairn.testing",
+                    "cairn.cli.main",
+                    "cairn.bundle.scaffold",
+                    "cairn.bundle.templating",
+                    "cairn.dev",
+                    "cairn.cli",
+                )
             )
             or name.split(".")[0] in ("moto", "yaml")
         )
@@ -117,7 +125,7 @@ def test_the_layer_leaves_out_every_local_tool_and_keeps_the_runtime(tmp_path: P
     layer.prune(staged)
 
     files = {path.relative_to(staged).as_posix() for path in staged.rglob("*") if path.is_file()}
-    assert {"cairn/engine.py", "cairn/aws/dynamodb.py", "cairn/aws/phase_handler.py"} <= files
+    assert {"cairn/core/engine.py", "cairn/aws/dynamodb.py", "cairn/aws/phase_handler.py"} <= files
     assert not [
         name for name in files if any(Path(name).is_relative_to(Path("cairn") / part) for part in LAYER_LEFT_OUT)
     ]

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from cairn import Done, PhaseContext, Pipeline, PipelineError
-from cairn.naming import MAX_FUNCTION_NAME, MAX_STACK_NAME
-from cairn.registry import PipelineRegistry
-from cairn.settings import Settings
+from cairn.core.naming import MAX_FUNCTION_NAME, MAX_STACK_NAME
+from cairn.core.registry import PipelineRegistry
+from cairn.core.settings import Settings
 
 
 def pipeline_with(name: str, *phases: str) -> Pipeline[Any]:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from cairn import Cairn, InlineScheduler
-from cairn.scaffold import ScaffoldError, add_to_registry, new_pipeline
+from cairn.bundle.scaffold import ScaffoldError, add_to_registry, new_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 LIBRARY = ROOT / "layers" / "cairn"
@@ -27,7 +27,7 @@ REGISTRY = '''\
 
 from __future__ import annotations
 
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from document_intake.pipeline import pipeline as document_intake
 
 PIPELINES = PipelineRegistry(
@@ -339,7 +339,7 @@ SORTED = """\
 from __future__ import annotations
 
 from alpha.pipeline import pipeline as alpha
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 from omega.pipeline import pipeline as omega
 
 PIPELINES = PipelineRegistry(
@@ -394,7 +394,7 @@ def test_a_package_already_imported_is_refused() -> None:
 
 
 def test_the_scaffolded_pipeline_reads_as_documented() -> None:
-    from cairn.scaffold import render_pipeline
+    from cairn.bundle.scaffold import render_pipeline
 
     text = render_pipeline("demo-two")
     assert 'pipeline = Pipeline("demo-two", state=DemoTwoState)' in text

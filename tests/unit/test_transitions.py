@@ -8,10 +8,16 @@ from typing import Any
 
 import pytest
 
-from cairn import transitions
-from cairn.errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
-from cairn.models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseRecord
-from cairn.transitions import Claim, Commit, CrashReport, Fence, Journal, Save, StartJob, Written
+from cairn.core import transitions
+from cairn.core.errors import (
+    ClaimLostError,
+    InvalidInputError,
+    JobNotFoundError,
+    TransitionRefusedError,
+    VersionConflict,
+)
+from cairn.core.models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseRecord
+from cairn.core.transitions import Claim, Commit, CrashReport, Fence, Journal, Save, StartJob, Written
 
 NOW = 1_800_000_000_000
 EXPIRES = NOW // 1000 + 3600

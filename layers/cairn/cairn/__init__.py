@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .app import Cairn
-from .context import PhaseContext
-from .engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline, signal_job
-from .errors import (
+from .core.context import PhaseContext
+from .core.engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline, signal_job
+from .core.errors import (
     CairnError,
     ClaimLostError,
     ConfigurationError,
@@ -27,14 +27,14 @@ from .errors import (
     TransitionRefusedError,
     UnknownPhaseError,
 )
-from .models import Checkpoint, FanOut, Job, JobStatus, Lesson, LogEntry, MapItem, PhaseRecord, RetryMode, Signal
-from .outcomes import Done, Fail, Map, Next, Sleep, WaitFor
-from .pipeline import Pipeline
-from .registry import PipelineRegistry
-from .retry import RetryPolicy
-from .scheduling.base import Scheduler
+from .core.models import Checkpoint, FanOut, Job, JobStatus, Lesson, LogEntry, MapItem, PhaseRecord, RetryMode, Signal
+from .core.outcomes import Done, Fail, Map, Next, Sleep, WaitFor
+from .core.pipeline import Pipeline
+from .core.registry import PipelineRegistry
+from .core.retry import RetryPolicy
+from .core.scheduler_port import Scheduler
+from .core.storage_port import Storage
 from .scheduling.inline import InlineScheduler
-from .storage.base import Storage
 from .storage.memory import MemoryStorage
 
 __all__ = [

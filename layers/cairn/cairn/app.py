@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from . import recovery
-from .engine import (
+from .core import recovery
+from .core.engine import (
     advance_phase,
     cancel_job,
     parse_retry_mode,
@@ -24,13 +24,13 @@ from .engine import (
     usable_checkpoint,
     validate_job_id,
 )
-from .errors import InvalidInputError, JobNotFoundError
-from .models import Job, JobStatus, RetryMode
-from .pipeline import Pipeline
-from .registry import PipelineRegistry
-from .scheduling.base import Scheduler
+from .core.errors import InvalidInputError, JobNotFoundError
+from .core.models import Job, JobStatus, RetryMode
+from .core.pipeline import Pipeline
+from .core.registry import PipelineRegistry
+from .core.scheduler_port import Scheduler
+from .core.storage_port import Storage
 from .scheduling.inline import InlineScheduler
-from .storage.base import Storage
 from .storage.memory import MemoryStorage
 
 DEAD_PROCESS = "the process running it stopped before the phase ended (its claim expired)"
@@ -111,7 +111,7 @@ class Cairn:
         """Retry a job: ``resume`` from its checkpoint, start it over (``full``), or rerun it ``from`` a phase.
 
         A resume of a complete job is refused (TransitionRefusedError: it is already complete; start it
-        over with ``mode="full"``) and changes nothing (:mod:`cairn.restarts`). A job past its TTL is gone,
+        over with ``mode="full"``) and changes nothing (:mod:`cairn.core.restarts`). A job past its TTL is gone,
         checkpoint and all. A ``state`` that a resume would ignore (there is a checkpoint) is refused with
         InvalidInputError.
 
@@ -209,7 +209,7 @@ class Cairn:
     def recover(self, *, idle_seconds: float = recovery.DEFAULT_IDLE_SECONDS) -> list[str]:
         """Advance again the jobs a dead worker left ``running``; the ids of those recovered.
 
-        A job is recovered by the rule the sweep applies on AWS (:mod:`cairn.recovery`): its claim
+        A job is recovered by the rule the sweep applies on AWS (:mod:`cairn.core.recovery`): its claim
         has expired (a live claim may belong to another worker: it is left alone), no backoff or
         sleep is left to wait out, and it has had no write for ``idle_seconds``. A job of a pipeline
         this object does not run, or with an advance already queued on its inline scheduler, is

@@ -5,7 +5,7 @@ Core: no AWS here. The Bedrock model is ``cairn.aws.bedrock.BedrockModel``.
 
 from __future__ import annotations
 
-from ..errors import ModelError
+from ..core.errors import ModelError
 from .agent_phase import AgentPhase, AgentRun
 from .messages import ContentBlock, Message, ModelTurn, StopReason, TextBlock, ToolResult, ToolUse, Usage
 from .model import Model, ToolSpec

@@ -29,17 +29,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ModelError, PipelineError
-from ..outcomes import Done, Fail, Next, PhaseResult
-from ..retry import RetryPolicy
+from ..core.errors import ModelError, PipelineError
+from ..core.outcomes import Done, Fail, Next, PhaseResult
+from ..core.retry import RetryPolicy
 from . import progress as progress_field
 from .messages import Message, ModelTurn, StopReason, ToolResult, ToolUse, Usage
 from .model import Model
 from .tools import Tool, Toolset
 
 if TYPE_CHECKING:
-    from ..context import PhaseContext
-    from ..pipeline import Pipeline
+    from ..core.context import PhaseContext
+    from ..core.pipeline import Pipeline
 
 S = TypeVar("S")
 ModelSource = Model | Callable[[], Model]

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from ..errors import ModelError
+from ..core.errors import ModelError
 from .messages import Message, ModelTurn
 
 __all__ = ["Model", "ModelError", "ToolSpec"]

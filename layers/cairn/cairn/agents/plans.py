@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
-from ..errors import CairnError, InvalidInputError, PipelineError
-from ..outcomes import Done, Fail, Next, PhaseResult
-from ..pipeline import NAME_PATTERN, to_json
-from ..retry import RetryPolicy
+from ..core.errors import CairnError, InvalidInputError, PipelineError
+from ..core.outcomes import Done, Fail, Next, PhaseResult
+from ..core.pipeline import NAME_PATTERN, to_json
+from ..core.retry import RetryPolicy
 from . import progress as progress_field
 from .messages import ToolUse
 from .tools import Tool, Toolset
 
 if TYPE_CHECKING:
-    from ..context import PhaseContext
-    from ..pipeline import Pipeline
+    from ..core.context import PhaseContext
+    from ..core.pipeline import Pipeline
 
 STEP_ID_PATTERN = NAME_PATTERN.pattern
 

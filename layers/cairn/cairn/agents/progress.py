@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..errors import PipelineError
-from ..pipeline import PhaseFunction, Pipeline
-from ..retry import RetryPolicy
+from ..core.errors import PipelineError
+from ..core.pipeline import PhaseFunction, Pipeline
+from ..core.retry import RetryPolicy
 
 P = TypeVar("P", bound=BaseModel)
 R = TypeVar("R", bound="PhaseRun")

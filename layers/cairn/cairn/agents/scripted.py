@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidInputError, ModelError
+from ..core.errors import InvalidInputError, ModelError
 from .messages import ContentBlock, Message, ModelTurn, StopReason, TextBlock, ToolUse, Usage
 from .model import ToolSpec
 

@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from ..errors import PipelineError
-from ..models import MAX_ERROR_CHARS, clip_text
-from ..text import validation_problems
+from ..core.errors import PipelineError
+from ..core.models import MAX_ERROR_CHARS, clip_text
+from ..core.text import validation_problems
 from .messages import ToolResult, ToolUse
 from .model import TOOL_NAME_PATTERN, ToolSpec
 

@@ -42,14 +42,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..app import Cairn
+from ..core.errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
+from ..core.fan_out import rerun_phases
+from ..core.ids import validate_job_id
+from ..core.models import Job, JobPage, JobStatus
+from ..core.pipeline import Pipeline
+from ..core.registry import PipelineRegistry
 from ..dashboard.assets import HEADERS as ASSET_HEADERS
 from ..dashboard.assets import INDEX, asset
-from ..errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
-from ..fan_out import rerun_phases
-from ..ids import validate_job_id
-from ..models import Job, JobPage, JobStatus
-from ..pipeline import Pipeline
-from ..registry import PipelineRegistry
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers

@@ -14,7 +14,7 @@ The owner is the principal, never one session of it (:func:`principal_key`):
 - an IAM user, a federated user or the root user: its ARN;
 - a JWT: ``<iss>|<sub>`` (``sub`` alone when the token has no issuer).
 
-A key that the owner rule (:func:`cairn.ids.validate_owner`) would refuse, too
+A key that the owner rule (:func:`cairn.core.ids.validate_owner`) would refuse, too
 long or with other characters, becomes a readable prefix and its SHA-256
 (:func:`owner_key`): every real principal is a valid owner.
 """
@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..ids import OWNER_PATTERN
+from ..core.ids import OWNER_PATTERN
 
 #: Routes that read no owner's data and answer without an authorizer context: health, the OpenAPI document, and
 #: the dashboard's page and files (static, with no secret in them; the page's own calls carry the user's token).

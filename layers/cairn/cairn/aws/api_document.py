@@ -19,7 +19,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, content_types
 
-from ..pipeline import Pipeline
+from ..core.pipeline import Pipeline
 from .api_models import CreateJobRequest, RetryRequest
 from .api_request import MAX_JSON_DEPTH
 

@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     ResponseValidationError,
 )
 
-from ..errors import (
+from ..core.errors import (
     CairnError,
     ClaimLostError,
     CorruptJobError,
@@ -32,8 +32,8 @@ from ..errors import (
     StorageError,
     TransitionRefusedError,
 )
-from ..models import Job
-from ..text import cut, shown
+from ..core.models import Job
+from ..core.text import cut, shown
 from .api_auth import Unauthenticated
 from .api_models import ErrorBody, ErrorDetail, JobView
 from .observability import logger

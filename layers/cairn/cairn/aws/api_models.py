@@ -7,11 +7,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PydanticInvalidForJsonSchema, model_validator
 from pydantic.alias_generators import to_camel
 
-from ..engine import SIGNAL_NAME_PATTERN, validate_signal_name
-from ..errors import InvalidInputError
-from ..ids import JOB_ID_PATTERN, validate_job_id
-from ..models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
-from ..pipeline import NAME_PATTERN, Pipeline
+from ..core.engine import SIGNAL_NAME_PATTERN, validate_signal_name
+from ..core.errors import InvalidInputError
+from ..core.ids import JOB_ID_PATTERN, validate_job_id
+from ..core.models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
+from ..core.pipeline import NAME_PATTERN, Pipeline
 
 #: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
 JOB_ID_MAX_LENGTH = 128
@@ -43,7 +43,7 @@ JobId = Annotated[
     ),
     AfterValidator(_checked_job_id),
 ]
-"""A job id as the API accepts it, in a body or a path: checked by :func:`cairn.ids.validate_job_id`,
+"""A job id as the API accepts it, in a body or a path: checked by :func:`cairn.core.ids.validate_job_id`,
 whose rule the schema declares (pattern and length) so that a generated client never sends another."""
 
 

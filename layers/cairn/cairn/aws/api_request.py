@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
 
-from ..admission import MAX_JSON_DEPTH as MAX_JSON_DEPTH
-from ..admission import check_json, depth_refusal
-from ..errors import InvalidInputError
+from ..core.admission import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from ..core.admission import check_json, depth_refusal
+from ..core.errors import InvalidInputError
 from .api_errors import ApiError
 
 #: The largest request body the API reads, in bytes: Lambda's limit for a synchronous invocation's
@@ -95,7 +95,7 @@ def _no_constant(name: str) -> Any:
 
 
 def _check_parsed(value: Any) -> None:
-    """The parsed body passes the rule every stored value passes (:mod:`cairn.admission`); else 400.
+    """The parsed body passes the rule every stored value passes (:mod:`cairn.core.admission`); else 400.
 
     Arrays and objects nest at most :data:`MAX_JSON_DEPTH` deep and every string is Unicode text:
     JSON may escape half of a surrogate pair on its own (``"\\ud800"``), which no store can encode.

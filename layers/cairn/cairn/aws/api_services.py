@@ -19,10 +19,10 @@ from http import HTTPStatus
 from typing import Any, TypeVar
 
 from ..app import Cairn
-from ..errors import ConfigurationError, InvalidInputError
-from ..models import Job
-from ..pipeline import Pipeline
-from ..registry import PipelineRegistry
+from ..core.errors import ConfigurationError, InvalidInputError
+from ..core.models import Job
+from ..core.pipeline import Pipeline
+from ..core.registry import PipelineRegistry
 from .api_errors import ApiError
 from .dynamodb import DynamoDBStorage
 from .entry import LazyRuntime

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from ..agents.messages import STOP_REASONS, ContentBlock, Message, ModelTurn, TextBlock, ToolResult, ToolUse, Usage
 from ..agents.model import ToolSpec
-from ..errors import ModelError
+from ..core.errors import ModelError
 
 DEFAULT_MAX_TOKENS = 4096
 

@@ -9,7 +9,7 @@ import boto3
 from botocore.client import BaseClient
 from botocore.config import Config
 
-from ..settings import Settings
+from ..core.settings import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
-from .. import lessons as lesson_rules
-from .. import recovery, transitions, ttl
-from ..clock import Clock
-from ..errors import (
+from ..core import lessons as lesson_rules
+from ..core import recovery, transitions, ttl
+from ..core.clock import Clock
+from ..core.errors import (
     ClaimLostError,
     ConfigurationError,
     CorruptJobError,
@@ -38,8 +38,8 @@ from ..errors import (
     StorageError,
     VersionConflict,
 )
-from ..ids import JOB_ID_PATTERN, validate_owner
-from ..models import (
+from ..core.ids import JOB_ID_PATTERN, validate_owner
+from ..core.models import (
     Checkpoint,
     FanOut,
     HistoryItem,
@@ -53,9 +53,9 @@ from ..models import (
     MapRecord,
     Signal,
 )
-from ..settings import Settings
-from ..storage.base import Route, Storage
-from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
+from ..core.settings import Settings
+from ..core.storage_port import Route, Storage
+from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from . import dynamodb_memory as memory
 from . import dynamodb_schema as schema
 from .dynamodb_expressions import Expression
@@ -722,7 +722,7 @@ class DynamoDBStorage(Storage):
 
     @staticmethod
     def _names_the_claim(expression: Expression, request: Claim) -> str:
-        """The condition form of :meth:`cairn.transitions.CrashReport.names`."""
+        """The condition form of :meth:`cairn.core.transitions.CrashReport.names`."""
         crash = request.crash
         assert crash is not None
         expression.name("claimSequence")
@@ -996,7 +996,7 @@ class DynamoDBStorage(Storage):
 
         The write may push the job's expiry up to its ``historyRenewBy`` plus a TTL, where its side
         items still live; past that, the side items are renewed first and the write sent again
-        (:mod:`cairn.ttl`: at most once per TTL).
+        (:mod:`cairn.core.ttl`: at most once per TTL).
         """
         guard = expression.value("renewGuard", ttl.epoch_seconds(now_ms))
         renew_by = expression.name("historyRenewBy")

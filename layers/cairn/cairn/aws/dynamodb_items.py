@@ -18,10 +18,21 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from pydantic import ValidationError
 
-from .. import ttl
-from ..errors import CorruptJobError
-from ..models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, JobSummary, LogEntry, MapItem, MapRecord, Signal
-from ..transitions import linked_history
+from ..core import ttl
+from ..core.errors import CorruptJobError
+from ..core.models import (
+    Checkpoint,
+    FanOut,
+    HistoryItem,
+    Job,
+    JobStatus,
+    JobSummary,
+    LogEntry,
+    MapItem,
+    MapRecord,
+    Signal,
+)
+from ..core.transitions import linked_history
 from . import dynamodb_schema as schema
 from .payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..lessons import StoredLesson
-from ..models import Lesson
+from ..core.lessons import StoredLesson
+from ..core.models import Lesson
 from .dynamodb_items import Item, from_item, location, to_item
 
 logger = logging.getLogger(__name__)

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..clock import Clock, system_clock_ms
-from ..errors import SchedulingError
-from ..pipeline import Pipeline
+from ..core.clock import Clock, system_clock_ms
+from ..core.errors import SchedulingError
+from ..core.pipeline import Pipeline
+from ..core.settings import Settings
 from ..scheduling.messages import AdvanceMessage
-from ..settings import Settings
 from .routing import invocation_for
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from ..models import Job
+from ..core.models import Job
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer

@@ -15,7 +15,7 @@ item stores keep every write under :data:`ITEM_BUDGET`.
 
 Reading never trusts what is stored: garbage, a truncated or hostile value, a
 nesting too deep to parse or an S3 object that does not match its hash is a
-:class:`~cairn.errors.CorruptJobError` naming where it lives.
+:class:`~cairn.core.errors.CorruptJobError` naming where it lives.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import CorruptJobError, StateTooLargeError, StorageError
-from ..settings import DEFAULT_OFFLOAD_STATE_FROM
+from ..core.errors import CorruptJobError, StateTooLargeError, StorageError
+from ..core.settings import DEFAULT_OFFLOAD_STATE_FROM
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

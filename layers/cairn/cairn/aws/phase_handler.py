@@ -11,13 +11,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
-from ..errors import ConfigurationError
-from ..pipeline import Pipeline
-from ..registry import PipelineRegistry
-from ..scheduling.base import Scheduler
+from ..core.errors import ConfigurationError
+from ..core.pipeline import Pipeline
+from ..core.registry import PipelineRegistry
+from ..core.scheduler_port import Scheduler
+from ..core.settings import PHASE, PIPELINE
+from ..core.text import shown
 from ..scheduling.messages import AdvanceMessage
-from ..settings import PHASE, PIPELINE
-from ..text import shown
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import keys_for, logger, metrics, record_phase_metrics
 from .routing import function_for

@@ -2,7 +2,7 @@
 
 A phase runs in its own function, ``<prefix><pipeline>-<phase>`` under the
 phase's current name (a checkpoint may still name it by an alias; the name
-itself is :func:`cairn.naming.function_name`'s). A phase the
+itself is :func:`cairn.core.naming.function_name`'s). A phase the
 pipeline does not know goes to the scheduler function, which records it on
 the job as an unknown phase (the ``{"action": "advance"}`` event).
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ..errors import SchedulingError
-from ..pipeline import Pipeline
+from ..core.errors import SchedulingError
+from ..core.pipeline import Pipeline
+from ..core.settings import Settings
 from ..scheduling.messages import AdvanceMessage
-from ..settings import Settings
 
 
 def function_for(pipeline: Pipeline[Any], phase: str, settings: Settings) -> str:

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..app import Cairn
-from ..clock import Clock, system_clock_ms
-from ..errors import ConfigurationError, SchedulingError
-from ..pipeline import Pipeline
-from ..registry import PipelineRegistry
-from ..scheduling.base import ItemScheduler, Scheduler
-from ..settings import Settings
-from ..storage.base import Storage
+from ..core.clock import Clock, system_clock_ms
+from ..core.errors import ConfigurationError, SchedulingError
+from ..core.pipeline import Pipeline
+from ..core.registry import PipelineRegistry
+from ..core.scheduler_port import ItemScheduler, Scheduler
+from ..core.settings import Settings
+from ..core.storage_port import Storage
 from . import clients
 from .dynamodb import DynamoDBStorage
 from .lambda_scheduler import LambdaInvoker, LambdaScheduler

@@ -24,12 +24,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
-from .. import recovery
-from ..engine import record_crash
-from ..errors import JobExistsError
-from ..models import Job, JobStatus, RetryMode
-from ..registry import PipelineRegistry
-from ..scheduling.base import Scheduler
+from ..core import recovery
+from ..core.engine import record_crash
+from ..core.errors import JobExistsError
+from ..core.models import Job, JobStatus, RetryMode
+from ..core.registry import PipelineRegistry
+from ..core.scheduler_port import Scheduler
 from ..scheduling.messages import AdvanceMessage
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import logger, metrics

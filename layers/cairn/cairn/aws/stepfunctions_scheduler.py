@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import SchedulingError
+from ..core.errors import SchedulingError
 from ..scheduling.messages import ScheduledAdvance, ScheduledItem
 
 if TYPE_CHECKING:

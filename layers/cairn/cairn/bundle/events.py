@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 from urllib.parse import urlencode
 
-from ..naming import function_name
+from ..core.naming import function_name
 
 JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str | int | float | bool | None"
 """A value ``json.dumps`` writes as it is."""

@@ -21,10 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
-from .. import scaffold
-from ..errors import CairnError
+from ..core.errors import CairnError
 from . import events as bundle_events
-from . import wheel
+from . import scaffold, wheel
 
 SKELETON = Path(str(resources.files(__package__ or "cairn.bundle") / "skeleton"))
 """The files every bundle starts from (package data): copied, a few of them with the bundle's values filled."""

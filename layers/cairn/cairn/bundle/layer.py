@@ -24,12 +24,9 @@ from pathlib import Path
 
 LOCAL_ONLY = (
     "testing",
-    "cli.py",
+    "cli",
     "__main__.py",
-    "scaffold.py",
-    "templating",
     "dev",
-    "client",
     "bundle",
     "dashboard/proxy.py",
     "dashboard/command.py",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import CairnError
+from ..core.errors import CairnError
 from ..testing.api_events import LOCAL_IDENTITY
 
 DRIVERS = ("direct", "stepfunctions")

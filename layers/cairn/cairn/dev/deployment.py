@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..templating import cfnyaml
-from ..templating.errors import TemplateError
-from ..templating.intrinsic_names import references
-from ..templating.serverless import merge_globals
+from ..bundle.templating import cfnyaml
+from ..bundle.templating.errors import TemplateError
+from ..bundle.templating.intrinsic_names import references
+from ..bundle.templating.serverless import merge_globals
 from .intrinsics import (
     LIST_TYPES,
     NO_VALUE,

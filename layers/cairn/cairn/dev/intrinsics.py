@@ -16,8 +16,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..templating.errors import TemplateError
-from ..templating.intrinsic_names import SUB_VARIABLE, intrinsic
+from ..bundle.templating.errors import TemplateError
+from ..bundle.templating.intrinsic_names import SUB_VARIABLE, intrinsic
 
 #: Parameter types whose ``Ref`` is a list (the value is comma-separated).
 LIST_TYPES: Final = ("CommaDelimitedList", "List<")

@@ -21,7 +21,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CairnError
+from ..core.errors import CairnError
 
 BANNER_MARK = " deployed as stack "
 """Part of the banner's first line (``cairn dev: template.yaml deployed as stack ...``)."""

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import CairnError
+from ..core.errors import CairnError
 from .deployment import FunctionConfig
 
 WORKER = Path(__file__).resolve().with_name("worker.py")

@@ -23,9 +23,9 @@ from typing import Any
 
 import cairn
 
-from ..clock import OFFSET_FILE_VARIABLE, system_clock_ms
-from ..errors import CairnError
-from ..templating import cfnyaml
+from ..bundle.templating import cfnyaml
+from ..core.clock import OFFSET_FILE_VARIABLE, system_clock_ms
+from ..core.errors import CairnError
 from ..testing.api_events import LOCAL_ACCOUNT, LOCAL_IDENTITY
 from .aws_endpoint import AwsEndpoint
 from .event_sources import ScheduleTimer, SqsPoller

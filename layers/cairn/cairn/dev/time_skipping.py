@@ -2,7 +2,7 @@
 
 The stack's clock is real time plus an offset the server keeps, in milliseconds, in a file of its
 own (``clock-offset`` in a temporary folder). Every worker gets the file's path in
-``CAIRN_CLOCK_OFFSET_FILE``, which :func:`cairn.clock.system_clock_ms` adds: the functions read the
+``CAIRN_CLOCK_OFFSET_FILE``, which :func:`cairn.core.clock.system_clock_ms` adds: the functions read the
 skipped time, and nothing else in cairn knows about ``cairn dev``.
 
 Waits on the stack are held by moto in real time, in this process: an SQS message's
@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..clock import OFFSET_FILE_VARIABLE
+from ..core.clock import OFFSET_FILE_VARIABLE
 from .logs import DevLog
 
 QUIET_SECONDS = 0.2

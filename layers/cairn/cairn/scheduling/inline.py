@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from ..errors import CairnError, InvalidInputError
+from ..core.errors import CairnError, InvalidInputError
 
 AdvanceFunction = Callable[..., Any]
 Triage = Callable[[str, int | None], Literal["run", "hold", "drop"]]

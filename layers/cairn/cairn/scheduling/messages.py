@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..models import WireModel
+from ..core.models import WireModel
 
 
 class AdvanceMessage(WireModel):

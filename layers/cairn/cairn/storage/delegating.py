@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..models import Checkpoint, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
-from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
-from .base import Route, Storage
+from ..core.models import Checkpoint, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.storage_port import Route, Storage
+from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 _T = TypeVar("_T")
 

@@ -16,12 +16,12 @@ from contextlib import AbstractContextManager
 
 from pydantic import BaseModel
 
-from .. import lessons as lesson_rules
-from .. import transitions
-from ..lessons import StoredLesson
-from ..models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
-from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
-from .base import Storage
+from ..core import lessons as lesson_rules
+from ..core import transitions
+from ..core.lessons import StoredLesson
+from ..core.models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.storage_port import Storage
+from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 
 
 class StoredMap(BaseModel):

@@ -8,11 +8,11 @@ A job's maps are folders, ``<job>.maps/<map id>/``: ``map.json`` (the map's reco
 finished items) and one ``<index>.json`` per item, each written whole (a flushed temporary file
 renamed over it), so that an item's transitions read and write only its own file.
 
-The pipelines' memory (the lessons of :mod:`cairn.lessons`) is ``.memory/<pipeline>.jsonl``: one
+The pipelines' memory (the lessons of :mod:`cairn.core.lessons`) is ``.memory/<pipeline>.jsonl``: one
 lesson record a line, appended under a lock; the newest record of a lesson counts.
 
 A job file that cannot be read (garbage, truncated, nested too deep to parse)
-is a :class:`~cairn.errors.CorruptJobError` naming the file; listings, ``health()``
+is a :class:`~cairn.core.errors.CorruptJobError` naming the file; listings, ``health()``
 and ``cleanup()`` log it and go on with the other jobs. A history line torn by a
 crash mid-append is skipped: the job never linked it.
 """
@@ -36,12 +36,12 @@ from typing import TypeVar
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 
-from ..clock import Clock
-from ..errors import CorruptJobError, InvalidInputError, StorageError
-from ..ids import validate_job_id
-from ..lessons import StoredLesson
-from ..models import HistoryItem, Job, JobStatus, Lesson, MapItem
-from ..pipeline import NAME_PATTERN
+from ..core.clock import Clock
+from ..core.errors import CorruptJobError, InvalidInputError, StorageError
+from ..core.ids import validate_job_id
+from ..core.lessons import StoredLesson
+from ..core.models import HistoryItem, Job, JobStatus, Lesson, MapItem
+from ..core.pipeline import NAME_PATTERN
 from .document import DocumentStorage, StoredMap
 
 logger = logging.getLogger(__name__)

@@ -6,10 +6,10 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 
-from .. import transitions
-from ..clock import Clock
-from ..lessons import StoredLesson
-from ..models import HistoryItem, Job, MapItem
+from ..core import transitions
+from ..core.clock import Clock
+from ..core.lessons import StoredLesson
+from ..core.models import HistoryItem, Job, MapItem
 from .document import DocumentStorage, StoredMap
 
 

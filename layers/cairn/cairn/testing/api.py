@@ -18,8 +18,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..aws.api import api_handler
-from ..pipeline import Pipeline
-from ..registry import PipelineRegistry
+from ..core.pipeline import Pipeline
+from ..core.registry import PipelineRegistry
 from .api_events import LOCAL_IDENTITY, http_api_event, iam_caller, response_body
 from .clock import SkippingClock
 from .moto_aws import dynamodb_client, s3_client, sqs_client

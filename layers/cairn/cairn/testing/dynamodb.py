@@ -11,8 +11,8 @@ import uuid
 
 from ..aws.dynamodb import DynamoDBStorage
 from ..aws.dynamodb_schema import create_table
-from ..clock import Clock
-from ..settings import Settings
+from ..core.clock import Clock
+from ..core.settings import Settings
 from .moto_aws import dynamodb_client, s3_client
 from .serialised import one_call_at_a_time
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from ..errors import StorageError
-from ..storage.base import Storage
+from ..core.errors import StorageError
+from ..core.storage_port import Storage
 from ..storage.delegating import DelegatingStorage
 
 Moment = Literal["before", "after"]
@@ -87,7 +87,7 @@ class FaultyStorage(DelegatingStorage):
     """Wraps a storage and injects a schedule of faults: process deaths and lost responses.
 
     A lost response runs the write for real, then raises what a read timeout
-    raises (a retryable :class:`cairn.errors.StorageError`): the write landed,
+    raises (a retryable :class:`cairn.core.errors.StorageError`): the write landed,
     the caller cannot know it. ``operations`` lists the calls made so far.
     """
 

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
-from ..errors import CairnError
+from ..core.errors import CairnError
 from .faults import SimulatedCrash
 
 LambdaHandler = Callable[[dict[str, Any], Any], Any]

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import pytest
 
 from ..app import Cairn
-from ..pipeline import Pipeline
-from ..registry import PipelineRegistry
+from ..core.pipeline import Pipeline
+from ..core.registry import PipelineRegistry
+from ..core.storage_port import Storage
 from ..scheduling.inline import InlineScheduler
-from ..storage.base import Storage
 from ..storage.delegating import DelegatingStorage
 from ..storage.memory import MemoryStorage
 from .api_events import LOCAL_IDENTITY

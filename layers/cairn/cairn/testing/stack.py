@@ -26,10 +26,10 @@ from ..aws.dynamodb_schema import create_table
 from ..aws.phase_handler import registry_phase_handler
 from ..aws.runtime import Runtime
 from ..aws.scheduler_handler import scheduler_handler
-from ..clock import Clock, system_clock_ms
-from ..errors import CairnError
-from ..registry import PipelineRegistry
-from ..settings import PHASE, PIPELINE, DriverName, Settings
+from ..core.clock import Clock, system_clock_ms
+from ..core.errors import CairnError
+from ..core.registry import PipelineRegistry
+from ..core.settings import PHASE, PIPELINE, DriverName, Settings
 from .invoker import Chain, Invocation, LambdaHandler, LocalLambda, RecursiveLoop
 from .serialised import one_call_at_a_time
 

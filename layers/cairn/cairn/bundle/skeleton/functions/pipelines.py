@@ -7,6 +7,6 @@ the list) so it can; ``cairn template sync`` then brings template.yaml in line w
 
 from __future__ import annotations
 
-from cairn.registry import PipelineRegistry
+from cairn.core.registry import PipelineRegistry
 
 PIPELINES = PipelineRegistry([])

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .. import naming
-from ..pipeline import Phase, Pipeline
-from ..registry import PipelineRegistry
-from ..settings import PHASE, PIPELINE
+from ...core import naming
+from ...core.pipeline import Phase, Pipeline
+from ...core.registry import PipelineRegistry
+from ...core.settings import PHASE, PIPELINE
 from .errors import TemplateError
 
 # Hand-written resources and conditions of template.yaml the generated ones refer to.

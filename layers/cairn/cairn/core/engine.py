@@ -68,8 +68,8 @@ from .models import (
 from .outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from .pipeline import Phase, Pipeline, to_json
 from .restarts import check_retry
-from .scheduling.base import ItemScheduler, Scheduler
-from .storage.base import Storage
+from .scheduler_port import ItemScheduler, Scheduler
+from .storage_port import Storage
 from .transitions import Claim, Commit, CrashReport, Fence, Journal, Save, SignalDelivery, StartJob, WaitExpiry
 from .versions import code_version
 
@@ -127,7 +127,7 @@ def _expires_at(pipeline: Pipeline[Any], now_ms: int) -> int:
 def usable_checkpoint(job: Job | None, pipeline: Pipeline[Any], now_ms: int) -> Checkpoint | None:
     """The checkpoint a resume would continue from: the job's while the job is live.
 
-    One clock for every read path (:mod:`cairn.ttl`): a job lives until its TTL after its last
+    One clock for every read path (:mod:`cairn.core.ttl`): a job lives until its TTL after its last
     write, and its checkpoint with it, however long ago the checkpoint itself was saved.
     """
     if job is None or job.is_expired(now_ms):
@@ -161,7 +161,7 @@ def run_pipeline(
     log (which records who, ``actor``, reran what from where). Any worker still mid-phase is fenced off.
     With ``create_only`` an existing job is never touched: JobExistsError. With ``refuse_complete`` (a
     caller's retry: the front door's) a resume of a complete job is refused, TransitionRefusedError, and
-    nothing is written (:mod:`cairn.restarts`); without it the seed's rule holds and it starts fresh.
+    nothing is written (:mod:`cairn.core.restarts`); without it the seed's rule holds and it starts fresh.
     Bad input raises before anything is written.
     """
     validate_job_id(job_id)
@@ -450,7 +450,7 @@ def advance_phase(
     """Run the phase the checkpoint names, commit its outcome and schedule what follows.
 
     With ``fan_out`` and ``item`` the advance runs one item of the job's map instead (see
-    :mod:`cairn.fan_out`); it returns the job when the item ran, else None.
+    :mod:`cairn.core.fan_out`); it returns the job when the item ran, else None.
 
     ``phase`` and ``sequence`` come from the message that asked for the
     advance: it runs only if the job is still at that ``sequence`` (and its

@@ -182,7 +182,7 @@ class MapRecord(WireModel):
 
 
 MapMark = Literal["handed_off", "joined"]
-"""A mark a map's record takes once (:meth:`cairn.storage.base.Storage.mark_map`)."""
+"""A mark a map's record takes once (:meth:`cairn.core.storage_port.Storage.mark_map`)."""
 
 
 class Job(WireModel):

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..registry import PipelineRegistry
+from ...core.registry import PipelineRegistry
 from . import cfnyaml, declarations, references, resources, section
 from .errors import TemplateError
 

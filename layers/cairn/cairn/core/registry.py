@@ -15,7 +15,7 @@ class PipelineRegistry:
     """Looks pipelines up by name; an unknown name is a clear error.
 
     Each phase of each pipeline gets its own Lambda function and template
-    resources (:mod:`cairn.naming`): two phases whose names would meet there
+    resources (:mod:`cairn.core.naming`): two phases whose names would meet there
     (``a-b``/``c`` and ``a``/``b-c``, say) are refused here, when the registry
     is built, so a deployment can never route one pipeline's job to another's
     function. Pipelines may share phase names.

@@ -1,7 +1,7 @@
 """What a template's parts refer to, and the Parameters and Conditions nothing it deploys uses.
 
 A name is used through ``Ref``, ``Fn::GetAtt``, a ``${Name}`` of ``Fn::Sub`` (the names
-:func:`cairn.templating.intrinsic_names.references` reads), the condition of an ``Fn::If``, or a ``Condition``
+:func:`cairn.bundle.templating.intrinsic_names.references` reads), the condition of an ``Fn::If``, or a ``Condition``
 (a resource's or an output's, or ``!Condition`` in a condition). What the stack deploys is every
 section but Parameters and Conditions (Resources, Globals, Outputs, Rules...): a condition is used
 when one of those uses it, or a used condition does; a parameter when one of those or a used

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from .bundle.events import PipelineOutline, dump, phase_events
-from .naming import clashes, pascal, resource_id
+from ..core.naming import clashes, pascal, resource_id
+from .events import PipelineOutline, dump, phase_events
 
 NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 """A pipeline name ``cairn new`` accepts: lowercase words of letters and digits joined by ``-``."""

@@ -1,6 +1,6 @@
 """The storage port: one conditional transition per state change.
 
-An adapter implements reads and the transitions of :mod:`cairn.transitions`
+An adapter implements reads and the transitions of :mod:`cairn.core.transitions`
 (start, claim, save, commit, pause, cancel), each as a single atomic,
 conditional write of the job, preceded by at most one write of the history it
 adds. A request sent again after a lost response (the same request object,
@@ -14,9 +14,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..clock import Clock, system_clock_ms
-from ..models import Checkpoint, FanOut, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
-from ..transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
+from .clock import Clock, system_clock_ms
+from .models import Checkpoint, FanOut, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from .transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class Storage(ABC):
     def start_job(self, request: StartJob) -> Job:
         """Create or take over a job (fencing any claim).
 
-        Raises :class:`cairn.errors.VersionConflict` when the job changed
+        Raises :class:`cairn.core.errors.VersionConflict` when the job changed
         since the caller read it (``request.seen``).
         """
 
@@ -154,7 +154,7 @@ class Storage(ABC):
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
         """Keep ``lessons`` in the memory of ``pipeline`` (this store's owner's) until ``expires_at`` (Unix s).
 
-        Idempotent: a lesson with the key of one kept (:func:`cairn.lessons.lesson_key`) replaces it.
+        Idempotent: a lesson with the key of one kept (:func:`cairn.core.lessons.lesson_key`) replaces it.
         """
 
     @abstractmethod

@@ -9,7 +9,7 @@ Every write advances the job's ``sequence`` and carries a unique ``token``. A
 request repeated after its response was lost finds its own token on the job
 and is recognised as landed instead of being refused (see docs/PROTOCOL.md).
 
-A request admits the values it carries as it is made (:mod:`cairn.admission`): a state, a result
+A request admits the values it carries as it is made (:mod:`cairn.core.admission`): a state, a result
 or a signal payload that a store could not write, or not read back, never reaches a store.
 """
 

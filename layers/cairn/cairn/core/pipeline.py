@@ -17,8 +17,8 @@ from .retry import RetryPolicy
 from .text import validation_problems
 
 if TYPE_CHECKING:
-    from .agents.agent_phase import AgentPhase
-    from .agents.plans import PlanPhase
+    from ..agents.agent_phase import AgentPhase
+    from ..agents.plans import PlanPhase
     from .context import PhaseContext
     from .outcomes import PhaseResult
 
@@ -72,7 +72,7 @@ class Pipeline(Generic[S]):
     ``state`` is an optional pydantic model for the state the phases share;
     without it the state is plain JSON. ``ttl`` is how long a job and its
     checkpoint live after their last write. ``memory_ttl`` is how long an
-    insight stays in the pipeline's memory for later jobs (:mod:`cairn.lessons`).
+    insight stays in the pipeline's memory for later jobs (:mod:`cairn.core.lessons`).
     ``aliases`` maps old phase names to current ones, so checkpoints written
     before a rename still resume.
     """
@@ -165,7 +165,7 @@ class Pipeline(Generic[S]):
         ``on_max_turns``, ``finish``, ``progress`` ("agent"), ``recall`` (0), and the function settings
         of :meth:`phase`. See :mod:`cairn.agents.agent_phase`; returns the phase's code.
         """
-        from .agents import agent_phase
+        from ..agents import agent_phase
 
         code = agent_phase.register(self, name, **options)
         code.__module__ = sys._getframe(1).f_globals.get("__name__", code.__module__)
@@ -177,7 +177,7 @@ class Pipeline(Generic[S]):
         Options: ``plan`` (the plan from the state), ``tools``, ``next``, ``progress`` ("plan_progress"),
         and the function settings of :meth:`phase`. See :mod:`cairn.agents.plans`; returns the phase's code.
         """
-        from .agents import plans
+        from ..agents import plans
 
         code = plans.register(self, name, **options)
         code.__module__ = sys._getframe(1).f_globals.get("__name__", code.__module__)
@@ -251,7 +251,7 @@ def _function_settings(
 
 
 def to_json(value: Any, *, what: str = "Value") -> Any:
-    """``value`` as plain JSON data (pydantic models are dumped), admitted by :mod:`cairn.admission`.
+    """``value`` as plain JSON data (pydantic models are dumped), admitted by :mod:`cairn.core.admission`.
 
     Anything cairn cannot store and read back (not JSON, nested too deep, not Unicode text) is an
     InvalidInputError naming ``what``.

@@ -39,8 +39,8 @@ from .errors import InvalidInputError, StorageError
 from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
-from .scheduling.base import ItemScheduler
-from .storage.base import Storage
+from .scheduler_port import ItemScheduler
+from .storage_port import Storage
 from .transitions import merge_usage, new_token
 
 logger = logging.getLogger("cairn")

@@ -2,7 +2,7 @@
 
 Each function's ``Handler`` resolves in its ``CodeUri`` folder (:mod:`.handlers`); each local path
 exists (:mod:`.locations`); each ``AWS::Serverless::Function`` sets every variable of
-:data:`cairn.settings.REQUIRED_VARIABLES` (all of them: the bundle's functions all run cairn's code,
+:data:`cairn.core.settings.REQUIRED_VARIABLES` (all of them: the bundle's functions all run cairn's code,
 and Globals give the variables to every function); and every Parameter and Condition is used
 (:mod:`.references`). Each finding is one line naming the resource, the property and the fix.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..settings import REQUIRED_VARIABLES
+from ...core.settings import REQUIRED_VARIABLES
 from . import handlers, locations, references, serverless
 
 

@@ -4,7 +4,7 @@ A value is admitted when it is JSON (objects with string keys, arrays, strings, 
 booleans, null), its arrays and objects nest at most :data:`MAX_JSON_DEPTH` deep, every string is
 Unicode text (JSON can carry half a surrogate pair on its own, ``"\\ud800"``, which no store can
 encode), and, where it cannot go to S3, its compact JSON is at most the size given. Anything else is
-an :class:`~cairn.errors.InvalidInputError` naming what was refused and the limit, raised before
+an :class:`~cairn.core.errors.InvalidInputError` naming what was refused and the limit, raised before
 anything is written.
 
 The limit keeps what was accepted readable: every store reads a record back with a JSON parser

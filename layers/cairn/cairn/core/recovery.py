@@ -7,7 +7,7 @@ store's ``stalled_jobs``) and the local front door (:meth:`cairn.Cairn.recover`)
 from __future__ import annotations
 
 from .models import Job, JobStatus
-from .scheduling.base import Scheduler
+from .scheduler_port import Scheduler
 from .settings import Settings
 
 DEFAULT_IDLE_SECONDS: float = Settings.sweep_idle_seconds

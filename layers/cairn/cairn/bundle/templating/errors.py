@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import CairnError
+from ...core.errors import CairnError
 
 
 class TemplateError(CairnError):

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..registry import PipelineRegistry
+from ...core.registry import PipelineRegistry
 from .errors import TemplateError
 
 DEFAULT_REGISTRY = "pipelines:PIPELINES"
@@ -73,5 +73,5 @@ def load_registry(spec: str = DEFAULT_REGISTRY, functions: Path = DEFAULT_FUNCTI
         raise TemplateError(f"no functions folder {functions}")
     registry = attribute(import_module(functions, module_name), name)
     if not isinstance(registry, PipelineRegistry):
-        raise TemplateError(f"{spec} is a {type(registry).__name__}, not a cairn.registry.PipelineRegistry")
+        raise TemplateError(f"{spec} is a {type(registry).__name__}, not a cairn.core.registry.PipelineRegistry")
     return registry

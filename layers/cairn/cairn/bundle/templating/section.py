@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import naming
-from ..registry import PipelineRegistry
+from ...core import naming
+from ...core.registry import PipelineRegistry
 from . import cfnyaml, resources
 from .errors import TemplateError
 

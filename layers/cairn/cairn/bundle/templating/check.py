@@ -8,10 +8,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import naming
-from ..pipeline import Phase, Pipeline
-from ..registry import PipelineRegistry
-from ..settings import PHASE, PIPELINE
+from ...core import naming
+from ...core.pipeline import Phase, Pipeline
+from ...core.registry import PipelineRegistry
+from ...core.settings import PHASE, PIPELINE
 from . import cfnyaml, handwritten, loading, resources, section, serverless
 from .errors import TemplateError
 
