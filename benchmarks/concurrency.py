@@ -34,7 +34,7 @@ from typing import Any
 
 from benchmarks import common
 from benchmarks.common import Result, Table
-from cairn.cli import ApiClient, ApiError, ApiUnreachable
+from cairn.client import ApiClient, ApiError, ApiUnreachable
 from cairn.dev.process import DevProcessError, dev_process
 
 ROOT = Path(__file__).resolve().parents[1]

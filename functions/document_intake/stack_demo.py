@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cairn.cli import ApiClient, RequestFailed
+from cairn.client import ApiClient, RequestFailed
 from cairn.dev.process import DevProcessError, dev_process, free_port
 
 from .sources import SAMPLES_DIR

@@ -26,7 +26,7 @@ from typing import Any
 from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
-from cairn.cli import RequestFailed
+from cairn.client import RequestFailed
 from cairn.core.errors import CairnError
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS, MISSING, chromium_installed
 from tests.local.devstack import ROOT, DevStack, dev_stack

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import ConsoleMessage, Page, Request, expect
 
-from cairn.cli import ApiError
+from cairn.client import ApiError
 from tests.local.devstack import DevStack
 
 pytestmark = pytest.mark.xdist_group("browser")

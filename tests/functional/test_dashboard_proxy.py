@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from botocore.credentials import Credentials
 
-from cairn.cli import ApiClient, SigV4Auth
-from cairn.cli.main import main
+from cairn.cli import main
+from cairn.client import ApiClient, SigV4Auth
+from cairn.client.dashboard_proxy import DashboardProxy
 from cairn.dashboard import assets
-from cairn.dashboard.proxy import DashboardProxy
 from cairn.dev.process import free_port
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.cli.main import main
+from cairn.cli import main
 
 
 def start(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str]:

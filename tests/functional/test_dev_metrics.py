@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from cairn.cli.main import main
+from cairn.cli import main
 from cairn.dev import server as dev_server
 from cairn.dev.server import DevServer, worker_environment
 

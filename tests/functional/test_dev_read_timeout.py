@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.cli.main import main
+from cairn.cli import main
 from cairn.dev.process import free_port
 from cairn.dev.wsgi_server import READ_TIMEOUT, READ_TIMEOUT_VARIABLE, read_timeout
 

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from botocore.credentials import Credentials
 
-from cairn.cli import ApiClient, ApiUnreachable, BearerAuth, NoAuth, PreparedRequest, SigV4Auth
-from cairn.cli import commands as jobs_commands
-from cairn.cli.auth import region_of
-from cairn.cli.http import api_error
-from cairn.cli.main import main
-from cairn.cli.options import default_auth_mode
-from cairn.cli.render import log_line, table
+from cairn.cli import main
+from cairn.client import ApiClient, ApiUnreachable, BearerAuth, NoAuth, PreparedRequest, SigV4Auth
+from cairn.client import commands as jobs_commands
+from cairn.client.auth import region_of
+from cairn.client.http import api_error
+from cairn.client.options import default_auth_mode
+from cairn.client.render import log_line, table
 from pipelines import PIPELINES
 from tests.functional.jobs_server import JobsServer, Seen, sigv4_signature_is_valid
 from tests.support import FakeClock

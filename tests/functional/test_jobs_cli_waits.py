@@ -14,7 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from cairn.cli.render import clock_time, job_details
+from cairn.client.render import clock_time, job_details
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from cairn.cli import ApiClient
+from cairn.client import ApiClient
 from cairn.dev.process import DevProcess, dev_process
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -108,7 +108,7 @@ def test_plain_sam_build_packages_the_layer_for_python312_and_the_architecture(
     assert (layer / "cairn" / "core" / "__pycache__" / "engine.cpython-312.pyc").is_file()
     assert (layer / "pydantic" / "__pycache__" / "main.cpython-312.pyc").is_file()
     # The layer carries what runs in Lambda only: no local tools, no command line, no moto.
-    for local in ("testing", "cli", "dev", "bundle"):
+    for local in ("testing", "cli.py", "client", "dev", "bundle"):
         assert not (layer / "cairn" / local).exists(), local
     assert not (layer / "moto").exists()
     assert not list(layer.glob("moto-*.dist-info"))

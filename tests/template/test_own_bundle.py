@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.cli.http import ApiClient
+from cairn.client.http import ApiClient
 from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.cfn import ROOT, load_yaml_template
@@ -31,7 +31,7 @@ HOST_ARCHITECTURE = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", 
     platform.machine().lower()
 ]
 """The architecture the built layer must have for this machine's python3.12 to import it."""
-LOCAL_ONLY_MODULES = ("testing", "dev", "cli", "bundle")
+LOCAL_ONLY_MODULES = ("testing", "dev", "cli.py", "client", "bundle")
 
 
 def python312() -> str:

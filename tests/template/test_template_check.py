@@ -9,7 +9,7 @@ import pytest
 
 from cairn.bundle.templating import TemplateError, check, load_registry
 from cairn.bundle.templating.loading import DEFAULT_FUNCTIONS
-from cairn.cli.main import main
+from cairn.cli import main
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, TEMPLATE
 

@@ -21,7 +21,7 @@ from cairn.bundle.templating import (
     sync,
     synced,
 )
-from cairn.cli.main import main
+from cairn.cli import main
 from cairn.core.registry import PipelineRegistry
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, TEMPLATE

@@ -82,7 +82,7 @@ def test_validate_pipeline_lists_the_phases_in_order_from_the_current_directory(
 def test_validate_pipeline_loads_no_aws_sdk(project: Path) -> None:
     code = (
         "import sys\n"
-        "from cairn.cli.main import main\n"
+        "from cairn.cli import main\n"
         "assert main(['validate-pipeline', 'orders:pipeline']) == 0\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('boto3', 'botocore')))\n"
     )

@@ -16,11 +16,10 @@ PACKAGE = ROOT / "layers" / "cairn" / "cairn"
 AWS = PACKAGE / "aws"
 LOCAL_TOOLS = (
     PACKAGE / "testing",
-    PACKAGE / "cli",
+    PACKAGE / "cli.py",
+    PACKAGE / "client",
     PACKAGE / "__main__.py",
     PACKAGE / "dev",
-    PACKAGE / "dashboard" / "proxy.py",
-    PACKAGE / "dashboard" / "command.py",
     PACKAGE / "bundle",
 )
 LAYER_LEFT_OUT = tuple(Path(part) for part in layer.LOCAL_ONLY)
@@ -90,11 +89,11 @@ def test_nothing_that_runs_in_lambda_imports_the_local_tools() -> None:
             if name.startswith(
                 (
                     "cairn.testing",
-                    "cairn.cli.main",
+                    "cairn.cli",
                     "cairn.bundle.scaffold",
                     "cairn.bundle.templating",
                     "cairn.dev",
-                    "cairn.cli",
+                    "cairn.client",
                 )
             )
             or name.split(".")[0] in ("moto", "yaml")

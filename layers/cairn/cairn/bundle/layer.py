@@ -24,15 +24,15 @@ from pathlib import Path
 
 LOCAL_ONLY = (
     "testing",
-    "cli",
+    "cli.py",
     "__main__.py",
+    "client",
     "dev",
     "bundle",
-    "dashboard/proxy.py",
-    "dashboard/command.py",
 )
 """Parts of the cairn package (paths inside it) that never go into the layer: the ``dev`` extra's tools.
-The dashboard's files stay (the deployed API serves them); its local proxy (``cairn dashboard``) does not."""
+The dashboard's files stay (the deployed API serves them); its local proxy (``cairn dashboard``, in ``client``)
+does not."""
 RUNTIME = (3, 12)
 """The Lambda runtime's Python: the bytecode is only valid for the interpreter that wrote it."""
 LEFT_OUT_FOLDERS = ("bin",)

@@ -1,4 +1,4 @@
-"""A client of the jobs HTTP API, and the ``cairn jobs`` command built on it.
+"""A client of the jobs HTTP API, and the commands built on it: ``cairn jobs`` and ``cairn dashboard`` (a local proxy).
 
 Standard library only at import time: botocore is imported when a request is first signed (IAM).
 """

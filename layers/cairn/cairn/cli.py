@@ -63,7 +63,7 @@ def load_object(spec: str) -> Any:
 
 def describe_pipeline(spec: str) -> list[str]:
     """The lines ``validate-pipeline`` prints for the pipeline named by ``spec``."""
-    from ..core.pipeline import Pipeline
+    from .core.pipeline import Pipeline
 
     pipeline = load_object(spec)
     if not isinstance(pipeline, Pipeline):
@@ -103,22 +103,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("pipeline", metavar="MODULE:ATTR", help="e.g. my_pipelines:pipeline")
     validate.set_defaults(run=run_validate_pipeline)
-    from ..bundle.templating.command import add_command as add_template_command
+    from .bundle.templating.command import add_command as add_template_command
 
     add_template_command(commands)
-    from ..bundle.init import add_command as add_init_command
+    from .bundle.init import add_command as add_init_command
 
     add_init_command(commands)
-    from ..bundle.scaffold import add_command as add_new_command
+    from .bundle.scaffold import add_command as add_new_command
 
     add_new_command(commands)
-    from ..dev.command import add_command as add_dev_command
+    from .dev.command import add_command as add_dev_command
 
     add_dev_command(commands)
-    from .commands import add_command as add_jobs_command
+    from .client.commands import add_command as add_jobs_command
 
     add_jobs_command(commands)
-    from ..dashboard.command import add_command as add_dashboard_command
+    from .client.dashboard_command import add_command as add_dashboard_command
 
     add_dashboard_command(commands)
     return parser

@@ -30,8 +30,8 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
 
 def run_dashboard(arguments: argparse.Namespace) -> int:
     """Serve until Ctrl-C; exit 2 with one line when the API, the credentials or the port will not do."""
-    from ..cli import ApiClient, AuthError, SigV4Auth
-    from .proxy import DashboardProxy
+    from . import ApiClient, AuthError, SigV4Auth
+    from .dashboard_proxy import DashboardProxy
 
     url = arguments.api or os.environ.get(ENV_API)
     if not url:

@@ -1,7 +1,7 @@
 """``cairn dashboard``'s server: the dashboard on 127.0.0.1, its API calls forwarded to a deployed API, signed.
 
 The page calls the API on its own origin (``/jobs...``, ``/pipelines``, ``/health``, ``/openapi.json``);
-each such call is sent on to the deployed API through :class:`cairn.cli.ApiClient`, whose auth
+each such call is sent on to the deployed API through :class:`cairn.client.ApiClient`, whose auth
 (SigV4 with the user's AWS credentials, for an API with IAM auth) signs it. The answer comes back as
 it came: status, ``Content-Type``, ``Location`` and body.
 
@@ -18,11 +18,11 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..cli import ApiClient, ApiUnreachable, RequestFailed
+from ..dashboard.assets import HEADERS as ASSET_HEADERS
+from ..dashboard.assets import asset_at, is_dashboard_path
 from ..dev.own_origin import OwnOrigin
 from ..dev.serving import ServedOnThread
-from .assets import HEADERS as ASSET_HEADERS
-from .assets import asset_at, is_dashboard_path
+from . import ApiClient, ApiUnreachable, RequestFailed
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """The signals that stop ``cairn dashboard`` (Ctrl-C, and a service manager's stop)."""
