@@ -142,3 +142,118 @@ def test_dynamodb_storage_is_available_from_the_package_on_first_use() -> None:
     from cairn.aws.dynamodb import DynamoDBStorage
 
     assert cairn.DynamoDBStorage is DynamoDBStorage
+
+
+# The rooms of the package, bottom to top, and the rooms each may import: the design, one table.
+# A room is a folder (``core``, ``storage``, ...) or a top-level module (``app``, ``cli``, ...);
+# ``__init__`` is the package front, ``cairn`` itself. An arrow not in this table is a finding.
+_BASE = ("core",)
+_PORTS = ("core", "storage", "scheduling", "agents")
+_LIBRARY = (*_PORTS, "app", "dashboard", "aws")
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "core": (),
+    "storage": _BASE,
+    "scheduling": _BASE,
+    "agents": _BASE,
+    "app": _PORTS,
+    "dashboard": ("core",),
+    "aws": (*_PORTS, "app", "dashboard"),
+    "__init__": (*_PORTS, "app", "aws"),  # aws only lazily: DynamoDBStorage on first use
+    "testing": _LIBRARY,
+    "bundle": _LIBRARY,
+    "dev": (*_LIBRARY, "testing", "bundle"),
+    "client": (*_LIBRARY, "testing", "bundle", "dev"),
+    "cli": (*_LIBRARY, "testing", "bundle", "dev", "client"),
+    "__main__": ("cli",),
+}
+#: The entry points: the only modules that may import the package front ``cairn``.
+ENTRY_POINTS = ("cli", "__main__")
+#: The files ``cairn init`` copies into a new bundle: the user's code, which imports ``cairn`` as users do.
+SKELETON = PACKAGE / "bundle" / "skeleton"
+
+
+def room_of(module: str) -> str | None:
+    """The room of a module of the package (``cairn.core.engine`` -> ``core``); None outside the package."""
+    parts = module.split(".")
+    if parts[0] != "cairn":
+        return None
+    if len(parts) == 1 or parts[1] not in MAY_IMPORT:
+        return "__init__"  # ``cairn`` itself, or a name taken from it (``from cairn import Done``)
+    return parts[1]
+
+
+def library_modules() -> list[Path]:
+    return sorted(path for path in PACKAGE.rglob("*.py") if not is_under(path, SKELETON))
+
+
+def room_imports() -> dict[tuple[str, str], list[str]]:
+    """Every arrow between two rooms, with the imports that draw it (``file: module``)."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for path in library_modules():
+        source = room_of(module_name(path))
+        assert source is not None
+        for name in sorted(imported_modules(path)):
+            target = room_of(name)
+            if target is not None and target != source:
+                arrows.setdefault((source, target), []).append(f"{path.relative_to(PACKAGE.parent)}: {name}")
+    return arrows
+
+
+def test_the_table_names_every_room_of_the_package() -> None:
+    rooms = {path.stem for path in PACKAGE.iterdir() if path.suffix == ".py" or (path / "__init__.py").exists()}
+    assert rooms == set(MAY_IMPORT)
+    assert all(set(allowed) <= set(MAY_IMPORT) for allowed in MAY_IMPORT.values())
+
+
+def test_the_table_has_no_circle() -> None:
+    order = list(MAY_IMPORT)  # bottom to top: a room may import only rooms listed before it
+    assert {
+        room: [other for other in allowed if order.index(other) >= order.index(room)]
+        for room, allowed in MAY_IMPORT.items()
+    } == {room: [] for room in MAY_IMPORT}
+
+
+def test_every_import_between_rooms_points_down_the_table() -> None:
+    upward = [
+        f"{where} imports {target!r} from room {source!r}: {source!r} may import only {MAY_IMPORT[source]}"
+        for (source, target), found in room_imports().items()
+        if target not in MAY_IMPORT[source]
+        for where in found
+    ]
+    assert upward == []
+
+
+def test_no_two_rooms_import_each_other_even_through_others() -> None:
+    arrows = room_imports()
+    graph: dict[str, set[str]] = {}
+    for source, target in arrows:
+        graph.setdefault(source, set()).add(target)
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = list(graph.get(start, ()))
+        while todo:
+            room = todo.pop()
+            if room not in seen:
+                seen.add(room)
+                todo.extend(graph.get(room, ()))
+        return seen
+
+    circles = sorted(
+        f"rooms {source!r} and {target!r} import each other: {arrows[source, target][0]}"
+        for source, target in arrows
+        if source in reaches(target)
+    )
+    assert circles == []
+
+
+def test_no_library_module_imports_the_package_front() -> None:
+    """``cairn`` (its __init__) is for users and the entry points; a library module imports the module it needs."""
+    offenders = [
+        f"{path.relative_to(PACKAGE.parent)} imports {name!r}: only the entry points {ENTRY_POINTS} import the front"
+        for path in library_modules()
+        if room_of(module_name(path)) not in (*ENTRY_POINTS, "__init__")
+        for name in sorted(imported_modules(path))
+        if room_of(name) == "__init__"
+    ]
+    assert offenders == []
