@@ -1,0 +1,84 @@
+/**
+ * A job's action buttons: which one the job's status allows, and why a disabled one is disabled.
+ */
+
+import { restoreFocus } from "./dom.js";
+import { quoted } from "./format.js";
+
+/**
+ * Which action each status allows: `{allowed, reason}` per button (the reason is the disabled button's title).
+ *
+ *   Retry            resume from the checkpoint: error, cancelled, paused, idle. Not for a complete job (it
+ *                    has no checkpoint to resume; Start over runs it again), nor while running (nothing to
+ *                    retry) or waiting (the API refuses: send the signal, or start over).
+ *   Start over       always (a running job's worker is fenced off); asks for confirmation first.
+ *   Rerun from phase always, when the pipeline's phases are known; it offers the job's rerunPhases (not
+ *                    the phases the job runs only as a map's items).
+ *   Pause            only a running job (the API's rule).
+ *   Resume           only a paused job.
+ *   Cancel           any job but a complete or cancelled one (the API's rule).
+ *   Send signal      only a waiting job.
+ *
+ * @param {object} job a JobView
+ * @param {string[]} phases the pipeline's phases ([] when unknown)
+ * @returns {Record<string, {allowed: boolean, reason: string}>}
+ */
+export function actionRules(job, phases) {
+  const status = job.status;
+  const is = (...statuses) => statuses.includes(status);
+  const where = job.nextPhase ? ` at ${quoted(job.nextPhase)}` : "";
+  const rule = (allowed, yes, no) => ({ allowed, reason: allowed ? yes : no });
+  const retryRefusal = is("complete")
+    ? "A complete job has no checkpoint to resume: Start over runs it again"
+    : is("waiting")
+      ? `The job waits for signal ${quoted(job.waitingFor ?? "")}: send it, or start over`
+      : "The job is running: there is nothing to retry";
+  return {
+    Retry: rule(is("error", "cancelled", "paused", "idle"), `Resumes from the checkpoint${where}`, retryRefusal),
+    "Start over": rule(true, "Discards the checkpoint and the log and runs from the first phase", ""),
+    "Rerun from phase": rule(
+      phases.length > 0,
+      "Reruns the job from a phase you pick, with a state you can edit",
+      `The pipeline ${quoted(job.pipeline)} is not one this API runs`,
+    ),
+    Pause: rule(
+      is("running"),
+      "Stops the job after the phase in flight",
+      `Only a running job can be paused; this one is ${status}`,
+    ),
+    Resume: rule(is("paused"), `Continues the job${where}`, `Only a paused job resumes; this one is ${status}`),
+    Cancel: rule(
+      !is("complete", "cancelled"),
+      "Stops the job; its checkpoint stays, so Retry can resume it",
+      `A ${status} job cannot be cancelled`,
+    ),
+    "Send signal": rule(
+      is("waiting"),
+      `Delivers the signal ${quoted(job.waitingFor ?? "")} the job waits for`,
+      `Only a waiting job takes a signal; this one is ${status}`,
+    ),
+  };
+}
+
+export const ACTION_NAMES = ["Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal"];
+
+export function actionClass(name) {
+  if (name === "Start over" || name === "Cancel") return "danger-outline";
+  if (name === "Retry") return "primary";
+  return "";
+}
+
+/**
+ * Enable the buttons the job's status allows; a disabled one says why in its title. A focused button that
+ * the new status disables hands the focus to its nearest enabled neighbour.
+ */
+export function renderActions(buttons, job, phases) {
+  const rules = actionRules(job, phases);
+  const focused = [...buttons.values()].find((button) => button === document.activeElement) ?? null;
+  for (const [name, button] of buttons) {
+    const { allowed, reason } = rules[name];
+    button.disabled = !allowed;
+    button.title = reason;
+  }
+  if (focused?.disabled) restoreFocus(focused);
+}

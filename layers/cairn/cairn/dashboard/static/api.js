@@ -1,0 +1,92 @@
+/**
+ * The jobs API on the page's own origin: calls by relative URL with the tab's token, its refusals as
+ * ApiError, and the deployment's pipelines (read once per page load).
+ */
+
+import { getToken } from "./token.js";
+
+/** An API error: the HTTP status (0: no answer), the API's code and its message. */
+export class ApiError extends Error {
+  constructor(status, code, message, body = null) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+    this.body = body;
+  }
+}
+
+/**
+ * Call the API at `path` (relative to the page, e.g. `jobs?limit=50`) and return its JSON answer.
+ * Sends the token when there is one; throws ApiError with the API's message on a 4xx/5xx or no answer.
+ * @param {string} path
+ * @param {{method?: string, body?: any, signal?: AbortSignal}} [options] body: sent as JSON unless undefined
+ * @returns {Promise<any>}
+ */
+export async function api(path, { method = "GET", body, signal } = {}) {
+  const headers = { Accept: "application/json" };
+  const token = getToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const init = { method, headers, signal, cache: "no-store", credentials: "same-origin" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(new URL(path, document.baseURI), init);
+  } catch (error) {
+    if (error?.name === "AbortError") throw error;
+    throw new ApiError(0, "unreachable", "The API did not answer: is the server still running?");
+  }
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) throw apiErrorOf(response, data);
+  return data;
+}
+
+/** The ApiError for a refused call: the API's own message, else API Gateway's, else the HTTP status. */
+function apiErrorOf(response, data) {
+  const detail = data?.error;
+  let message = detail?.message ?? data?.message ?? `${response.status} ${response.statusText}`.trim();
+  if (response.status === 401) {
+    message += getToken() ? " (the API refused the token: set another with API token)" : " (set one with API token)";
+  }
+  return new ApiError(response.status, detail?.code ?? `http_${response.status}`, message, data);
+}
+
+export const jobPath = (jobId) => `jobs/${encodeURIComponent(jobId)}`;
+
+let pipelinesPromise = null;
+
+/**
+ * The deployment's pipelines (`GET /pipelines`), read once per page load; a failed read is tried again
+ * by the next caller. Resolves to [] when the API has no such route.
+ * @returns {Promise<Array<{name: string, phases: string[], stateSchema: object, sample: any}>>}
+ */
+export function loadPipelines() {
+  if (!pipelinesPromise) {
+    pipelinesPromise = api("pipelines")
+      .then((data) => data?.pipelines ?? [])
+      .catch((error) => {
+        pipelinesPromise = null;
+        if (error instanceof ApiError && error.status === 404) return [];
+        throw error;
+      });
+  }
+  return pipelinesPromise;
+}
+
+/** The pipeline named `name`, or null when the deployment does not run it (or /pipelines cannot be read). */
+export async function findPipeline(name) {
+  try {
+    return (await loadPipelines()).find((pipeline) => pipeline.name === name) ?? null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * The job view (`#/jobs/<id>`): one job, live, and its actions sent to the API.
+ */
+
+import { ACTION_NAMES, actionClass, renderActions } from "./actions.js";
+import { announce, clearAlert, reportError } from "./alerts.js";
+import { api, ApiError, findPipeline, jobPath } from "./api.js";
+import { renderBanner } from "./banner.js";
+import { focusLost, h, heading, restoreFocus } from "./dom.js";
+import { prettyJson, timeElement } from "./format.js";
+import { icon } from "./icons.js";
+import { renderCheckpoint, renderResult, renderUsage } from "./job-panels.js";
+import { KIND_LABELS } from "./labels.js";
+import { renderLog } from "./log.js";
+import { Poller } from "./poller.js";
+import { openRerun, openStartOver } from "./restart-dialogs.js";
+import { openSignal } from "./signal-dialog.js";
+import { renderTimeline } from "./timeline.js";
+
+/**
+ * One job, live: status banner, actions, timeline, log, usage, checkpoint and result.
+ * @param {HTMLElement} main
+ * @param {{id: string}} route
+ */
+export function jobView(main, route) {
+  const jobId = route.id;
+  const view = { job: null, log: [], logKey: null, phases: [], schema: null, stateKey: null, busy: false };
+
+  const banner = h(
+    "div",
+    { class: "banner", role: "status", "aria-atomic": "true", "data-status": "loading" },
+    icon("loading"),
+    h("div", {}, h("p", { class: "banner-title" }, "Loading the job…"), h("p", { class: "banner-detail" })),
+  );
+  const buttons = new Map(
+    ACTION_NAMES.map((name) => [name, h("button", { type: "button", class: actionClass(name), disabled: true }, name)]),
+  );
+  const actions = h("div", { class: "actions", role: "group", "aria-label": "Actions" }, [...buttons.values()]);
+  const meta = h("p", { class: "job-meta muted" });
+  const timeline = h("div", { class: "timeline" });
+  const logFilter = h(
+    "select",
+    { id: "log-filter" },
+    h("option", { value: "" }, "Everything"),
+    h("option", { value: "annotations" }, "Annotations only"),
+    Object.entries(KIND_LABELS).map(([kind, label]) => h("option", { value: kind }, `${label} only`)),
+  );
+  const logCount = h("span", { class: "count" });
+  const logList = h("ol", { class: "log", "aria-label": "Log entries, oldest first" });
+  const logBox = h("div", { class: "log-box", tabindex: "0", "aria-label": "Log" }, logList);
+  const usage = h("div", { class: "usage" });
+  const checkpoint = h("div", { class: "checkpoint" });
+  const statePre = h("pre", { class: "json", tabindex: "0" });
+  const stateDetails = h("details", { class: "state" }, h("summary", {}, "State"), statePre);
+  const result = h("div", { class: "result" });
+
+  main.append(
+    heading("Job ", h("span", { class: "mono job-id" }, jobId)),
+    meta,
+    banner,
+    actions,
+    h(
+      "div",
+      { class: "job-grid" },
+      h(
+        "div",
+        { class: "job-main" },
+        h(
+          "section",
+          { class: "panel timeline-panel", "aria-labelledby": "timeline-title" },
+          h("h2", { id: "timeline-title" }, "Timeline"),
+          timeline,
+        ),
+        h(
+          "section",
+          { class: "panel log-panel", "aria-labelledby": "log-title" },
+          h(
+            "div",
+            { class: "panel-head" },
+            h("h2", { id: "log-title" }, "Log ", logCount),
+            h("div", { class: "field inline" }, h("label", { for: "log-filter" }, "Show"), logFilter),
+          ),
+          logBox,
+        ),
+      ),
+      h(
+        "div",
+        { class: "job-side" },
+        h(
+          "section",
+          { class: "panel usage-panel", "aria-labelledby": "usage-title" },
+          h("h2", { id: "usage-title" }, "Usage"),
+          usage,
+        ),
+        h(
+          "section",
+          { class: "panel checkpoint-panel", "aria-labelledby": "checkpoint-title" },
+          h("h2", { id: "checkpoint-title" }, "Checkpoint"),
+          checkpoint,
+          stateDetails,
+          h("h3", {}, "Result"),
+          result,
+        ),
+      ),
+    ),
+  );
+
+  /** Read the job; its log and state only when it changed (every write advances its sequence). */
+  async function load(signal) {
+    let job;
+    try {
+      job = await api(jobPath(jobId), { signal });
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        notFound(error);
+        return;
+      }
+      throw error;
+    }
+    const key = `${job.sequence}:${job.updatedAt}:${job.status}`;
+    if (key !== view.logKey) {
+      view.log = await readLog(job, signal);
+      view.logKey = key;
+    }
+    if (!view.phases.length || view.job?.pipeline !== job.pipeline) await readPipeline(job);
+    view.job = job;
+    show();
+    if (stateDetails.open && view.stateKey !== key) await readState(signal, key);
+  }
+
+  async function readLog(job, signal) {
+    try {
+      return (await api(`${jobPath(jobId)}/log`, { signal }))?.entries ?? [];
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404 && Array.isArray(job.log)) return job.log;
+      throw error;
+    }
+  }
+
+  async function readPipeline(job) {
+    const pipeline = await findPipeline(job.pipeline);
+    view.schema = pipeline?.stateSchema ?? null;
+    const seen = [...(job.phases ?? []).map((record) => record.phase), job.nextPhase].filter(Boolean);
+    view.phases = pipeline?.phases?.length ? pipeline.phases : [...new Set(seen)];
+  }
+
+  /** The checkpoint's state, fetched only while its `<details>` is open (a state can be large). */
+  async function readState(signal, key = view.logKey) {
+    statePre.setAttribute("aria-busy", "true");
+    try {
+      const full = await api(`${jobPath(jobId)}?includeState=true`, { signal });
+      view.stateKey = key;
+      statePre.textContent = full.state == null ? "No state: the job has no checkpoint." : prettyJson(full.state);
+      return full.state;
+    } finally {
+      statePre.removeAttribute("aria-busy");
+    }
+  }
+
+  stateDetails.addEventListener("toggle", () => {
+    if (stateDetails.open && view.stateKey !== view.logKey) {
+      statePre.textContent = "Loading the state…";
+      readState(poller.controller.signal).catch((error) => reportError(error));
+    }
+  });
+  logFilter.addEventListener("change", () => renderLog(logList, view.log, logFilter.value, true));
+
+  function notFound(error) {
+    poller.stop();
+    banner.dataset.status = "missing";
+    banner.replaceChildren(
+      icon("cancelled"),
+      h("div", {}, h("p", { class: "banner-title" }, "No such job"), h("p", { class: "banner-detail" }, error.message)),
+    );
+    for (const button of buttons.values()) button.disabled = true;
+  }
+
+  /** Render everything from the last read. */
+  function show() {
+    const job = view.job;
+    if (!job) return;
+    meta.replaceChildren(
+      "Pipeline ",
+      h("strong", {}, job.pipeline),
+      " · created ",
+      timeElement(job.createdAt),
+      " · updated ",
+      timeElement(job.updatedAt),
+      ` · ${job.sequence} write${job.sequence === 1 ? "" : "s"}`,
+    );
+    renderBanner(banner, job);
+    if (!view.busy) renderActions(buttons, job, view.phases);
+    renderTimeline(timeline, job, view.log);
+    renderLog(logList, view.log, logFilter.value, false, ["running", "waiting"].includes(job.status));
+    logCount.textContent = `(${view.log.length})`;
+    renderUsage(usage, job.usage ?? {});
+    renderCheckpoint(checkpoint, job);
+    renderResult(result, job);
+  }
+
+  /**
+   * Send an action's request; on success show the answered job, announce it and read again now.
+   * @param {string} name the action, for the announcement
+   * @param {() => Promise<any>} send
+   */
+  async function act(name, send) {
+    const focused = actions.contains(document.activeElement) ? document.activeElement : null;
+    view.busy = true;
+    actions.setAttribute("aria-busy", "true");
+    for (const button of buttons.values()) button.disabled = true;
+    clearAlert();
+    try {
+      const answered = await send();
+      if (answered?.jobId === jobId) {
+        view.job = { ...view.job, ...answered };
+        view.logKey = null;
+      }
+      announce(`${name}: the job is now ${answered?.status ?? "updated"}.`);
+      return answered;
+    } finally {
+      view.busy = false;
+      actions.removeAttribute("aria-busy");
+      show();
+      // The buttons were disabled while the request ran, the one pressed with them: keep the keyboard here.
+      if (focused && focusLost()) restoreFocus(focused);
+      poller.now();
+    }
+  }
+
+  const post = (path, body) => api(`${jobPath(jobId)}/${path}`, { method: "POST", body });
+  const onAction = {
+    Retry: () => act("Retry", () => post("retry", { mode: "resume" })),
+    Resume: () => act("Resume", () => post("retry", { mode: "resume" })),
+    Pause: () => act("Pause", () => post("pause")),
+    Cancel: () => act("Cancel", () => post("cancel")),
+    "Start over": () => openStartOver(view, (send) => act("Start over", send), post),
+    "Rerun from phase": () => openRerun(view, readState, (send) => act("Rerun from phase", send), post),
+    "Send signal": () => openSignal(view, (send) => act("Send signal", send), jobId),
+  };
+  for (const [name, button] of buttons) {
+    button.addEventListener("click", () => {
+      const run = onAction[name]();
+      if (run instanceof Promise) run.catch((error) => reportError(error));
+    });
+  }
+
+  const poller = new Poller(load);
+  poller.start();
+  return { stop: () => poller.stop(), refresh: () => poller.now() };
+}

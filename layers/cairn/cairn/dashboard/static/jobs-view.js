@@ -1,0 +1,255 @@
+/**
+ * The jobs view (`#/`): every job, newest first, filtered and paged, updated in place while live.
+ */
+
+import { announce } from "./alerts.js";
+import { api, loadPipelines } from "./api.js";
+import { h, heading, setChildren } from "./dom.js";
+import { clockFormat, timeElement } from "./format.js";
+import { statusBadge } from "./icons.js";
+import { STATUS_LABELS, STATUSES } from "./labels.js";
+import { Poller } from "./poller.js";
+import { jsonEqual } from "./schema.js";
+
+const PAGE_SIZE = 50;
+const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Phase", "Attempt", "Created", "Updated"];
+
+/**
+ * Every job of the caller, newest first; filters for status (the API's) and pipeline (applied here);
+ * "Load more" fetches the next page with the API's cursor. Each poll reads again as many pages as are
+ * shown, so that new jobs and status changes appear in place.
+ * @param {HTMLElement} main
+ * @param {{params: URLSearchParams}} route
+ */
+export function jobsView(main, route) {
+  const filters = {
+    status: STATUSES.includes(route.params.get("status")) ? route.params.get("status") : "",
+    pipeline: route.params.get("pipeline") ?? "",
+  };
+  const view = { jobs: [], pages: 1, cursor: null, loaded: false, known: new Map() };
+
+  const statusSelect = h(
+    "select",
+    { id: "filter-status", name: "status" },
+    h("option", { value: "" }, "Any status"),
+    STATUSES.map((status) => h("option", { value: status }, STATUS_LABELS[status])),
+  );
+  statusSelect.value = filters.status;
+  const pipelineSelect = h(
+    "select",
+    { id: "filter-pipeline", name: "pipeline" },
+    h("option", { value: "" }, "Any pipeline"),
+  );
+  const liveNote = h("p", { class: "live-note muted" }, "Loading…");
+  const tbody = h("tbody");
+  const table = h(
+    "table",
+    { class: "jobs-table" },
+    h("caption", { class: "visually-hidden" }, "Jobs, newest first"),
+    h(
+      "thead",
+      {},
+      h("tr", {}, JOB_COLUMNS.map((name) => h("th", { scope: "col" }, name))),
+    ),
+    tbody,
+  );
+  const empty = h("div", { class: "empty", hidden: true });
+  const moreButton = h("button", { type: "button", class: "more", hidden: true }, "Load more");
+
+  main.append(
+    h(
+      "div",
+      { class: "view-head" },
+      heading("Jobs"),
+      h("a", { class: "button primary", href: "#/new" }, "New job"),
+    ),
+    h(
+      "form",
+      { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (event) => event.preventDefault() },
+      h("div", { class: "field inline" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
+      h("div", { class: "field inline" }, h("label", { for: "filter-pipeline" }, "Pipeline"), pipelineSelect),
+      liveNote,
+    ),
+    h("div", { class: "table-wrap" }, table),
+    empty,
+    h("div", { class: "more-row" }, moreButton),
+  );
+
+  /** Keep the filters in the address (without a navigation) so that a reload or a shared link keeps them. */
+  function rememberFilters() {
+    const params = new URLSearchParams();
+    if (filters.status) params.set("status", filters.status);
+    if (filters.pipeline) params.set("pipeline", filters.pipeline);
+    const query = params.toString();
+    history.replaceState(null, "", `#/${query ? `?${query}` : ""}`);
+  }
+
+  /** The status filter is the API's: read again from the first page. */
+  statusSelect.addEventListener("change", () => {
+    filters.status = statusSelect.value;
+    rememberFilters();
+    view.pages = 1;
+    view.loaded = false;
+    view.known = new Map();
+    poller.now();
+  });
+  /** The pipeline filter is applied here, to the jobs already read. */
+  pipelineSelect.addEventListener("change", () => {
+    filters.pipeline = pipelineSelect.value;
+    rememberFilters();
+    show();
+  });
+
+  moreButton.addEventListener("click", async () => {
+    view.pages += 1;
+    moreButton.disabled = true;
+    moreButton.textContent = "Loading…";
+    await poller.now();
+  });
+
+  /** Read as many pages as are shown, from the first. */
+  async function load(signal) {
+    const jobs = [];
+    let cursor = null;
+    let page = 0;
+    do {
+      const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
+      if (filters.status) params.set("status", filters.status);
+      if (cursor) params.set("cursor", cursor);
+      const data = await api(`jobs?${params}`, { signal });
+      jobs.push(...(data?.jobs ?? []));
+      cursor = data?.cursor ?? data?.nextCursor ?? null;
+      page += 1;
+    } while (cursor && page < view.pages);
+    view.pages = page;
+    view.cursor = cursor;
+    announceChanges(jobs);
+    const seen = new Set();
+    view.jobs = jobs.filter((job) => !seen.has(job.jobId) && seen.add(job.jobId));
+    view.loaded = true;
+    show();
+    fillPipelines();
+  }
+
+  /** Announce new jobs and status changes since the last read (not on the first read). */
+  function announceChanges(jobs) {
+    const messages = [];
+    if (view.loaded) {
+      const fresh = jobs.filter((job) => !view.known.has(job.jobId));
+      if (fresh.length === 1) messages.push(`New job ${fresh[0].jobId}, ${fresh[0].status}.`);
+      else if (fresh.length > 1) messages.push(`${fresh.length} new jobs.`);
+      const changed = jobs.filter((job) => view.known.has(job.jobId) && view.known.get(job.jobId) !== job.status);
+      if (changed.length > 0 && changed.length <= 3) {
+        for (const job of changed) messages.push(`Job ${job.jobId} is now ${job.status}.`);
+      } else if (changed.length > 3) {
+        messages.push(`${changed.length} jobs changed status.`);
+      }
+    }
+    view.known = new Map(jobs.map((job) => [job.jobId, job.status]));
+    if (messages.length) announce(messages.join(" "));
+  }
+
+  /** The pipelines to filter by: the deployment's, and any a listed job names. */
+  async function fillPipelines() {
+    let names = view.jobs.map((job) => job.pipeline);
+    try {
+      names = names.concat((await loadPipelines()).map((pipeline) => pipeline.name));
+    } catch {
+      /* the filter offers the pipelines of the listed jobs only */
+    }
+    if (filters.pipeline) names.push(filters.pipeline);
+    const wanted = [...new Set(names)].sort();
+    const present = [...pipelineSelect.options].slice(1).map((option) => option.value);
+    if (jsonEqual(wanted, present)) return;
+    setChildren(
+      pipelineSelect,
+      h("option", { value: "" }, "Any pipeline"),
+      wanted.map((name) => h("option", { value: name }, name)),
+    );
+    pipelineSelect.value = filters.pipeline;
+  }
+
+  /** Render the rows that pass the pipeline filter, the empty message and the Load more button. */
+  function show() {
+    const shown = filters.pipeline ? view.jobs.filter((job) => job.pipeline === filters.pipeline) : view.jobs;
+    renderJobRows(tbody, shown);
+    table.hidden = shown.length === 0;
+    empty.hidden = !view.loaded || shown.length > 0;
+    empty.replaceChildren(...emptyMessage());
+    moreButton.hidden = !view.cursor;
+    moreButton.disabled = false;
+    moreButton.textContent = "Load more";
+    const count = `${shown.length} job${shown.length === 1 ? "" : "s"}${view.cursor ? " (more to load)" : ""}`;
+    liveNote.textContent = `${count} · live, updated ${clockFormat.format(new Date())}`;
+  }
+
+  function emptyMessage() {
+    if (view.jobs.length === 0 && !filters.status && !view.cursor) {
+      return [h("p", {}, "No jobs yet: ", h("a", { href: "#/new" }, "start one"), " and watch it here.")];
+    }
+    const more = view.cursor ? " among the jobs loaded so far; Load more looks further" : "";
+    return [h("p", {}, `No job matches these filters${more}.`)];
+  }
+
+  const poller = new Poller(load);
+  poller.start();
+  return { stop: () => poller.stop(), refresh: () => poller.now() };
+}
+
+/**
+ * Update the table's rows in place, keyed by job id, and in a row only the cells whose content changed:
+ * the link to a job is never rebuilt, so the focus (a keyboard user on a link) survives a poll.
+ * @param {HTMLTableSectionElement} tbody
+ * @param {object[]} jobs
+ */
+function renderJobRows(tbody, jobs) {
+  const rows = new Map([...tbody.rows].map((row) => [row.dataset.jobId, row]));
+  jobs.forEach((job, index) => {
+    let row = rows.get(job.jobId);
+    rows.delete(job.jobId);
+    if (!row) row = h("tr", { dataset: { jobId: job.jobId } });
+    const signature = JSON.stringify([
+      job.status,
+      job.pipeline,
+      job.nextPhase,
+      job.attempt,
+      job.updatedAt,
+      job.corrupt,
+    ]);
+    if (row.dataset.signature !== signature) {
+      row.dataset.signature = signature;
+      row.dataset.status = job.status;
+      updateCells(row, jobCells(job));
+    }
+    if (tbody.rows[index] !== row) tbody.insertBefore(row, tbody.rows[index] ?? null);
+  });
+  for (const row of rows.values()) row.remove();
+}
+
+/** Put `cells` in `row`, replacing only the cells whose markup differs from the one in their place. */
+function updateCells(row, cells) {
+  cells.forEach((cell, index) => {
+    const present = row.cells[index];
+    if (!present) row.append(cell);
+    else if (present.innerHTML !== cell.innerHTML) present.replaceWith(cell);
+  });
+  while (row.cells.length > cells.length) row.lastElementChild.remove();
+}
+
+/** The cells of a job's row (each with its column's name, shown as a label on a phone). */
+function jobCells(job) {
+  const cell = (label, ...children) => h("td", { "data-label": label }, ...children);
+  return [
+    cell("Job", h("a", { class: "job-link mono", href: `#/jobs/${encodeURIComponent(job.jobId)}` }, job.jobId)),
+    cell("Pipeline", job.pipeline),
+    cell(
+      "Status",
+      statusBadge(job.status),
+      job.corrupt ? h("span", { class: "badge status-error", title: job.error ?? "" }, "unreadable") : null,
+    ),
+    cell("Phase", job.nextPhase ? h("span", { class: "mono" }, job.nextPhase) : h("span", { class: "muted" }, "—")),
+    cell("Attempt", String(job.attempt ?? 1)),
+    cell("Created", timeElement(job.createdAt)),
+    cell("Updated", timeElement(job.updatedAt)),
+  ];
+}

@@ -1,0 +1,32 @@
+/**
+ * The words the page shows for the API's statuses, log entry kinds and phase outcomes.
+ */
+
+export const STATUSES = ["idle", "running", "waiting", "paused", "complete", "error", "cancelled"];
+export const STATUS_LABELS = {
+  idle: "Idle",
+  running: "Running",
+  waiting: "Waiting",
+  paused: "Paused",
+  complete: "Complete",
+  error: "Error",
+  cancelled: "Cancelled",
+};
+export const KIND_LABELS = {
+  log: "Log",
+  observation: "Observation",
+  decision: "Decision",
+  insight: "Insight",
+  error: "Error",
+};
+export const OUTCOME_LABELS = {
+  next: "next",
+  done: "done",
+  error: "failed",
+  retry: "retry",
+  "unknown-phase": "unknown phase",
+  sleep: "sleep",
+  wait: "wait",
+  map: "map",
+  release: "released",
+};

@@ -1,0 +1,67 @@
+/**
+ * Routing: the view the URL's fragment names is shown, the one before it stopped.
+ */
+
+import { clearAlert } from "./alerts.js";
+import { closeDialogs } from "./dialogs.js";
+import { $, h, heading } from "./dom.js";
+import { jobView } from "./job-view.js";
+import { jobsView } from "./jobs-view.js";
+import { newJobView } from "./new-job-view.js";
+
+/**
+ * The view a fragment names: `{name: "jobs"|"job"|"new"|"missing", id?, params}`.
+ * @param {string} hash
+ */
+export function parseRoute(hash) {
+  const raw = hash.replace(/^#/, "");
+  const queryAt = raw.indexOf("?");
+  const path = queryAt >= 0 ? raw.slice(0, queryAt) : raw;
+  const params = new URLSearchParams(queryAt >= 0 ? raw.slice(queryAt + 1) : "");
+  if (path === "" || path === "/") return { name: "jobs", params };
+  if (path === "/new") return { name: "new", params };
+  const job = /^\/jobs\/([^/]+)\/?$/.exec(path);
+  if (job) {
+    try {
+      return { name: "job", id: decodeURIComponent(job[1]), params };
+    } catch {
+      return { name: "missing", params };
+    }
+  }
+  return { name: "missing", params };
+}
+
+const VIEWS = { jobs: jobsView, job: jobView, new: newJobView, missing: missingView };
+let currentView = null;
+let firstRender = true;
+
+/** Show the view the address names, stopping the one before (its polling and its requests). */
+export function render() {
+  currentView?.stop?.();
+  closeDialogs();
+  clearAlert();
+  const route = parseRoute(location.hash);
+  const main = $("#main");
+  main.replaceChildren();
+  main.removeAttribute("aria-busy");
+  currentView = VIEWS[route.name](main, route) ?? null;
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    const current = link.dataset.nav === route.name;
+    if (current) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  if (!firstRender) $("h1", main)?.focus({ preventScroll: false });
+  firstRender = false;
+}
+
+/** Read the current view again now (after the token changed). */
+export function refreshView() {
+  currentView?.refresh?.();
+}
+
+function missingView(main) {
+  main.append(
+    heading("Nothing here"),
+    h("p", {}, "This address names no view of the dashboard. ", h("a", { href: "#/" }, "See all jobs"), "."),
+  );
+}

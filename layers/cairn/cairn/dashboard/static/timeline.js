@@ -1,0 +1,169 @@
+/**
+ * The job's timeline: its phase runs on a shared time axis, the backoffs between them, the run in
+ * flight.
+ */
+
+import { h, setChildren } from "./dom.js";
+import { formatDuration, formatTime, fullFormat, quoted } from "./format.js";
+import { OUTCOME_LABELS } from "./labels.js";
+
+const MAX_TIMELINE_ROWS = 300;
+
+/** A log line written when a job is started again at a phase (a start, resume, start over or rerun). */
+const RESTART_ENTRY = /^(Job (started|retried|rerun)|Rerun from phase|Resumed)/;
+
+/**
+ * The timeline: one bar per phase run (start and length on a shared time axis, coloured and labelled by
+ * outcome), the backoff before a retried attempt as a dashed gap, and the phase in flight (or its wait)
+ * growing to now while the job runs.
+ * @param {HTMLElement} container
+ * @param {object} job a JobView
+ */
+export function renderTimeline(container, job, log = [], now = Date.now()) {
+  const all = job.phases ?? [];
+  const records = all.slice(-MAX_TIMELINE_ROWS);
+  const live = currentRun(job, log, now);
+  if (records.length === 0 && !live) {
+    container.replaceChildren(h("p", { class: "muted" }, "No phase has run yet."));
+    return;
+  }
+  const starts = records.map((record) => record.startedAt).concat(live ? [live.start] : []);
+  const ends = records.map((record) => record.endedAt).concat(live ? [live.end] : []);
+  const origin = Math.min(...starts, job.createdAt ?? Infinity);
+  const span = Math.max(Math.max(...ends) - origin, 1);
+  const at = (ms) => `${(((ms - origin) / span) * 100).toFixed(3)}%`;
+  const width = (ms) => `${Math.max((ms / span) * 100, 0.4).toFixed(3)}%`;
+
+  const rows = records.map((record, index) => {
+    const previous = findPrevious(records, index);
+    const delay = previous ? record.startedAt - previous.endedAt : 0;
+    const duration = record.endedAt - record.startedAt;
+    const outcome = OUTCOME_LABELS[record.outcome] ?? record.outcome;
+    const then = record.outcome === "next" && record.nextPhase ? ` → ${record.nextPhase}` : "";
+    const parts = [`${formatDuration(duration)}`, `${outcome}${then}`];
+    if (delay > 0) parts.push(`after ${formatDuration(delay)} backoff`);
+    return timelineRow({
+      phase: record.phase,
+      attempt: record.attempt,
+      outcome: record.outcome,
+      summary: parts.join(" · "),
+      title: [
+        `${record.phase}, attempt ${record.attempt}: started ${fullFormat.format(new Date(record.startedAt))}`,
+        ...parts,
+        record.codeVersion ? `code ${record.codeVersion}` : null,
+      ]
+        .filter(Boolean)
+        .join(", "),
+      error: record.error,
+      bar: { left: at(record.startedAt), width: width(duration) },
+      gap: delay > 0 ? { left: at(previous.endedAt), width: width(delay) } : null,
+    });
+  });
+  if (live) rows.push(timelineRow(live.row(at, width)));
+
+  setChildren(
+    container,
+    all.length > records.length
+      ? h("p", { class: "muted" }, `The last ${records.length} of ${all.length} phase runs.`)
+      : null,
+    h("ol", { class: "timeline-rows" }, rows),
+    h(
+      "div",
+      { class: "timeline-axis muted", "aria-hidden": "true" },
+      h("span", {}, formatTime(origin)),
+      h("span", {}, `${formatDuration(span)} in all`),
+    ),
+  );
+}
+
+/** The earlier run of the same phase that a retried attempt follows (for the backoff between them). */
+function findPrevious(records, index) {
+  const record = records[index];
+  if (record.attempt <= 1) return null;
+  for (let before = index - 1; before >= 0; before -= 1) {
+    if (records[before].phase === record.phase) return records[before].outcome === "retry" ? records[before] : null;
+  }
+  return null;
+}
+
+/**
+ * The run in flight of a running job, for the timeline: its phase growing to now, or the backoff or sleep
+ * it waits out (until `wakeAt`), or the wait of a waiting job. Null when nothing is in flight.
+ */
+function currentRun(job, log, now) {
+  if (!["running", "waiting"].includes(job.status) || !job.nextPhase) return null;
+  const lastEnd = (job.phases ?? []).at(-1)?.endedAt ?? job.createdAt ?? now;
+  // The run in flight began when the last phase run ended, or later when the job was started again (a resume,
+  // a rerun: the log says so). Not at the checkpoint's time: a phase's own saves move that while it runs.
+  const restarted = log
+    .filter((entry) => entry.timestamp > lastEnd && RESTART_ENTRY.test(entry.message ?? ""))
+    .map((entry) => entry.timestamp);
+  const start = Math.max(lastEnd, ...restarted);
+  const waitingOut = job.status === "running" && job.wakeAt && job.wakeAt > now;
+  if (job.status === "waiting") {
+    return {
+      start,
+      end: now,
+      row: (at, width) => ({
+        phase: job.nextPhase,
+        attempt: job.attempt,
+        outcome: "waiting",
+        summary: `waiting for ${quoted(job.waitingFor ?? "?")} · ${formatDuration(now - start)} so far`,
+        title: `Waiting for signal ${job.waitingFor ?? "?"} since ${fullFormat.format(new Date(start))}`,
+        gap: { left: at(start), width: width(now - start) },
+      }),
+    };
+  }
+  if (waitingOut) {
+    return {
+      start,
+      end: job.wakeAt,
+      row: (at, width) => ({
+        phase: job.nextPhase,
+        attempt: job.attempt,
+        outcome: "pending",
+        summary: `starts at ${formatTime(job.wakeAt)} (in ${formatDuration(job.wakeAt - now)})`,
+        title: `Attempt ${job.attempt} of ${job.nextPhase} waits until ${fullFormat.format(new Date(job.wakeAt))}`,
+        gap: { left: at(start), width: width(job.wakeAt - start) },
+      }),
+    };
+  }
+  return {
+    start,
+    end: now,
+    row: (at, width) => ({
+      phase: job.nextPhase,
+      attempt: job.attempt,
+      outcome: "running",
+      summary: `running · ${formatDuration(now - start)} so far`,
+      title: `${job.nextPhase}, attempt ${job.attempt}: running since ${fullFormat.format(new Date(start))}`,
+      bar: { left: at(start), width: width(now - start) },
+    }),
+  };
+}
+
+/** One row of the timeline: the phase and attempt, the track with its bar (and gap), the summary. */
+function timelineRow({ phase, attempt, outcome, summary, title, error, bar, gap }) {
+  const track = h("div", { class: "track", "aria-hidden": "true" });
+  const place = (element, { left, width }) => {
+    // Set through the CSSOM, not a style attribute: a strict Content-Security-Policy allows it.
+    element.style.left = left;
+    element.style.width = width;
+    return element;
+  };
+  if (gap) track.append(place(h("span", { class: "gap" }), gap));
+  if (bar) track.append(place(h("span", { class: `bar outcome-${outcome}` }), bar));
+  return h(
+    "li",
+    { class: `timeline-row outcome-${outcome}`, title },
+    h(
+      "div",
+      { class: "timeline-label" },
+      h("span", { class: "mono phase-name" }, phase),
+      attempt > 1 ? h("span", { class: "attempt" }, `attempt ${attempt}`) : null,
+    ),
+    track,
+    h("div", { class: "timeline-summary" }, summary),
+    error ? h("p", { class: "timeline-error" }, error) : null,
+  );
+}
