@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .app import Cairn
+from .core.clock import Clock
 from .core.context import PhaseContext
 from .core.engine import advance_phase, cancel_job, pause_job, resolve_start_phase, run_pipeline, signal_job
 from .core.errors import (
@@ -26,39 +27,79 @@ from .core.errors import (
     StorageError,
     TransitionRefusedError,
     UnknownPhaseError,
+    VersionConflict,
 )
-from .core.models import Checkpoint, FanOut, Job, JobStatus, Lesson, LogEntry, MapItem, PhaseRecord, RetryMode, Signal
+from .core.lessons import StoredLesson
+from .core.models import (
+    Checkpoint,
+    FanOut,
+    HistoryItem,
+    Job,
+    JobStatus,
+    Lesson,
+    LogEntry,
+    MapItem,
+    MapMark,
+    MapRecord,
+    PhaseRecord,
+    RetryMode,
+    Signal,
+)
 from .core.outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from .core.pipeline import Pipeline
 from .core.registry import PipelineRegistry
 from .core.retry import RetryPolicy
-from .core.scheduler_port import Scheduler
-from .core.storage_port import Storage
+from .core.scheduler_port import ItemScheduler, Scheduler
+from .core.storage_port import Route, Storage
+from .core.transitions import (
+    Claim,
+    Commit,
+    CrashReport,
+    Fence,
+    Journal,
+    Save,
+    SignalDelivery,
+    StartJob,
+    WaitExpiry,
+    Written,
+)
 from .scheduling.inline import InlineScheduler
+from .storage.document import DocumentStorage, StoredMap
 from .storage.memory import MemoryStorage
 
 __all__ = [
     "Cairn",
     "CairnError",
     "Checkpoint",
+    "Claim",
     "ClaimLostError",
+    "Clock",
+    "Commit",
     "ConfigurationError",
     "CorruptJobError",
+    "CrashReport",
+    "DocumentStorage",
     "Done",
     "DynamoDBStorage",
     "Fail",
     "FanOut",
+    "Fence",
     "FileStorage",
+    "HistoryItem",
     "InlineScheduler",
     "InvalidInputError",
+    "ItemScheduler",
     "Job",
     "JobExistsError",
     "JobNotFoundError",
     "JobStatus",
+    "Journal",
     "Lesson",
     "LogEntry",
     "Map",
     "MapItem",
+    "MapMark",
+    "MapRecord",
     "MemoryStorage",
     "ModelError",
     "Next",
@@ -70,16 +111,25 @@ __all__ = [
     "PipelineRegistry",
     "RetryMode",
     "RetryPolicy",
+    "Route",
+    "Save",
     "Scheduler",
     "SchedulingError",
     "Signal",
+    "SignalDelivery",
     "Sleep",
+    "StartJob",
     "StateTooLargeError",
     "Storage",
     "StorageError",
+    "StoredLesson",
+    "StoredMap",
     "TransitionRefusedError",
     "UnknownPhaseError",
+    "VersionConflict",
+    "WaitExpiry",
     "WaitFor",
+    "Written",
     "advance_phase",
     "cancel_job",
     "pause_job",
