@@ -4,6 +4,10 @@ The page is at ``/dashboard`` (and, from ``cairn dev``, at ``/`` and ``/index.ht
 ``/assets/<name>``. The page links its files and calls the API by relative URLs, so the same files work at
 the root of ``cairn dev``, of ``cairn dashboard`` and of a deployed API (``GET /dashboard``, any stage).
 
+The script is native ES modules, no build step: the page loads ``app.js`` with ``<script type="module">``
+and the modules import each other by relative URL (``./api.js``), each served here as ``text/javascript``.
+They sit beside the page, not in subfolders: the deployed API's route ``/assets/{file}`` is one path segment.
+
 A name that could leave the folder (``..``, an absolute path, a hidden file) or that has no known content
 type is no asset.
 """
