@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import agents  # noqa: F401  (importing it registers the agent and plan phase kinds)
 from .app import Cairn
 from .core.clock import Clock
 from .core.context import PhaseContext

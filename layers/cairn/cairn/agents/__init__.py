@@ -1,11 +1,15 @@
 """Agent phases: conversations, the model port, tools, an offline scripted model, the agent loop and plans.
 
-Core: no AWS here. The Bedrock model is ``cairn.aws.bedrock.BedrockModel``.
+Core: no AWS here. The Bedrock model is ``cairn.aws.bedrock.BedrockModel``. Importing this package
+registers the "agent" and "plan" phase kinds with the core (:mod:`cairn.core.phase_kinds`), which
+``Pipeline.agent_phase`` and ``Pipeline.plan_phase`` build with; :mod:`cairn` imports it.
 """
 
 from __future__ import annotations
 
 from ..core.errors import ModelError
+from ..core.phase_kinds import register_phase_kind
+from . import agent_phase, plans
 from .agent_phase import AgentPhase, AgentRun
 from .messages import ContentBlock, Message, ModelTurn, StopReason, TextBlock, ToolResult, ToolUse, Usage
 from .model import Model, ToolSpec
@@ -38,3 +42,6 @@ __all__ = [
     "Usage",
     "tool",
 ]
+
+register_phase_kind("agent", agent_phase.build)
+register_phase_kind("plan", plans.build)

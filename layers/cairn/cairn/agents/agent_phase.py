@@ -284,3 +284,8 @@ def register(
         statements=statements,
     )
     return code
+
+
+def build(pipeline: Pipeline[Any], name: str, /, **options: Any) -> AgentPhase:
+    """The "agent" phase kind's builder (:mod:`cairn.core.phase_kinds`): :func:`register` with ``options``."""
+    return register(pipeline, name, **options)

@@ -309,3 +309,8 @@ def register(
         statements=statements,
     )
     return code
+
+
+def build(pipeline: Pipeline[Any], name: str, /, **options: Any) -> PlanPhase:
+    """The "plan" phase kind's builder (:mod:`cairn.core.phase_kinds`): :func:`register` with ``options``."""
+    return register(pipeline, name, **options)

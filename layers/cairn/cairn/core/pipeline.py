@@ -13,12 +13,11 @@ from pydantic import BaseModel, ValidationError
 
 from .admission import json_value
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
+from .phase_kinds import PhaseCode, phase_builder
 from .retry import RetryPolicy
 from .text import validation_problems
 
 if TYPE_CHECKING:
-    from ..agents.agent_phase import AgentPhase
-    from ..agents.plans import PlanPhase
     from .context import PhaseContext
     from .outcomes import PhaseResult
 
@@ -158,29 +157,29 @@ class Pipeline(Generic[S]):
             return register(fn)
         return register
 
-    def agent_phase(self, name: str, **options: Any) -> AgentPhase:
+    def agent_phase(self, name: str, **options: Any) -> PhaseCode:
         """Register an agent phase: model turns and tool calls, checkpointed one by one.
 
         Options: ``model``, ``tools``, ``prompt``, ``system``, ``max_turns`` (10), ``next``,
         ``on_max_turns``, ``finish``, ``progress`` ("agent"), ``recall`` (0), and the function settings
-        of :meth:`phase`. See :mod:`cairn.agents.agent_phase`; returns the phase's code.
+        of :meth:`phase`. Built by the "agent" phase kind (:mod:`cairn.core.phase_kinds`), which
+        :mod:`cairn.agents` provides; returns the phase's code.
         """
-        from ..agents import agent_phase
+        return self._phase_of_kind("agent", name, options, sys._getframe(1).f_globals.get("__name__"))
 
-        code = agent_phase.register(self, name, **options)
-        code.__module__ = sys._getframe(1).f_globals.get("__name__", code.__module__)
-        return code
-
-    def plan_phase(self, name: str, **options: Any) -> PlanPhase:
+    def plan_phase(self, name: str, **options: Any) -> PhaseCode:
         """Register a plan phase: a typed plan's top-level steps, checkpointed one by one.
 
         Options: ``plan`` (the plan from the state), ``tools``, ``next``, ``progress`` ("plan_progress"),
-        and the function settings of :meth:`phase`. See :mod:`cairn.agents.plans`; returns the phase's code.
+        and the function settings of :meth:`phase`. Built by the "plan" phase kind, which
+        :mod:`cairn.agents` provides; returns the phase's code.
         """
-        from ..agents import plans
+        return self._phase_of_kind("plan", name, options, sys._getframe(1).f_globals.get("__name__"))
 
-        code = plans.register(self, name, **options)
-        code.__module__ = sys._getframe(1).f_globals.get("__name__", code.__module__)
+    def _phase_of_kind(self, kind: str, name: str, options: dict[str, Any], module: str | None) -> PhaseCode:
+        """Register phase ``name`` with the builder of ``kind``; its code names ``module`` (the caller's) as its own."""
+        code = phase_builder(kind)(self, name, **options)
+        code.__module__ = module or code.__module__
         return code
 
     @property

@@ -1,0 +1,186 @@
+"""A claimed run of one phase: the claim that gives one worker the job, and the writes made under it.
+
+Every save and the commit that ends the run are fenced by the claim: a worker that lost it (a crash
+report took over, a retry fenced it off) can write nothing more.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from .. import ttl
+from ..context import JournalBuffer
+from ..errors import UnknownPhaseError
+from ..ids import validate_job_id
+from ..lessons import lessons_in
+from ..models import (
+    MAX_ERROR_CHARS,
+    Checkpoint,
+    EntryKind,
+    FanOut,
+    Job,
+    LogEntry,
+    LogLevel,
+    MapItem,
+    PhaseOutcome,
+    PhaseRecord,
+    clip_text,
+)
+from ..outcomes import WaitFor
+from ..pipeline import Pipeline
+from ..storage_port import Storage
+from ..transitions import Claim, Commit, CrashReport, Fence, Save
+from ..versions import code_version
+from .writes import job_expires_at, logger, resolve_write
+
+
+class ClaimedRun:
+    """One claimed run of one phase: the writes it may make, all fenced by its claim."""
+
+    def __init__(self, job: Job, pipeline: Pipeline[Any], storage: Storage, worker: str, started_at: int) -> None:
+        assert job.checkpoint is not None
+        self.job = job
+        self.pipeline = pipeline
+        self.storage = storage
+        assert job.claim_sequence is not None
+        self.fence = Fence(worker, job.claim_sequence)
+        self.started_at = started_at
+        self.checkpoint = job.checkpoint
+        self.phase_name = job.checkpoint.next_phase
+        self.journal = JournalBuffer()
+        self.map_items: list[MapItem] | None = None
+        #: Called once the run's next write (a save or the commit) has landed: it carried the map's usage.
+        self.after_write: Callable[[], None] | None = None
+
+    def _written(self) -> None:
+        """A save or the commit has landed: what was waiting for it (the map's usage joined) is told, once."""
+        after, self.after_write = self.after_write, None
+        if after is not None:
+            after()
+
+    def entry(self, message: str, *, level: LogLevel = "info", kind: EntryKind = "log") -> None:
+        self.journal.add_entry(
+            LogEntry(message=message, level=level, kind=kind, phase=self.phase_name, timestamp=self.storage.clock())
+        )
+
+    def remember_lessons(self) -> None:
+        """Keep the insights recorded since the last write in the pipeline's memory (before that write)."""
+        found = lessons_in(self.journal.peek().log, self.job.job_id)
+        if found:
+            expires = ttl.expires_at(self.storage.clock(), ttl.seconds_of(self.pipeline.memory_ttl))
+            self.storage.remember(self.pipeline.name, found, expires_at=expires)
+
+    def save(self, state: Any, lease_seconds: float) -> None:
+        self.remember_lessons()
+        now = self.storage.clock()
+        request = Save(
+            seen=self.job,
+            checkpoint=Checkpoint(next_phase=self.phase_name, state=self.pipeline.dump_state(state), created_at=now),
+            now_ms=now,
+            lease_expires_at=now + int(lease_seconds * 1000),
+            expires_at=job_expires_at(self.pipeline, now),
+            journal=self.journal.peek(),
+        )
+        self.job = resolve_write(lambda: self.storage.save(self.job.job_id, self.fence, request))
+        self.journal.clear()
+        self._written()
+
+    def commit(
+        self,
+        kind: PhaseOutcome,
+        *,
+        checkpoint: Checkpoint | None = None,
+        result: Any = None,
+        error: str | None = None,
+        delay: float = 0.0,
+        wait: WaitFor | None = None,
+        fan_out: FanOut | None = None,
+    ) -> Job:
+        self.remember_lessons()
+        now = self.storage.clock()
+        error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
+        phase = self.pipeline.get_phase(self.phase_name) if self.pipeline.has_phase(self.phase_name) else None
+        record = PhaseRecord(
+            phase=self.phase_name,
+            attempt=self.job.attempt,
+            started_at=self.started_at,
+            ended_at=now,
+            outcome=kind,
+            next_phase=checkpoint.next_phase if checkpoint else None,
+            error=error,
+            code_version=code_version(phase.run) if phase is not None else None,
+        )
+        not_before = now + int(delay * 1000) if kind in ("retry", "sleep") else None
+        deadline = now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None
+        request = Commit(
+            seen=self.job,
+            kind=kind,
+            now_ms=now,
+            # a job lives its TTL past the moment it wakes or its wait times out, never expiring asleep
+            expires_at=job_expires_at(self.pipeline, max(now, not_before or now, deadline or now)),
+            record=record,
+            journal=self.journal.peek(),
+            checkpoint=checkpoint,
+            result=result,
+            error=error,
+            not_before=not_before,
+            waiting_for=wait.signal if wait is not None else None,
+            wait_deadline=deadline,
+            timeout_phase=wait.timeout_phase if wait is not None else None,
+            fan_out=fan_out,
+        )
+        self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
+        self.journal.clear()
+        self._written()
+        return self.job
+
+
+def lease_for(pipeline: Pipeline[Any], phase: str | None) -> float:
+    """How long a claim for ``phase`` lasts; for an unknown phase, the longest of the pipeline's leases."""
+    if phase is not None and pipeline.has_phase(phase):
+        return pipeline.get_phase(phase).lease_seconds
+    return max(pipeline.get_phase(name).lease_seconds for name in pipeline.phase_names)
+
+
+def claim_run(
+    job_id: str,
+    pipeline: Pipeline[Any],
+    storage: Storage,
+    *,
+    phase: str | None,
+    worker: str | None,
+    sequence: int | None = None,
+    crash: CrashReport | None = None,
+) -> ClaimedRun | None:
+    """Claim the job for one run of ``phase`` (or take over the claim ``crash`` names); None: not claimable."""
+    validate_job_id(job_id)
+    _ = pipeline.initial_phase  # an empty pipeline is refused here
+    worker = worker or uuid.uuid4().hex
+    lease = lease_for(pipeline, phase)
+    now = storage.clock()
+    request = Claim(
+        job_id=job_id,
+        pipeline=pipeline.name,
+        phase=phase,
+        worker=worker,
+        now_ms=now,
+        lease_expires_at=now + int(lease * 1000),
+        expires_at=job_expires_at(pipeline, now),
+        sequence=sequence,
+        crash=crash,
+    )
+    claimed = resolve_write(partial(storage.claim, request))
+    if claimed is None:
+        logger.debug("No advance for job %s (phase %s): not claimable", job_id, phase)
+        return None
+    return ClaimedRun(claimed, pipeline, storage, worker, claimed.claimed_at or now)
+
+
+def commit_unknown_phase(run: ClaimedRun) -> Job:
+    """The checkpoint names a phase the pipeline does not have: ``error``, naming it and the known ones."""
+    message = str(UnknownPhaseError(run.phase_name, run.pipeline.phase_names))
+    run.entry(message, level="error", kind="error")
+    return run.commit("unknown-phase", error=message)

@@ -1,0 +1,17 @@
+"""Pausing and cancelling a job: an operator's stop, fenced like every other write."""
+
+from __future__ import annotations
+
+from ..ids import validate_job_id
+from ..models import Job
+from ..storage_port import Storage
+
+
+def pause_job(job_id: str, *, storage: Storage) -> Job:
+    """Pause a running job: the phase in flight finishes; nothing after it starts."""
+    return storage.pause(validate_job_id(job_id))
+
+
+def cancel_job(job_id: str, *, storage: Storage) -> Job:
+    """Cancel a job. A worker mid-phase can no longer commit; the checkpoint stays until it expires."""
+    return storage.cancel(validate_job_id(job_id))

@@ -1,0 +1,63 @@
+"""A job's history: the items its writes add, linked newest first from the job's ``history_head``.
+
+A write that never landed may leave an item no head links to; every walk here follows the links
+only, so such an item is never seen, and a corrupt loop ends the walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..models import Checkpoint, HistoryItem, LogEntry, PhaseRecord
+from .requests import Journal
+
+
+def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[str, float]:
+    """Usage counters with ``delta`` added."""
+    merged = dict(usage)
+    for key, value in delta.items():
+        merged[key] = merged.get(key, 0) + value
+    return merged
+
+
+def history_item(
+    token: str,
+    prev: str | None,
+    journal: Journal,
+    record: PhaseRecord | None = None,
+    entry: Checkpoint | None = None,
+) -> HistoryItem:
+    """The history a write adds after ``prev``; ``entry`` is the checkpoint the write set (a phase entered)."""
+    return HistoryItem(token=token, prev=prev, log=list(journal.log), record=record, entry=entry)
+
+
+def entered(items: Mapping[str, HistoryItem], head: str | None, phase: str) -> Checkpoint | None:
+    """The checkpoint of the newest write in the history ending at ``head`` that entered ``phase``."""
+    for item in history_chain(items, head):
+        if item.entry is not None and item.entry.next_phase == phase:
+            return item.entry
+    return None
+
+
+def history_chain(items: Mapping[str, HistoryItem], head: str | None) -> list[HistoryItem]:
+    """The history items linked from ``head``, newest first; a corrupt loop ends the walk."""
+    chain: list[HistoryItem] = []
+    seen: set[str] = set()
+    while head is not None and head in items and head not in seen:
+        seen.add(head)
+        chain.append(items[head])
+        head = items[head].prev
+    return chain
+
+
+def linked_history(items: Mapping[str, HistoryItem], head: str | None) -> tuple[list[LogEntry], list[PhaseRecord]]:
+    """The log and phase records of the history ending at ``head``, oldest first.
+
+    Items not reachable from ``head`` (written by a write that never landed)
+    are left out; a corrupt loop ends the walk.
+    """
+    chain = history_chain(items, head)
+    chain.reverse()
+    log = [entry for item in chain for entry in item.log]
+    records = [item.record for item in chain if item.record is not None]
+    return log, records

@@ -1,0 +1,242 @@
+"""The rules for the job's own life: start, claim, save, commit, pause and cancel.
+
+Each function is one conditional write: it checks its condition against the stored job and either
+returns what to write, or says why not (an error, or None for nothing to do).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
+from ..models import Job, JobStatus
+from .history import history_item, merge_usage
+from .requests import Claim, Commit, Fence, Save, StartJob, Written, landed, live
+
+
+def start(existing: Job | None, request: StartJob) -> Written:
+    """Create the job or take it over: a new sequence and no claim fence any worker mid-phase."""
+    repeated = landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    current = live(existing, request.now_ms)
+    if (current.sequence if current else None) != request.expected_sequence:
+        raise VersionConflict(request.job_id)
+    if current is not None and current.pipeline != request.pipeline:
+        raise InvalidInputError(
+            f'Job "{request.job_id}" belongs to pipeline "{current.pipeline}", not "{request.pipeline}"'
+        )
+    fresh = current is None or request.reset_history
+    prev = None if fresh or current is None else current.history_head
+    history = history_item(request.token, prev, request.journal, entry=request.checkpoint)
+    input_changed = current is None or request.input != current.input
+    common: dict[str, Any] = {
+        "status": JobStatus.WAITING if request.waiting_for is not None else JobStatus.RUNNING,
+        "waiting_for": request.waiting_for,
+        "wait_deadline": request.wait_deadline,
+        "timeout_phase": request.timeout_phase,
+        "checkpoint": request.checkpoint,
+        "input": request.input,
+        "input_token": request.token if input_changed else current.input_token if current else None,
+        "updated_at": request.now_ms,
+        "expires_at": request.expires_at,
+        "ttl_seconds": request.ttl_seconds,
+        "write_token": request.token,
+        "history_head": request.token,
+    }
+    if current is None:
+        job = Job(
+            job_id=request.job_id,
+            pipeline=request.pipeline,
+            created_at=request.now_ms,
+            sequence=(existing.sequence + 1) if existing else 1,
+            run=(existing.run + 1) if existing else 1,
+            usage=dict(request.journal.usage),
+            **common,
+        )
+        return Written(job, history)
+    job = current.model_copy(
+        update={
+            **common,
+            "error": None,
+            "result": None,
+            "attempt": 1,
+            "signal": current.signal if request.resumed else None,
+            "fan_out": request.fan_out or (current.fan_out if request.resumed else None),
+            "run": current.run + 1 if request.reset_history else current.run,
+            "sequence": current.sequence + 1,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "claim_sequence": None,
+            "claimed_at": None,
+            "not_before": request.not_before,
+            "usage": merge_usage(current.usage, request.journal.usage),
+            "log": [],
+            "phases": [],
+        }
+    )
+    return Written(job, history)
+
+
+def claim(existing: Job | None, request: Claim) -> Written | None:
+    """The claimed job, or None when it is not claimable (absent, not running, stale, held)."""
+    repeated = landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    job = live(existing, request.now_ms)
+    if job is None or job.pipeline != request.pipeline:
+        return None
+    if job.status != JobStatus.RUNNING or job.checkpoint is None or not request.admits(job):
+        return None
+    # a crash report takes over the dead claim: the run it ends started when that claim was made
+    taken_over = request.crash is not None and job.lease_owner is not None
+    claimed = job.model_copy(
+        update={
+            "sequence": job.sequence + 1,
+            "claim_sequence": job.sequence,
+            "claimed_at": (job.claimed_at or request.now_ms) if taken_over else request.now_ms,
+            "lease_owner": request.worker,
+            "lease_expires_at": request.lease_expires_at,
+            "updated_at": request.now_ms,
+            "expires_at": request.expires_at,
+            "write_token": request.token,
+        }
+    )
+    return Written(claimed)
+
+
+def check_fence(existing: Job | None, job_id: str, fence: Fence, now_ms: int) -> Job:
+    """The stored job, provided ``fence`` is still its current claim; else ClaimLostError."""
+    job = live(existing, now_ms)
+    if job is None:
+        raise ClaimLostError(job_id, "the job is gone or expired")
+    if job.lease_owner != fence.worker or job.claim_sequence != fence.claim_sequence:
+        raise ClaimLostError(job_id, "another worker or a retry took the job over")
+    return job
+
+
+def save(existing: Job | None, job_id: str, fence: Fence, request: Save) -> Written:
+    """Write a mid-phase checkpoint, provided the worker still holds its claim."""
+    repeated = landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    job = check_fence(existing, job_id, fence, request.now_ms)
+    history = history_item(request.token, job.history_head, request.journal) if request.journal.log else None
+    saved = job.model_copy(
+        update={
+            "checkpoint": request.checkpoint,
+            "sequence": job.sequence + 1,
+            "usage": merge_usage(job.usage, request.journal.usage),
+            "lease_expires_at": request.lease_expires_at,
+            "updated_at": request.now_ms,
+            "expires_at": request.expires_at,
+            "write_token": request.token,
+            "history_head": request.token if history else job.history_head,
+        }
+    )
+    return Written(saved, history)
+
+
+def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
+    """The fields a commit sets beyond sequence, claim, usage and history (one home for every store).
+
+    A commit that leaves the phase (next, done, sleep, wait) consumes the signal the phase was given;
+    a retry or an error keeps it, so that the phase run again reads it again.
+    """
+    left = {"attempt": 1, "signal": None, "fan_out": None}
+    if request.kind == "next":
+        return {**left, "checkpoint": request.checkpoint}
+    if request.kind == "map":
+        return {**left, "checkpoint": request.checkpoint, "fan_out": request.fan_out}
+    if request.kind == "release":
+        return {"not_before": job.not_before}
+    if request.kind == "sleep":
+        return {**left, "checkpoint": request.checkpoint, "not_before": request.not_before}
+    if request.kind == "wait":
+        return {
+            **left,
+            "checkpoint": request.checkpoint,
+            "status": JobStatus.WAITING,
+            "waiting_for": request.waiting_for,
+            "wait_deadline": request.wait_deadline,
+            "timeout_phase": request.timeout_phase,
+        }
+    if request.kind == "done":
+        return {**left, "checkpoint": None, "status": JobStatus.COMPLETE, "result": request.result}
+    if request.kind == "retry":
+        return {"attempt": job.attempt + 1, "not_before": request.not_before}
+    return {"status": JobStatus.ERROR, "error": request.error}  # error, unknown-phase
+
+
+def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> Written:
+    """End a phase run, provided the worker still holds its claim; releases the claim."""
+    repeated = landed(existing, request.token)
+    if repeated is not None:
+        return repeated
+    job = check_fence(existing, job_id, fence, request.now_ms)
+    history = None
+    if request.kind != "release":
+        history = history_item(request.token, job.history_head, request.journal, request.record, entry=request.entry)
+    committed = job.model_copy(
+        update={
+            "not_before": None,
+            **commit_changes(job, request),
+            "sequence": job.sequence + 1,
+            "usage": merge_usage(job.usage, request.journal.usage),
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "claim_sequence": None,
+            "claimed_at": None,
+            "updated_at": request.now_ms,
+            "expires_at": request.expires_at,
+            "write_token": request.token,
+            "history_head": request.token if history is not None else job.history_head,
+        }
+    )
+    return Written(committed, history)
+
+
+def pause(existing: Job | None, job_id: str, now_ms: int, token: str) -> Written:
+    """Pause a running job: the phase in flight finishes, nothing after it starts."""
+    job = live(existing, now_ms)
+    if job is None:
+        raise JobNotFoundError(job_id)
+    if job.status == JobStatus.PAUSED:
+        return Written(job, landed=True)
+    if job.status != JobStatus.RUNNING:
+        raise TransitionRefusedError(f'Job "{job_id}" is {job.status.value}; only a running job can be paused')
+    paused = job.model_copy(
+        update={
+            "status": JobStatus.PAUSED,
+            "sequence": job.sequence + 1,
+            "updated_at": now_ms,
+            "expires_at": job.expires_at_after(now_ms),
+            "write_token": token,
+        }
+    )
+    return Written(paused)
+
+
+def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Written:
+    """Cancel a job: fence any worker, keep the checkpoint so a resume is still possible."""
+    job = live(existing, now_ms)
+    if job is None:
+        raise JobNotFoundError(job_id)
+    if job.status == JobStatus.CANCELLED:
+        return Written(job, landed=True)
+    if job.status == JobStatus.COMPLETE:
+        raise TransitionRefusedError(f'Job "{job_id}" is already complete; it cannot be cancelled')
+    cancelled = job.model_copy(
+        update={
+            "status": JobStatus.CANCELLED,
+            "sequence": job.sequence + 1,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "claim_sequence": None,
+            "claimed_at": None,
+            "updated_at": now_ms,
+            "expires_at": job.expires_at_after(now_ms),
+            "write_token": token,
+        }
+    )
+    return Written(cancelled)
