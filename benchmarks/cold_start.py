@@ -104,7 +104,7 @@ import boto3
 from moto import mock_aws
 from cairn import InlineScheduler, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb_schema import create_table
+from cairn.aws.dynamodb.schema import create_table
 from cairn.testing.invoker import LocalContext
 from pipelines import PIPELINES
 

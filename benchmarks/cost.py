@@ -41,7 +41,7 @@ from moto import mock_aws
 from benchmarks.common import Result, Table, Target, git_commit, machine, versions, write_result
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
-from cairn.aws.dynamodb_schema import create_table
+from cairn.aws.dynamodb.schema import create_table
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 

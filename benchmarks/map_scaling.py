@@ -30,7 +30,7 @@ from benchmarks.cost import REGION, fake_credentials, progress
 from benchmarks.overhead import MotoClock
 from cairn import Cairn, Done, InlineScheduler, JobStatus, Map, MemoryStorage, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb_schema import create_table
+from cairn.aws.dynamodb.schema import create_table
 from cairn.core.storage_port import Storage
 from cairn.storage.delegating import DelegatingStorage
 

@@ -233,8 +233,8 @@ _HOTSPOTS = (
     ("the engine's to_json of the phase's output (json dumps + loads)", "cairn/core/pipeline.py", "to_json"),
     ("encoding the state (json dumps, gzip, sha256, S3 PUT)", "cairn/aws/payloads.py", "encode"),
     ("reading the state back (S3 GET, sha256, gunzip, json loads)", "cairn/aws/payloads.py", "_fetch"),
-    ("the claim (UpdateItem, ALL_NEW decoded)", "cairn/aws/dynamodb.py", "claim"),
-    ("the commit (history PutItem + UpdateItem)", "cairn/aws/dynamodb.py", "commit"),
+    ("the claim (UpdateItem, ALL_NEW decoded)", "cairn/aws/dynamodb/jobs.py", "claim"),
+    ("the commit (history PutItem + UpdateItem)", "cairn/aws/dynamodb/jobs.py", "commit"),
 )
 
 

@@ -13,7 +13,7 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.config import Config
 from moto.server import ThreadedMotoServer
 
-from cairn.aws.dynamodb_schema import create_table
+from cairn.aws.dynamodb.schema import create_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from cairn import CorruptJobError, JobStatus, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb_schema import input_sk, job_pk
+from cairn.aws.dynamodb.schema import input_sk, job_pk
 from cairn.testing.stack import LocalStack
 from tests.functional.api_client import Api
 from tests.functional.conftest import Moto

@@ -11,7 +11,7 @@ import pytest
 
 from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb_schema import job_pk
+from cairn.aws.dynamodb.schema import job_pk
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of, make_scheduler
 

@@ -13,7 +13,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from cairn import Cairn, Done, InlineScheduler, JobStatus, Map, PhaseContext, Pipeline
-from cairn.aws.dynamodb import DynamoDBStorage, _cancellation_reasons
+from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb.map_items import _cancellation_reasons
 from cairn.testing.faults import LosingResponses
 from tests.functional.conftest import Moto
 from tests.support import FakeClock

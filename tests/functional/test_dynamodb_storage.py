@@ -24,7 +24,7 @@ from cairn import (
     run_pipeline,
 )
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb_schema import job_pk
+from cairn.aws.dynamodb.schema import job_pk
 from tests.functional.conftest import Moto
 from tests.functional.pipelines import four_phase_pipeline
 from tests.support import FakeClock, job_of, make_scheduler

@@ -11,8 +11,8 @@ import pytest
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb_items import item_size
-from cairn.aws.dynamodb_schema import job_pk
+from cairn.aws.dynamodb.attributes import item_size
+from cairn.aws.dynamodb.schema import job_pk
 from cairn.aws.payloads import DYNAMODB_ITEM_LIMIT, ITEM_BUDGET, MAX_INPUT_BYTES
 from cairn.core.settings import Settings
 from tests.functional.conftest import Moto

@@ -56,10 +56,10 @@ MANAGED_POLICIES = {
 }
 
 # The code that calls AWS: the layer's adapters and the bundle's functions. Module-level calls of
-# cairn/aws/dynamodb_schema.py (create_table, the TTL setting) are for tests and local runs only: the
+# cairn/aws/dynamodb/schema.py (create_table, the TTL setting) are for tests and local runs only: the
 # deployed table is the template's.
 CODE = [ROOT / "layers" / "cairn" / "cairn" / "aws", ROOT / "functions"]
-NOT_DEPLOYED = {Path("layers/cairn/cairn/aws/dynamodb_schema.py")}
+NOT_DEPLOYED = {Path("layers/cairn/cairn/aws/dynamodb/schema.py")}
 # The clients the code builds, and their IAM prefixes.
 SERVICES = {"dynamodb": "dynamodb", "s3": "s3", "sqs": "sqs", "lambda": "lambda", "stepfunctions": "states"}
 # Operations whose IAM actions are not "<prefix>:<Operation>".
@@ -69,7 +69,7 @@ IAM_ACTIONS_OF_OPERATION = {
     "lambda:Invoke": ["lambda:InvokeFunction"],
     "dynamodb:TransactGetItems": ["dynamodb:GetItem"],
     # IAM authorises each action a transaction holds; cairn's one transaction (a map item's finish,
-    # DynamoDBStorage._put_counted) is a Put and an Update, never a Delete or a ConditionCheck.
+    # MapItems._put_counted) is a Put and an Update, never a Delete or a ConditionCheck.
     "dynamodb:TransactWriteItems": ["dynamodb:PutItem", "dynamodb:UpdateItem"],
 }
 
@@ -140,7 +140,7 @@ def code_calls() -> tuple[Call, ...]:
 
 # What each part of the code that calls AWS is, by module and enclosing function.
 UNITS: dict[str, Callable[[Call], bool]] = {
-    "store": lambda call: call.path.parent.name == "aws" and call.path.stem.startswith(("dynamodb", "payloads")),
+    "store": lambda call: call.path.parent.name == "dynamodb" or call.path.parts[-2:] == ("aws", "payloads.py"),
     "invoke": lambda call: call.path.stem == "lambda_scheduler" and call.function == "invoke_phase",
     "queue": lambda call: call.path.stem == "lambda_scheduler" and call.function == "LambdaScheduler.queue",
     "start": lambda call: call.path.stem == "stepfunctions_scheduler",

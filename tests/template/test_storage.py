@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from cairn.aws import dynamodb_schema
+from cairn.aws.dynamodb import schema as dynamodb_schema
 from cairn.core import ttl
 from tests.template.cfn import Resolver, sam_template, sam_transform
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from ..aws.dynamodb import DynamoDBStorage
-from ..aws.dynamodb_schema import create_table
+from ..aws.dynamodb.schema import create_table
 from ..core.clock import Clock
 from ..core.settings import Settings
 from .moto_aws import dynamodb_client, s3_client

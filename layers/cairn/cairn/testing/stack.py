@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from ..aws.dynamodb_schema import create_table
+from ..aws.dynamodb.schema import create_table
 from ..aws.phase_handler import registry_phase_handler
 from ..aws.runtime import Runtime
 from ..aws.scheduler_handler import scheduler_handler

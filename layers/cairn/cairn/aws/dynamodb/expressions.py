@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .dynamodb_items import item_size, to_item
+from .attributes import item_size, to_item
 
 
 class Expression:

@@ -12,15 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
-from pydantic import ValidationError
-
-from ..core import ttl
-from ..core.errors import CorruptJobError
-from ..core.models import (
+from ...core import ttl
+from ...core.errors import CorruptJobError
+from ...core.models import (
     Checkpoint,
     FanOut,
     HistoryItem,
@@ -32,76 +28,10 @@ from ..core.models import (
     MapRecord,
     Signal,
 )
-from ..core.transitions import linked_history
-from . import dynamodb_schema as schema
-from .payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
-
-Item = dict[str, "AttributeValueTypeDef"]
-
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
-
-
-def to_item(values: dict[str, Any]) -> Item:
-    """DynamoDB attribute values for plain Python values (None values are left out)."""
-    return {key: _serializer.serialize(value) for key, value in values.items() if value is not None}
-
-
-def from_item(item: Item) -> dict[str, Any]:
-    """Plain Python values for an item: numbers as int, binary as bytes."""
-    return {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
-
-
-#: What reading an item's values can raise when they are not what cairn wrote.
-UNREADABLE = (KeyError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError, ValidationError)
-
-
-def item_size(item: Item) -> int:
-    """The item's size as DynamoDB counts it against its 400 KB limit: attribute names plus values.
-
-    Strings count their UTF-8 bytes, binary its bytes, a number about one byte
-    per two digits plus one, a map or list 3 bytes plus one per element (and
-    its keys), booleans and null one byte. Slightly generous where the rules
-    are approximate, so a write measured under the budget fits.
-    """
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: Any) -> int:
-    (kind, inner), *_ = value.items()
-    if kind == "S":
-        return len(str(inner).encode())
-    if kind == "B":
-        return len(inner.value if isinstance(inner, Binary) else bytes(inner))  # type: ignore[attr-defined]
-    if kind == "N":
-        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 2
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "M":
-        return 3 + sum(len(key.encode()) + _value_size(inner_value) + 1 for key, inner_value in inner.items())
-    if kind == "L":
-        return 3 + sum(_value_size(inner_value) + 1 for inner_value in inner)
-    return sum(_value_size({kind[0]: member}) for member in inner)  # SS, NS, BS
-
-
-def location(item: Item) -> str:
-    """Where an item lives, ``<pk>/<sk>``, for error messages (read without trusting the item)."""
-    keys = [item.get(name) for name in ("pk", "sk")]
-    return "/".join(str(key.get("S")) if isinstance(key, dict) else "?" for key in keys)
-
-
-def _reason(exc: BaseException) -> str:
-    """Why an item cannot be read: the error's type and the first line of its message, clipped."""
-    if isinstance(exc, ValidationError) and exc.errors():
-        first = exc.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "value"
-        return f"{field}: {first['msg']}"[:300]
-    text = str(exc).splitlines()[0][:300] if str(exc) else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
+from ...core.transitions import linked_history
+from ..payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
+from . import schema
+from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason
 
 #: Room an encoded payload's wrapping takes in an item: the map, its names, an S3 reference.
 _PAYLOAD_OVERHEAD = 512
@@ -141,18 +71,6 @@ def fitting_history(history: HistoryItem) -> str:
         }
     )
     return history.model_copy(update={"log": [note, *kept]}).model_dump_json(by_alias=True)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, Binary):
-        return value.value  # type: ignore[attr-defined]  # the stubs omit Binary.value
-    if isinstance(value, dict):
-        return {key: _plain(inner) for key, inner in value.items()}
-    if isinstance(value, list):
-        return [_plain(inner) for inner in value]
-    return value
 
 
 @dataclass
@@ -349,7 +267,7 @@ class ItemCodec:
                 }
             )
         except UNREADABLE as exc:
-            raise CorruptJobError(location(item), _reason(exc)) from exc
+            raise CorruptJobError(location(item), unreadable_reason(exc)) from exc
 
     def decode_map_item(self, item: Item) -> MapItem:
         """The item record a DynamoDB item holds; CorruptJobError names an unreadable one."""
@@ -357,7 +275,7 @@ class ItemCodec:
         try:
             return MapItem.model_validate(self.payloads.decode(from_item(item)["record"], where=where))
         except UNREADABLE as exc:
-            raise CorruptJobError(where, _reason(exc)) from exc
+            raise CorruptJobError(where, unreadable_reason(exc)) from exc
 
     def decode_entry(self, item: Item, *, where: str) -> Checkpoint | None:
         """The entry checkpoint a history item keeps (its state fetched from S3 if it lives there)."""
@@ -369,7 +287,7 @@ class ItemCodec:
             state = self.payloads.decode(raw["state"], where=where)
             return Checkpoint(next_phase=raw["nextPhase"], state=state, created_at=raw["createdAt"])
         except UNREADABLE as exc:
-            raise CorruptJobError(where, _reason(exc)) from exc
+            raise CorruptJobError(where, unreadable_reason(exc)) from exc
 
     def decode_job(self, item: Item, *, with_payloads: bool = True, partition: Iterable[Item] = ()) -> Job:
         """The job an item holds (with its input and history from ``partition``); unreadable items are named."""
@@ -415,7 +333,7 @@ class ItemCodec:
                 history_renew_by=values.get("historyRenewBy"),
             )
         except UNREADABLE as exc:
-            raise CorruptJobError(where, _reason(exc)) from exc
+            raise CorruptJobError(where, unreadable_reason(exc)) from exc
         return self._with_partition(job, list(partition), where) if partition else job
 
     def _with_partition(self, job: Job, items: list[Item], where: str) -> Job:
@@ -430,7 +348,7 @@ class ItemCodec:
                 elif job.input_token is not None and sk == schema.input_sk(job.input_token):
                     job_input = self.payloads.decode(from_item(item)["input"], where=f"{where}/{sk}")
             except UNREADABLE as exc:
-                raise CorruptJobError(f"{where}/{sk}", _reason(exc)) from exc
+                raise CorruptJobError(f"{where}/{sk}", unreadable_reason(exc)) from exc
         log, phases = linked_history(history, job.history_head)
         return job.model_copy(update={"input": job_input, "log": log, "phases": phases})
 
@@ -471,7 +389,7 @@ class ItemCodec:
                 expires_at=values["expiresAt"],
             )
         except UNREADABLE as exc:
-            return self.corrupt_summary(item, CorruptJobError(location(item), _reason(exc)), status=status)
+            return self.corrupt_summary(item, CorruptJobError(location(item), unreadable_reason(exc)), status=status)
 
     def corrupt_summary(self, item: Item, error: CorruptJobError, *, status: JobStatus | None = None) -> JobSummary:
         """A listing entry for a job item that cannot be read: its id, ``corrupt``, and why."""

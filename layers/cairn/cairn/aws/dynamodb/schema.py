@@ -31,7 +31,7 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING
 
-from ..core.ids import validate_owner as validate_owner  # the rule lives in cairn.ids
+from ...core.ids import validate_owner as validate_owner  # the rule lives in cairn.ids
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,0 +1,101 @@
+"""A job's history and input items: the entry checkpoints they keep, and their expiry kept ahead of the job's.
+
+History items (what one write added to the log and phase records) and the input item sit under
+the job's ``pk`` and are written once, with an expiry of their own. A job that lives on pushes that
+expiry forward before its own would pass it (:mod:`cairn.core.ttl`: at most once per TTL).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ...core import transitions, ttl
+from ...core.models import Checkpoint, HistoryItem
+from ...core.transitions import StartJob, Written
+from ..payloads import PayloadCodec
+from . import schema
+from .attributes import UNREADABLE, Item, from_item
+from .codec import ItemCodec
+from .expressions import Expression
+from .table import ConditionFailed, Table
+
+
+class History:
+    """The history and input items of one owner's jobs."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+        """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one."""
+        table = self.table
+        now = table.clock()
+        job_item: Item | None = None
+        history: dict[str, HistoryItem] = {}
+        items: dict[str, Item] = {}
+        for item in table.query_partition(job_id):
+            sk = str(item["sk"].get("S", ""))
+            if sk == schema.JOB_SK:
+                job_item = item
+            elif sk.startswith(schema.HISTORY_PREFIX):
+                try:
+                    linked = HistoryItem.model_validate_json(from_item(item)["history"])
+                except UNREADABLE:
+                    continue  # an unreadable item ends the chain there, as when the job is read
+                history[linked.token] = linked
+                items[linked.token] = item
+        if job_item is None or table.expired(job_item, now):
+            return None
+        head = from_item(job_item).get("historyHead")
+        for linked in transitions.history_chain(history, head if isinstance(head, str) else None):
+            where = f"{table.codec.pk(job_id)}/{schema.history_sk(linked.token)}"
+            found = table.codec.decode_entry(items[linked.token], where=where)
+            if found is not None and found.next_phase == phase:
+                return found
+        return None
+
+    def with_renewal(self, written: Written, request: StartJob) -> Written:
+        """The started job with its ``historyRenewBy``; a job that keeps side items past it renews them first."""
+        if written.landed:
+            return written
+        current, now, seconds = transitions.live(request.seen, request.now_ms), request.now_ms, request.ttl_seconds
+        if current is None:
+            renew_by: int | None = ttl.renew_by(ttl.side_expires_at(now, seconds), seconds)
+        else:
+            kept = current.history_renew_by
+            renew_by = None if kept is None else ttl.renew_by(kept + current.ttl_seconds, seconds)
+            if ttl.renewal_due(renew_by, now):
+                renew_by = self.renew(request.job_id, now, seconds)
+        return replace(written, job=written.job.model_copy(update={"history_renew_by": renew_by}))
+
+    def renew(self, job_id: str, now_ms: int, ttl_seconds: int) -> int:
+        """Push the expiry of the job's history and input items and restart the age of its offloaded objects.
+
+        Returns the job's next ``historyRenewBy``. Idempotent: a crash half-way leaves the job due again.
+        """
+        target = ttl.side_expires_at(now_ms, ttl_seconds)
+        items = list(self.table.query_partition(job_id))
+        job_item = next((item for item in items if item["sk"].get("S") == schema.JOB_SK), None)
+        if job_item is not None:
+            keys = ItemCodec.s3_keys_of(job_item)
+            for item in ItemCodec.side_items(job_item, items):
+                keys |= {key for key in [PayloadCodec.s3_key_of(from_item(item).get("input"))] if key}
+                if int(str(item.get(schema.TTL_ATTRIBUTE, {}).get("N", "0"))) < target:
+                    self._renew_item(item, target)
+            for key in sorted(keys):
+                self.table.payloads.renew(key)
+        return ttl.renew_by(target, ttl_seconds)
+
+    def _renew_item(self, item: Item, expires_at: int) -> None:
+        expression = Expression().require("attribute_exists(#pk)").set(schema.TTL_ATTRIBUTE, expires_at)
+        expression.name("pk")
+        table = self.table
+        try:
+            table.call(
+                table.client.update_item,
+                TableName=table.name,
+                Key={"pk": item["pk"], "sk": item["sk"]},
+                **expression.update_kwargs(),
+            )
+        except ConditionFailed:
+            return  # deleted meanwhile: nothing to keep

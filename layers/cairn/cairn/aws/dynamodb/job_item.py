@@ -1,0 +1,117 @@
+"""The job item's conditional update, and what the store remembers of each job item it read or wrote.
+
+Every change of a job after its start is one conditional ``UpdateItem`` of its item returning the
+new item (or, refused, the old one). The store remembers, per job, the S3 objects the item refers
+to (so a write that replaces one removes the old) and the item's size (so a large value is
+offloaded when the item would not hold it).
+"""
+
+from __future__ import annotations
+
+from ...core import ttl
+from ...core.models import Job, JobStatus
+from ..payloads import ITEM_BUDGET
+from . import schema
+from .attributes import Item, from_item, item_size
+from .codec import ItemCodec, kept_object
+from .expressions import Expression
+from .history import History
+from .table import ConditionFailed, Table, written_by
+
+
+class JobItem:
+    """Updates of one owner's job items, and the S3 objects and sizes of the last ones seen."""
+
+    def __init__(self, table: Table, history: History) -> None:
+        self.table = table
+        self.history = history
+        self._s3_keys: dict[str, set[str]] = {}
+        self._item_sizes: dict[str, int] = {}
+
+    def update(self, job_id: str, expression: Expression, *, now_ms: int, token: str) -> Item:
+        """One conditional ``UpdateItem`` of the job item; the new item, or ConditionFailed with the old.
+
+        The write may push the job's expiry up to its ``historyRenewBy`` plus a TTL, where its side
+        items still live; past that, the side items are renewed first and the write sent again
+        (:mod:`cairn.core.ttl`: at most once per TTL).
+        """
+        guard = expression.value("renewGuard", ttl.epoch_seconds(now_ms))
+        renew_by = expression.name("historyRenewBy")
+        expression.require(f"attribute_not_exists({renew_by}) OR {renew_by} >= {guard}")
+        try:
+            return self._update_once(job_id, expression)
+        except ConditionFailed as failed:
+            old = failed.old
+            if old is None or written_by(old, token) or self.table.expired(old, now_ms):
+                raise
+            stored = from_item(old)
+            kept = stored.get("historyRenewBy")
+            if not ttl.renewal_due(kept, now_ms):
+                raise
+            expression.value("renewGuard", kept)  # the retry holds while no one else renewed in between
+            expression.set("historyRenewBy", self.history.renew(job_id, now_ms, int(stored["ttlSeconds"])))
+        return self._update_once(job_id, expression)
+
+    def _update_once(self, job_id: str, expression: Expression) -> Item:
+        table = self.table
+        response = table.call(
+            table.client.update_item,
+            TableName=table.name,
+            Key=table.key(job_id),
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **expression.update_kwargs(),
+        )
+        return dict(response["Attributes"])
+
+    def decode_and_remember(self, job_id: str, item: Item) -> Job:
+        """The job the item holds, its objects and size remembered."""
+        job = self.table.codec.decode_job(item)
+        self.remember(job_id, item)
+        return job
+
+    def remember(self, job_id: str, item: Item) -> None:
+        """Keep the S3 objects and the size of the job's item as last read or written."""
+        self._s3_keys[job_id] = ItemCodec.s3_keys_of(item)
+        self._item_sizes[job_id] = item_size(item)
+
+    def written(self, job_id: str, item: Item) -> None:
+        """After an update that landed: remove the objects it no longer refers to, and keep its size."""
+        self.release_old_objects(job_id, ItemCodec.s3_keys_of(item))
+        self._item_sizes[job_id] = item_size(item)
+
+    def room(self, job_id: str, seen: Job, expression: Expression) -> int:
+        """The bytes a large value may take in an update of the job item, ``expression`` so far included.
+
+        The update is measured as the stored item plus everything it sets, the
+        value it replaces counted too (so it fits by DynamoDB's count of the
+        item after the write, and by the local emulator's stricter one). The
+        stored size is the last item this store read or wrote for the job, or
+        else an estimate from ``seen`` that is never smaller than the item.
+        """
+        stored = self._item_sizes.get(job_id)
+        if stored is None:
+            stored = self.table.codec.measure(seen)
+        return ITEM_BUDGET - stored - expression.size()
+
+    def release_old_objects(self, job_id: str, current: set[str]) -> None:
+        """Remove the objects the job's item referred to and no longer does (but for kept entry states)."""
+        for key in self._s3_keys.get(job_id, set()) - current:
+            if not kept_object(key):
+                self.table.payloads.delete(key)
+        self._s3_keys[job_id] = set(current)
+
+    def forget_new_objects(self, job_id: str, written: set[str]) -> None:
+        """Remove the objects a refused write had put (those the stored item does not refer to)."""
+        for key in written - self._s3_keys.get(job_id, set()):
+            self.table.payloads.delete(key)
+
+
+def set_status(expression: Expression, codec: ItemCodec, job_id: str, status: JobStatus) -> None:
+    """Set the job's status, its listing key, and its sweep key (only a running job has one)."""
+    expression.set("status", status.value)
+    expression.set("statusKey", codec.status_key(job_id, status.value))
+    if status == JobStatus.RUNNING:
+        expression.set("sweepKey", schema.sweep_key(codec.owner, job_id))
+    else:
+        expression.remove("sweepKey")

@@ -1,0 +1,227 @@
+"""DynamoDB storage: every state change is one conditional write on the job's item.
+
+A claim, a save, a commit, a pause and a cancel are each one conditional
+``UpdateItem`` that sets only what changes and returns the item; a start is one
+conditional ``PutItem``. What a write adds to the job's history (log entries,
+a phase record) is one plain ``PutItem`` made just before it, linked from the
+job item only if the job write lands. Every write advances ``sequence``;
+a claim is conditioned on the sequence its message carries, the claim holder's
+writes on its claim (``leaseOwner`` and ``claimSequence``), a start on the
+sequence it read. A condition failure is read from the returned old item: the
+request's own write token means it had landed (a lost response); otherwise the
+domain outcome follows. It never escapes as a ``ClientError``.
+
+:class:`DynamoDBStorage` implements the port by composing the parts, each over one shared
+:class:`~cairn.aws.dynamodb.table.Table` (client, table name, owner, item codec, clock): the jobs
+and their transitions (:mod:`.jobs`, :mod:`.job_controls`, :mod:`.job_item`), their history
+(:mod:`.history`), the listings and the sweep (:mod:`.listings`), the maps (:mod:`.map_items`) and
+the lessons (:mod:`.lessons`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ...core.clock import Clock, system_clock_ms
+from ...core.errors import ConfigurationError
+from ...core.ids import validate_owner
+from ...core.models import Checkpoint, Job, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ...core.settings import Settings
+from ...core.storage_port import Route, Storage
+from ...core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
+from ..payloads import PayloadCodec
+from .codec import ItemCodec
+from .history import History
+from .job_controls import JobControls
+from .job_item import JobItem
+from .jobs import Jobs
+from .lessons import Lessons
+from .listings import Listings, StalledJob
+from .map_items import MapItems
+from .table import Table
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+
+class DynamoDBStorage(Storage):
+    """Jobs of one ``owner`` in one DynamoDB table (see :mod:`cairn.aws.dynamodb.schema`).
+
+    Clients are injected or built lazily once per process. Table and bucket
+    default to the settings (``CAIRN_TABLE_NAME``, ``CAIRN_STATE_BUCKET``).
+    """
+
+    def __init__(
+        self,
+        table_name: str | None = None,
+        *,
+        owner: str = "default",
+        client: DynamoDBClient | None = None,
+        bucket: str | None = None,
+        s3_client: S3Client | None = None,
+        inline_limit: int | None = None,
+        clock: Clock | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        config = settings or Settings.from_env()
+        name = table_name or config.table_name
+        if not name:
+            raise ConfigurationError("DynamoDBStorage needs a table name (argument or CAIRN_TABLE_NAME)")
+        payloads = PayloadCodec(
+            inline_limit=inline_limit or config.inline_state_limit,
+            bucket=bucket or config.state_bucket,
+            s3_client=s3_client,
+            offload_from=config.offload_state_from,
+        )
+        table = Table(name, owner=validate_owner(owner), client=client, payloads=payloads, clock=system_clock_ms)
+        self._assemble(table)
+        super().__init__(clock=clock)
+
+    def _assemble(self, table: Table) -> None:
+        """Build the parts over ``table``."""
+        self._table = table
+        self.table_name: str = table.name
+        self.owner: str = table.owner
+        self.payloads: PayloadCodec = table.payloads
+        self.codec: ItemCodec = table.codec
+        history = History(table)
+        job_item = JobItem(table, history)
+        self._jobs = Jobs(table, job_item, history)
+        self._controls = JobControls(table, job_item)
+        self._history = history
+        self._listings = Listings(table)
+        self._maps = MapItems(table)
+        self._lessons = Lessons(table)
+
+    def for_owner(self, owner: str) -> DynamoDBStorage:
+        """The same table and clients, seen as another owner."""
+        other = DynamoDBStorage.__new__(DynamoDBStorage)
+        other._assemble(self._table.for_owner(validate_owner(owner)))
+        return other
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every part reads (settable, as on every store)."""
+        return self._table.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self._table.clock = clock
+
+    @property
+    def client(self) -> DynamoDBClient:
+        """The DynamoDB client (the process-wide default unless one was injected)."""
+        return self._table.client
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    def get_job(self, job_id: str) -> Job | None:
+        """The job with its input, log and phase records (one consistent query), or None if absent or expired."""
+        return self._jobs.get_job(job_id)
+
+    def get_route(self, job_id: str) -> Route | None:
+        """The job's pipeline, status, next phase and sequence: one small consistent read of the job item."""
+        return self._jobs.get_route(job_id)
+
+    def start_job(self, request: StartJob) -> Job:
+        """One conditional put of the job item, after its history and input items."""
+        return self._jobs.start_job(request)
+
+    def claim(self, request: Claim) -> Job | None:
+        """One conditional update: the claim, or None when the job is not claimable."""
+        return self._jobs.claim(request)
+
+    def save(self, job_id: str, fence: Fence, request: Save) -> Job:
+        """One conditional update by the claim holder: the mid-phase checkpoint."""
+        return self._jobs.save(job_id, fence, request)
+
+    def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
+        """One conditional update by the claim holder: the phase's outcome, the claim released."""
+        return self._jobs.commit(job_id, fence, request)
+
+    def pause(self, job_id: str) -> Job:
+        """One conditional update: a running job paused."""
+        return self._controls.pause(job_id)
+
+    def cancel(self, job_id: str) -> Job:
+        """One conditional update: the job cancelled, its claim fenced."""
+        return self._controls.cancel(job_id)
+
+    def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
+        """One conditional update: the waiting job runs on with the signal."""
+        return self._controls.deliver_signal(job_id, request)
+
+    def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
+        """One conditional update: a wait past its deadline ends."""
+        return self._controls.expire_wait(job_id, request)
+
+    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+        """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one."""
+        return self._history.entered(job_id, phase)
+
+    # -- listings ----------------------------------------------------------------------------
+
+    def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
+        """Every live job of this owner, newest first (reads each job; use ``list_page`` for listings)."""
+        return self._listings.list_jobs(self.get_job, status=status)
+
+    def list_page(self, *, status: JobStatus | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
+        """One page of this owner's live jobs, newest first (see :meth:`.listings.Listings.list_page`)."""
+        return self._listings.list_page(status=status, cursor=cursor, limit=limit)
+
+    def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
+        """Running jobs of every owner with no live claim and no write for ``idle_seconds``."""
+        return self._listings.stalled_jobs(idle_seconds=idle_seconds, limit=limit)
+
+    # -- maps --------------------------------------------------------------------------------
+
+    def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
+        """The map's item records, in item order (one consistent query)."""
+        return self._maps.get_items(job_id, fan_out)
+
+    def get_item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
+        """One item record: one consistent GetItem by its key."""
+        return self._maps.get_item(job_id, fan_out, index)
+
+    def write_item(
+        self,
+        job_id: str,
+        fan_out: str,
+        item: MapItem,
+        *,
+        expected_version: int | None,
+        expires_at: int,
+        finishes: bool = False,
+    ) -> bool:
+        """One conditional put on the version read (or on no record); False when it no longer holds."""
+        return self._maps.write_item(
+            job_id, fan_out, item, expected_version=expected_version, expires_at=expires_at, finishes=finishes
+        )
+
+    def create_map(self, job_id: str, record: MapRecord, *, expires_at: int) -> None:
+        """One put on no record: a put sent again (a lost response) leaves the first as it is."""
+        self._maps.create_map(job_id, record, expires_at=expires_at)
+
+    def get_map(self, job_id: str, fan_out: str) -> MapRecord | None:
+        """The map's record: one consistent GetItem by its key."""
+        return self._maps.get_map(job_id, fan_out)
+
+    def get_maps(self, job_id: str) -> list[MapRecord]:
+        """The records of the job's maps: one consistent query of their prefix."""
+        return self._maps.get_maps(job_id)
+
+    def mark_map(self, job_id: str, fan_out: str, mark: MapMark, token: str) -> bool:
+        """One conditional update: the mark set to ``token`` if the record has none (or has this one)."""
+        return self._maps.mark_map(job_id, fan_out, mark, token)
+
+    # -- lessons -----------------------------------------------------------------------------
+
+    def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
+        """Plain puts of the lessons (a batch for several)."""
+        self._lessons.remember(pipeline, lessons, expires_at=expires_at)
+
+    def recall(self, pipeline: str, limit: int) -> list[Lesson]:
+        """The newest lessons, up to ``limit``."""
+        return self._lessons.recall(pipeline, limit)
