@@ -1,0 +1,39 @@
+"""cairn's promises about the Storage port, as a test suite to run against any adapter.
+
+In a test file::
+
+    from cairn.testing.contract import StorageContract
+
+    class TestMyStorage(StorageContract):
+        def make_storage(self, clock):
+            return MyStorage(clock=clock)
+
+pytest collects the inherited tests: start (idempotent by write token, refusing a live job it has not
+seen), claims and their fences, save, commit, pause, cancel, signals, waits, history and listings, map
+items and records, lessons, TTL, and requests sent again after a lost response. Each test gets a new,
+empty store from ``make_storage`` on a clock that moves only when the test says.
+"""
+
+from __future__ import annotations
+
+from .base import ContractBase
+from .jobs import JobContract
+from .lessons import LessonContract
+from .maps import MapContract
+from .pipeline import PipelineContract
+from .waits import WaitContract
+
+
+class StorageContract(JobContract, WaitContract, MapContract, LessonContract, PipelineContract):
+    """Every promise of the Storage port; subclass it and implement ``make_storage(self, clock)``."""
+
+
+__all__ = [
+    "ContractBase",
+    "JobContract",
+    "LessonContract",
+    "MapContract",
+    "PipelineContract",
+    "StorageContract",
+    "WaitContract",
+]
