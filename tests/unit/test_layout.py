@@ -124,7 +124,7 @@ def test_the_layer_leaves_out_every_local_tool_and_keeps_the_runtime(tmp_path: P
     layer.prune(staged)
 
     files = {path.relative_to(staged).as_posix() for path in staged.rglob("*") if path.is_file()}
-    assert {"cairn/core/engine.py", "cairn/aws/dynamodb.py", "cairn/aws/phase_handler.py"} <= files
+    assert {"cairn/core/engine/__init__.py", "cairn/aws/dynamodb/__init__.py", "cairn/aws/phase_handler.py"} <= files
     assert not [
         name for name in files if any(Path(name).is_relative_to(Path("cairn") / part) for part in LAYER_LEFT_OUT)
     ]
