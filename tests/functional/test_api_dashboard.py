@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cairn.dashboard.assets import static_folder
@@ -31,6 +33,21 @@ def test_its_files_are_served_beside_it(api: Api, name: str, content_type: str) 
 
     assert reply.status == 200
     assert reply.headers["Content-Type"].startswith(content_type)
+    assert reply.body == static_folder().joinpath(name).read_text()
+
+
+MODULES = sorted(path.name for path in Path(str(static_folder())).glob("*.js"))
+"""The modules of the dashboard's script (app.js, the entry, imports the others by relative URL)."""
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_of_its_script_is_served_as_a_script_the_page_may_run(api: Api, name: str) -> None:
+    reply = api.client.get(f"/assets/{name}", owner=None)
+
+    assert reply.status == 200
+    assert reply.headers["Content-Type"] == "text/javascript; charset=utf-8"
+    assert "script-src 'self'" in reply.headers["Content-Security-Policy"]
+    assert reply.headers["X-Content-Type-Options"] == "nosniff"  # a module is run only when served as a script
     assert reply.body == static_folder().joinpath(name).read_text()
 
 

@@ -5,9 +5,9 @@
 import { clearAlert } from "./alerts.js";
 import { closeDialogs } from "./dialogs.js";
 import { $, h, heading } from "./dom.js";
-import { jobView } from "./job-view.js";
-import { jobsView } from "./jobs-view.js";
-import { newJobView } from "./new-job-view.js";
+import { jobView } from "./view-job.js";
+import { jobsView } from "./view-jobs.js";
+import { newJobView } from "./view-start.js";
 
 /**
  * The view a fragment names: `{name: "jobs"|"job"|"new"|"missing", id?, params}`.
