@@ -28,6 +28,7 @@ class JobControls:
         self.job_item = job_item
 
     def pause(self, job_id: str) -> Job:
+        """A running job paused, or why not (the pure rule)."""
         now = self.table.clock()
         expression = Expression()
         expression.require("attribute_exists(#pk) AND #expiresAt > :nowSeconds AND #status = :running")
@@ -42,6 +43,7 @@ class JobControls:
         )
 
     def cancel(self, job_id: str) -> Job:
+        """The job cancelled and its claim fenced, or why not (the pure rule)."""
         now = self.table.clock()
         expression = Expression()
         expression.require(
@@ -58,6 +60,7 @@ class JobControls:
         )
 
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
+        """The waiting job running on with the signal, or why not (the pure rule)."""
         expression = Expression()
         expression.require(
             "attribute_exists(#pk) AND #expiresAt > :nowSeconds AND #status = :waiting AND #waitingFor = :name"
@@ -79,6 +82,7 @@ class JobControls:
         )
 
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
+        """A wait past its deadline ended (None: no such wait any more)."""
         response = self.table.call(
             self.table.client.get_item, TableName=self.table.name, Key=self.table.key(job_id), ConsistentRead=True
         )

@@ -90,6 +90,7 @@ class Jobs:
             ) from exc
 
     def start_job(self, request: StartJob) -> Job:
+        """The job created or taken over: its history and input items, then one conditional put."""
         written = self.history.with_renewal(transitions.start(request.seen, request), request)
         job = written.job
         encoded = self.table.codec.encode_job(job, token=request.token)
@@ -131,6 +132,7 @@ class Jobs:
         return written.returned()
 
     def claim(self, request: Claim) -> Job | None:
+        """The job claimed for one phase run: one conditional update (None: not claimable)."""
         expression = Expression()
         expression.require(_CLAIM_CONDITION)
         for attribute in ("pk", "expiresAt", "pipeline", "status", "checkpoint", "leaseOwner", "leaseExpiresAt"):
@@ -192,6 +194,7 @@ class Jobs:
         return " OR ".join(options) or "attribute_exists(#neverSet)"
 
     def save(self, job_id: str, fence: Fence, request: Save) -> Job:
+        """A mid-phase checkpoint: one conditional update on the holder's claim."""
         written = transitions.save(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
         room = self.job_item.room(job_id, request.seen, expression)
@@ -205,6 +208,7 @@ class Jobs:
         return job.model_copy(update={"checkpoint": request.checkpoint})
 
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
+        """A phase run's outcome, the claim released: its history, then one update on the claim."""
         written = transitions.commit(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
         expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt")
