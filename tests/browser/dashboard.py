@@ -15,7 +15,7 @@ from playwright.sync_api import Locator, Page, Request, expect
 from tests.local.devstack import DevStack
 
 POLL_MS = 2000
-"""How often the page's live refresh reads the view again (``POLL_MS`` in app.js)."""
+"""How often the page's live refresh reads the view again (``POLL_MS`` in poller.js)."""
 ACTIONS = ("Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal")
 """The job view's buttons, as their accessible names."""
 
