@@ -22,9 +22,9 @@ from cairn import (
     RetryPolicy,
     advance_phase,
     run_pipeline,
-    ttl,
 )
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.core import ttl
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of
 
