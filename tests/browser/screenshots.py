@@ -66,12 +66,14 @@ class Seed:
 RUNNING = "annual-report"
 SEEDS = (
     Seed("invoice-march", {"document": "invoice.txt"}, "complete"),
-    Seed("vendor-contract", {"document": "contract.txt", "page_seconds": 1}, "cancelled", then="cancel"),
+    # Two seconds a page: a loaded machine still pauses or cancels these before their last page is done.
+    Seed("vendor-contract", {"document": "contract.txt", "page_seconds": 2}, "cancelled", then="cancel"),
     Seed("missing-scan", {"document": "missing.txt"}, "error"),
-    Seed("report-draft", {"document": "report.txt", "page_seconds": 0.5}, "paused", then="pause", phase="publish"),
+    Seed("report-draft", {"document": "report.txt", "page_seconds": 2}, "paused", then="pause", phase="publish"),
     Seed("contract-review", {"document": "contract.txt"}, "complete"),
-    # Five pages, three seconds after each: about 15 s in ``extract``, long enough to photograph it running.
-    Seed(RUNNING, {"document": "report.txt", "page_seconds": 3}, "running"),
+    # Five pages, five seconds after each: about 25 s in ``extract``, long enough to photograph it running
+    # once the others have settled (the paused one only stops when its own extract ends, about 10 s in).
+    Seed(RUNNING, {"document": "report.txt", "page_seconds": 5}, "running"),
 )
 """Started in this order: the jobs view lists them newest first."""
 
