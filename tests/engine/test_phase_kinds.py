@@ -8,7 +8,7 @@ import pytest
 
 from cairn import Done, PhaseContext, Pipeline, PipelineError
 from cairn.agents import AgentPhase, PlanPhase, ScriptedModel
-from cairn.core import phase_kinds
+from cairn.core import pipeline as phase_kinds
 from cairn.core.outcomes import PhaseResult
 
 

@@ -287,5 +287,5 @@ def register(
 
 
 def build(pipeline: Pipeline[Any], name: str, /, **options: Any) -> AgentPhase:
-    """The "agent" phase kind's builder (:mod:`cairn.core.phase_kinds`): :func:`register` with ``options``."""
+    """The "agent" phase kind's builder (see :func:`cairn.core.pipeline.register_phase_kind`): :func:`register`."""
     return register(pipeline, name, **options)

@@ -312,5 +312,5 @@ def register(
 
 
 def build(pipeline: Pipeline[Any], name: str, /, **options: Any) -> PlanPhase:
-    """The "plan" phase kind's builder (:mod:`cairn.core.phase_kinds`): :func:`register` with ``options``."""
+    """The "plan" phase kind's builder (see :func:`cairn.core.pipeline.register_phase_kind`): :func:`register`."""
     return register(pipeline, name, **options)
