@@ -257,3 +257,16 @@ def test_no_library_module_imports_the_package_front() -> None:
         if room_of(name) == "__init__"
     ]
     assert offenders == []
+
+
+#: The most lines a module of the library may have: a module that outgrows it holds more than one job.
+MODULE_LINES = 500
+
+
+def test_no_library_module_is_over_the_size_of_one_job() -> None:
+    sizes = {
+        path.relative_to(PACKAGE).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert len(sizes) > 100  # the whole package was read
+    assert {name: lines for name, lines in sizes.items() if lines > MODULE_LINES} == {}
