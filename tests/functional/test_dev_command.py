@@ -23,7 +23,23 @@ def start(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str
         ("- a\n- b\n", "is not a CloudFormation template"),
         (
             "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      QueueName: !ImportValue other\n",
-            "Resources.Q.Properties.QueueName: Fn::ImportValue is not supported here",
+            "CloudFormation cannot create stack cairn-dev: No export named other found",
+        ),
+        (
+            "Transform: AWS::Serverless-2016-10-31\nResources:\n  F:\n    Type: AWS::Serverless::Function\n"
+            "    Properties:\n      CodeUri: s3://bucket/code.zip\n      Handler: a.b\n      Runtime: python3.12\n"
+            "      Events:\n        E:\n          Type: Bogus\n",
+            "Invalid Serverless Application Specification document",
+        ),
+        (
+            "Transform: AWS::Serverless-2016-10-31\nResources:\n  F:\n    Type: AWS::Serverless::Function\n"
+            "    Properties:\n      CodeUri: missing/\n      Handler: a.b\n      Runtime: python3.12\n",
+            "Resources.F.Properties.CodeUri: no folder ",
+        ),
+        (
+            "Parameters:\n  Mode:\n    Type: String\n    AllowedValues: [a, b]\n"
+            "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n",
+            "CloudFormation cannot create stack cairn-dev: Parameters: [Mode] must have values",
         ),
     ],
 )
@@ -37,6 +53,7 @@ def test_a_template_it_cannot_deploy_is_one_line(
     assert status == 2
     assert err.startswith("cairn dev: error: ")
     assert expected in err
+    assert err.count("\n") == 1
     assert "Traceback" not in err
     assert threading.active_count() == threads  # the AWS endpoint it started is stopped again
 

@@ -13,11 +13,11 @@ from typing import Any, cast
 import pytest
 
 from cairn.dashboard import assets
-from cairn.dev.deployment import Route
 from cairn.dev.environments import Outcome
 from cairn.dev.gateway import ApiGateway
 from cairn.dev.lambda_service import LambdaService
 from cairn.dev.logs import DevLog
+from cairn.dev.models import Route
 from cairn.testing.api_events import LOCAL_IDENTITY
 
 PAGE = "<!doctype html><title>cairn dashboard</title><script src='/assets/app.js'></script>"

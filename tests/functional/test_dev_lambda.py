@@ -14,9 +14,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from cairn.dev.aws_endpoint import AwsEndpoint
-from cairn.dev.deployment import FunctionConfig
 from cairn.dev.lambda_service import LambdaService
 from cairn.dev.logs import DevLog
+from cairn.dev.models import FunctionConfig
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 
 HANDLERS = """

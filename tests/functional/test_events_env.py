@@ -21,7 +21,8 @@ from moto import mock_aws
 
 from cairn.bundle.templating import cfnyaml
 from cairn.core.settings import DELAY_QUEUE_URL, STATE_MACHINE_ARN
-from cairn.dev.deployment import Deployment, deploy
+from cairn.dev.deployment import deploy
+from cairn.dev.models import Deployment
 from tests.events import EVENTS
 
 ROOT = EVENTS.parent

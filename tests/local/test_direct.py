@@ -16,7 +16,8 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.local.devstack import DevStack, cairn
+from cairn.bundle.templating import cfnyaml
+from tests.local.devstack import ROOT, DevStack, cairn
 
 pytestmark = pytest.mark.xdist_group("local-direct")
 
@@ -58,6 +59,26 @@ def test_the_stack_is_real_aws_on_its_moto_endpoint(direct_stack: DevStack) -> N
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expiresAt"}
     items = dynamodb.scan(TableName=info["table"])["Items"]
     assert any("boto3-visible" in item["pk"]["S"] for item in items)
+
+
+def test_the_stack_is_the_transformed_templates_on_cloudformation_and_lambda(direct_stack: DevStack) -> None:
+    info = direct_stack.admin("info")
+    session = boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
+    (stack,) = session.client("cloudformation", endpoint_url=info["awsEndpoint"]).describe_stacks(
+        StackName=info["stack"]
+    )["Stacks"]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    outputs = {item["OutputKey"]: item["OutputValue"] for item in stack["Outputs"]}
+    declared = cfnyaml.load((ROOT / "template.yaml").read_text(encoding="utf-8"))["Outputs"]
+    assert set(outputs) == {name for name, output in declared.items() if "Condition" not in output}
+    assert outputs == info["outputs"]
+    assert outputs["TableName"] == info["table"]
+    listed = session.client("lambda", endpoint_url=info["awsEndpoint"]).list_functions()["Functions"]
+    assert sorted(function["FunctionName"] for function in listed) == info["functions"]
+    banner = direct_stack.output().split("Ready.", 1)[0]
+    assert "the SAM transform, then CloudFormation (moto)" in banner
+    for kind in ("AWS::ApiGatewayV2::Api", "AWS::Lambda::EventInvokeConfig", "AWS::CloudWatch::Alarm"):
+        assert f"local runner  {kind} (" in banner
     queues = session.client("sqs", endpoint_url=info["awsEndpoint"]).list_queues()["QueueUrls"]
     assert any("DelayQueue" in url for url in queues)
     assert any("DeadLetterQueue" in url for url in queues)

@@ -24,6 +24,7 @@ def test_a_job_completes_through_the_state_machine(stepfunctions_stack: DevStack
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
+    assert info["outputs"]["StateMachineArn"] == info["stateMachine"]  # describe-stacks' output
     executions = sfn.list_executions(stateMachineArn=info["stateMachine"])["executions"]
     assert [execution["status"] for execution in executions] == ["SUCCEEDED"]
     history = sfn.get_execution_history(executionArn=executions[0]["executionArn"])["events"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import io
 import json
 
-from cairn.dev.deployment import Route
 from cairn.dev.gateway import CompiledRoute
 from cairn.dev.logs import DevLog
+from cairn.dev.models import Route
 
 
 def test_template_paths_match_whole_paths_and_read_their_parameters() -> None:

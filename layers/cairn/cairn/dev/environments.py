@@ -28,7 +28,7 @@ from .runtimes import worker_launch
 from .worker import error_payload
 
 if TYPE_CHECKING:
-    from .deployment import FunctionConfig
+    from .models import FunctionConfig
 
 INIT_TIMEOUT = 10.0
 """Seconds a worker may take to import its handler (Lambda's init phase), not counted in the function's timeout."""

@@ -22,7 +22,7 @@ from .lambda_service import LambdaService
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-    from .deployment import Schedule, SqsSource
+    from .models import Schedule, SqsSource
 
 IDLE_POLL_SECONDS = 0.2
 

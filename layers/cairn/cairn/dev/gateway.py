@@ -39,7 +39,7 @@ from .serving import ServedOnThread
 from .wsgi_server import READ_TIMEOUT, BodyTooLarge, LocalServer, read_body
 
 if TYPE_CHECKING:
-    from .deployment import Route
+    from .models import Route
 
 IDENTITY_HEADER = "x-cairn-identity"
 MAX_BODY = 10 * 1024 * 1024

@@ -8,6 +8,7 @@ destination. Invocations of one function run at most ``concurrency`` at a time.
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections import Counter
@@ -20,7 +21,7 @@ from .environments import FunctionPool, Outcome
 from .logs import DevLog
 
 if TYPE_CHECKING:
-    from .deployment import FunctionConfig
+    from .models import FunctionConfig
 
 ASYNC_RETRY_DELAYS = (60.0, 120.0)
 """Seconds Lambda waits before the first and the second retry of a failed async invocation."""
@@ -170,10 +171,15 @@ class LambdaService:
             return self._pending > 0 or any(count for name, count in self._invoking.items() if name not in excluding)
 
     def warm(self) -> dict[str, dict[str, Any]]:
-        """Start one environment of each function, in parallel; the init error of each one that failed, by name."""
+        """Start one environment of each function, one per CPU at a time; the init error of each one that failed.
+
+        Imports are CPU-bound: started all at once on a few CPUs, each would take as long as all of them
+        and outlast Lambda's init timeout.
+        """
         if not self.pools:
             return {}
-        with ThreadPoolExecutor(max_workers=len(self.pools), thread_name_prefix="warm") as warming:
+        parallel = min(len(self.pools), os.cpu_count() or 1)
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="warm") as warming:
             errors = dict(zip(self.pools, warming.map(FunctionPool.warm, self.pools.values()), strict=True))
         return {name: error for name, error in errors.items() if error is not None}
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.errors import CairnError
-from .deployment import FunctionConfig
+from .models import FunctionConfig
 
 WORKER = Path(__file__).resolve().with_name("worker.py")
 """The worker, run by path (``-P``: its folder is not put on the path): it imports nothing of cairn."""

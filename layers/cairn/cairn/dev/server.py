@@ -1,7 +1,8 @@
 """``cairn dev``: the template's stack on 127.0.0.1, with no AWS account and no Docker.
 
 :class:`DevServer` starts the local AWS endpoint (moto and Lambda's Invoke API), deploys
-``template.yaml`` onto it (:func:`cairn.dev.deployment.deploy`), runs the functions in worker
+``template.yaml`` onto it as a CloudFormation stack (:func:`cairn.dev.deployment.deploy`: the SAM
+transform, then moto's CloudFormation), runs the functions in worker
 processes (:class:`LambdaService`), polls the SQS event sources, ticks the schedules, serves
 the HTTP API (:class:`ApiGateway`) and reloads the code when it changes. With ``skip_waits``
 a :class:`TimeSkipper` moves the stack's clock past its waits whenever nothing else can run.
@@ -20,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
-
-import cairn
 
 from ..bundle.templating import cfnyaml
 from ..core.clock import OFFSET_FILE_VARIABLE, system_clock_ms
@@ -45,6 +44,8 @@ _DROPPED_VARIABLES = (
     "AWS_DEFAULT_PROFILE",
     OFFSET_FILE_VARIABLE,  # the workers read this server's skipped clock, or the real one: never another's
 )
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+"""The folder holding the ``cairn`` package (what the workers put on their path)."""
 
 
 class DevServerError(CairnError):
@@ -96,7 +97,7 @@ def worker_environment(aws_url: str) -> dict[str, str]:
     """What every worker inherits: this environment, local credentials, the local endpoint, cairn on the path."""
     environment = {key: value for key, value in os.environ.items() if key not in _DROPPED_VARIABLES}
     inherited = [str(Path(entry).resolve()) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    package_root = str(Path(cairn.__file__).resolve().parents[1])
+    package_root = str(_PACKAGE_ROOT)
     environment.update(LOCAL_CREDENTIALS)
     environment.update(
         AWS_ENDPOINT_URL=aws_url,
@@ -106,6 +107,17 @@ def worker_environment(aws_url: str) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     return environment
+
+
+def covered_lines(covered: Mapping[str, list[str]]) -> list[str]:
+    """The banner's lines for the resource types moto's CloudFormation does not create, and what stands in."""
+    from .coverage import COVERED
+
+    lines = []
+    for kind, logical_ids in sorted(covered.items()):
+        what = COVERED.get(kind, "not created locally")
+        lines.append(f"  local runner  {kind} ({len(logical_ids)}): {what}")
+    return lines
 
 
 class DevServer:
@@ -259,6 +271,8 @@ class DevServer:
             "table": deployment.table_name if deployment else None,
             "stateMachine": deployment.state_machine.arn if deployment and deployment.state_machine else None,
             "functions": sorted(deployment.functions) if deployment else [],
+            "outputs": deployment.outputs if deployment else {},
+            "covered": deployment.covered if deployment else {},
             "clock": self.clock(),
         }
 
@@ -273,7 +287,8 @@ class DevServer:
         """The lines printed once the server is ready."""
         info = self.info()
         lines = [
-            f"cairn dev: {self.options.template} deployed as stack {info['stack']} (driver {info['driver']})",
+            f"cairn dev: {self.options.template} deployed as stack {info['stack']} (driver {info['driver']}): "
+            "the SAM transform, then CloudFormation (moto)",
             f"  API           {info['api']}   (as {info['identity']}; header X-Cairn-Identity to act as another)",
             f"  dashboard     {info['api']}/",
             f"  AWS endpoint  {info['awsEndpoint']}   (AWS_ENDPOINT_URL for boto3 and the AWS CLI)",
@@ -282,6 +297,7 @@ class DevServer:
         if info["stateMachine"]:
             lines.append(f"  state machine {info['stateMachine']}")
         lines.append(f"  functions     {', '.join(self.log.short_name(name) for name in info['functions'])}")
+        lines += covered_lines(info["covered"])
         if self.options.reload:
             lines.append("  reload        on: a change to the functions' code starts new workers")
         if self.skipper is not None:

@@ -15,8 +15,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-import cairn
-
 IMPORT_TIMEOUT = 60.0
 """Seconds one folder's handlers may take to import."""
 
@@ -69,7 +67,7 @@ def _file_problem(folder: Path, handler: str) -> str | None:
 
 def _imported(folder: Path, handlers: list[str]) -> dict[str, str | None]:
     """Import ``handlers`` from ``folder`` in a fresh process: each one's problem, or None."""
-    library = str(Path(cairn.__file__).resolve().parents[1])
+    library = str(Path(__file__).resolve().parents[3])  # the folder holding the cairn package
     command = [sys.executable, "-I", "-c", PROBE, str(folder), library, *handlers]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=IMPORT_TIMEOUT, check=False)

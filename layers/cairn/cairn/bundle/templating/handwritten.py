@@ -4,7 +4,8 @@ Each function's ``Handler`` resolves in its ``CodeUri`` folder (:mod:`.handlers`
 exists (:mod:`.locations`); each ``AWS::Serverless::Function`` sets every variable of
 :data:`cairn.core.settings.REQUIRED_VARIABLES` (all of them: the bundle's functions all run cairn's code,
 and Globals give the variables to every function); and every Parameter and Condition is used
-(:mod:`.references`). Each finding is one line naming the resource, the property and the fix.
+(:mod:`.references`); and the SAM transform accepts the template (:mod:`.transform`).
+Each finding is one line naming the resource, the property and the fix.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.settings import REQUIRED_VARIABLES
-from . import handlers, locations, references, serverless
+from . import handlers, locations, references, serverless, transform
 
 
 @dataclass(frozen=True)
@@ -94,4 +95,4 @@ def problems(
     found = locations.problems(template, root, where)
     found += [handler_problem(logical_id, item) for logical_id, item in broken.items() if logical_id not in reported]
     found += variable_problems(serverless.functions(template))
-    return found + declaration_problems(template)
+    return found + declaration_problems(template) + transform.problems(template, root)

@@ -1,0 +1,173 @@
+"""The local runner's view of a created stack: each Lambda function's :class:`FunctionConfig`, and the HTTP API.
+
+Everything is read from the transformed template and the stack moto created: a function's handler,
+runtime, timeout, memory and environment from the Lambda service, its layers from its resource; its SQS sources from its
+event source mappings; its schedules from the ``AWS::Events::Rule`` resources that target it; its
+async invoke config from its ``AWS::Lambda::EventInvokeConfig``; the API's routes from the OpenAPI body
+of the ``AWS::ApiGatewayV2::Api``. Intrinsics are resolved by moto (:func:`cairn.dev.coverage.resolved`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from ..bundle.templating.errors import TemplateError
+from .coverage import API, EVENT_INVOKE_CONFIG, resolved
+from .models import ApiInfo, FunctionConfig, Route, Schedule, SqsSource
+
+LAMBDA_FUNCTION: Final = "AWS::Lambda::Function"
+DEFAULT_RETRY_ATTEMPTS: Final = 2
+_RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
+_RATE_UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400}
+_ANY_METHOD: Final = "X-AMAZON-APIGATEWAY-ANY-METHOD"
+
+
+class DeploymentError(TemplateError):
+    """The template cannot be deployed locally: one line saying why."""
+
+
+class StackReader:
+    """Reads the functions and the API of one created stack."""
+
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        stack: Any,
+        client: Callable[[str], Any],
+        folder: Callable[[Any], Path | None],
+    ) -> None:
+        self.resources: Mapping[str, Mapping[str, Any]] = template["Resources"]
+        self.stack = stack
+        self.lambda_client = client("lambda")
+        self.sqs = client("sqs")
+        self.folder = folder
+        self.names = {
+            logical_id: str(resource.physical_resource_id)
+            for logical_id in self.resources
+            if (resource := stack.resource_map[logical_id]) is not None and hasattr(resource, "physical_resource_id")
+        }
+
+    def of_type(self, kind: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Each created (or covered) resource of ``kind``: its logical id and its resolved properties."""
+        for logical_id, resource in self.resources.items():
+            if resource.get("Type") != kind:
+                continue
+            if kind != EVENT_INVOKE_CONFIG and logical_id not in self.names:
+                continue
+            condition = resource.get("Condition")
+            if condition and not self.stack.resource_map.lazy_condition_map[condition]:
+                continue
+            yield logical_id, resolved(self.stack, dict(resource.get("Properties") or {}))
+
+    def functions(self) -> dict[str, FunctionConfig]:
+        """Every function of the stack, by name."""
+        layer_folders = {
+            self.names[logical_id]: self.folder(props.get("Content"))
+            for logical_id, props in self.of_type("AWS::Lambda::LayerVersion")
+        }
+        invoke = {_function_name(props.get("FunctionName")): props for _, props in self.of_type(EVENT_INVOKE_CONFIG)}
+        rules = list(self.of_type("AWS::Events::Rule"))
+        routes = self.routes()
+        found = {}
+        for logical_id, properties in self.of_type(LAMBDA_FUNCTION):
+            name = self.names[logical_id]
+            folder = self.folder(properties.get("Code"))
+            if folder is None:
+                raise DeploymentError(f"Resources.{logical_id}: a local function needs its CodeUri as a folder")
+            configuration = self.lambda_client.get_function(FunctionName=name)["Configuration"]
+            arn = str(configuration["FunctionArn"])
+            config = invoke.get(name) or {}
+            on_failure = ((config.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
+            layers = tuple(str(layer) for layer in properties.get("Layers") or [])  # moto's function leaves them out
+            found[name] = FunctionConfig(
+                logical_id=logical_id,
+                name=name,
+                handler=str(configuration.get("Handler", "")),
+                code_uri=folder,
+                environment={
+                    str(key): str(value)
+                    for key, value in ((configuration.get("Environment") or {}).get("Variables") or {}).items()
+                },
+                timeout=float(configuration["Timeout"]),
+                memory=int(configuration["MemorySize"]),
+                maximum_retry_attempts=int(config.get("MaximumRetryAttempts", DEFAULT_RETRY_ATTEMPTS)),
+                on_failure=_function_name(on_failure) if on_failure and ":function:" in str(on_failure) else None,
+                sqs_sources=tuple(self._sqs_sources(name)),
+                schedules=tuple(_schedules(rules, arn, logical_id)),
+                http_routes=tuple(route for route, function in routes if function == arn),
+                layers=layers,
+                runtime=str(configuration.get("Runtime", "")),
+                built_layers=_built_layers(layers, layer_folders),
+            )
+        return found
+
+    def _sqs_sources(self, name: str) -> Iterator[SqsSource]:
+        """The function's enabled SQS event source mappings."""
+        listed = self.lambda_client.list_event_source_mappings(FunctionName=name)["EventSourceMappings"]
+        for mapping in listed:
+            arn = str(mapping.get("EventSourceArn", ""))
+            if ":sqs:" not in arn or mapping.get("State") not in ("Enabled", "Creating", None):
+                continue
+            url = self.sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"]
+            yield SqsSource(
+                queue_url=str(url),
+                queue_arn=arn,
+                batch_size=int(mapping.get("BatchSize") or 10),
+                report_batch_item_failures="ReportBatchItemFailures" in (mapping.get("FunctionResponseTypes") or []),
+            )
+
+    def routes(self) -> list[tuple[Route, str]]:
+        """Each route of the stack's HTTP APIs, and the ARN of the function its integration invokes."""
+        found = []
+        for _, properties in self.of_type(API):
+            for path, methods in ((properties.get("Body") or {}).get("paths") or {}).items():
+                for method, operation in methods.items():
+                    uri = str((operation.get("x-amazon-apigateway-integration") or {}).get("uri", ""))
+                    function = uri.split("/functions/", 1)[-1].removesuffix("/invocations")
+                    public = {"NONE": []} in (operation.get("security") or [])
+                    verb = "ANY" if method.upper() == _ANY_METHOD else method.upper()
+                    found.append((Route(verb, str(path), public), function))
+        return found
+
+    def api(self, functions: Mapping[str, FunctionConfig]) -> ApiInfo | None:
+        """The one function behind the HTTP API and its routes (None when no function has any)."""
+        served = [function for function in functions.values() if function.http_routes]
+        if len(served) > 1:
+            names = ", ".join(function.name for function in served)
+            raise DeploymentError(f"HTTP API routes to more than one function ({names}): the local API serves one")
+        return ApiInfo(served[0].name, list(served[0].http_routes)) if served else None
+
+
+def _schedules(rules: list[tuple[str, dict[str, Any]]], function_arn: str, logical_id: str) -> Iterator[Schedule]:
+    """The enabled schedule rules targeting the function; ``rate(...)`` read as seconds."""
+    for rule_id, properties in rules:
+        targets = [str(target.get("Arn")) for target in properties.get("Targets") or []]
+        expression = str(properties.get("ScheduleExpression", "")).strip()
+        if function_arn not in targets or not expression or properties.get("State") == "DISABLED":
+            continue
+        name = rule_id.removeprefix(logical_id) or rule_id
+        if expression.startswith(("cron(", "at(")):
+            yield Schedule(name, None, expression)
+            continue
+        rate = _RATE.fullmatch(expression)
+        if rate is None:
+            raise DeploymentError(f"Resources.{rule_id}.Properties.ScheduleExpression: cannot read {expression!r}")
+        amount, unit = int(rate.group(1)), rate.group(2).rstrip("s")
+        yield Schedule(name, float(amount * _RATE_UNITS[unit]), expression)
+
+
+def _built_layers(layers: tuple[str, ...], folders: Mapping[str, Path | None]) -> tuple[Path, ...]:
+    """The layers' ``python/`` folders when every layer is a built one of this stack, else ()."""
+    built = [folder / "python" for layer in layers if (folder := folders.get(layer)) and (folder / "python").is_dir()]
+    return tuple(built) if layers and len(built) == len(layers) else ()
+
+
+def _function_name(reference: Any) -> str:
+    """The function name of a Lambda ARN (with or without a qualifier), or the name given."""
+    value = str(reference)
+    if ":function:" in value:
+        return value.split(":function:", 1)[1].split(":", 1)[0]
+    return value
