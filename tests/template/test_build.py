@@ -103,9 +103,9 @@ def test_plain_sam_build_packages_the_layer_for_python312_and_the_architecture(
     built = load_yaml_template(build / "template.yaml")
     layer = build / built["Resources"]["CairnLayer"]["Properties"]["ContentUri"] / "python"
     assert (layer / "cairn" / "__init__.py").is_file()
-    assert (layer / "cairn" / "aws" / "dynamodb.py").is_file()
+    assert (layer / "cairn" / "aws" / "dynamodb" / "__init__.py").is_file()
     # Bytecode for the runtime, beside every module: Lambda's /opt is read-only, nothing is compiled there.
-    assert (layer / "cairn" / "core" / "__pycache__" / "engine.cpython-312.pyc").is_file()
+    assert (layer / "cairn" / "core" / "engine" / "__pycache__" / "advancing.cpython-312.pyc").is_file()
     assert (layer / "pydantic" / "__pycache__" / "main.cpython-312.pyc").is_file()
     # The layer carries what runs in Lambda only: no local tools, no command line, no moto.
     for local in ("testing", "cli.py", "client", "dev", "bundle"):

@@ -110,7 +110,7 @@ def built_layer(bundle: Path) -> Path:
     layer: Path = bundle / ".aws-sam" / "build" / str(built["Resources"]["CairnLayer"]["Properties"]["ContentUri"])
     layer /= "python"
     assert (layer / "cairn" / "aws" / "phase_handler.py").is_file()
-    assert list((layer / "cairn" / "core" / "__pycache__").glob("engine.cpython-312.pyc"))
+    assert list((layer / "cairn" / "core" / "engine" / "__pycache__").glob("advancing.cpython-312.pyc"))
     for module in LOCAL_ONLY_MODULES:
         assert not (layer / "cairn" / module).exists(), f"the layer holds the local tool cairn/{module}"
     assert not (layer / "moto").exists()
