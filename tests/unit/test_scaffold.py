@@ -82,11 +82,24 @@ def copy_bundle(destination: Path) -> Path:
     for shared in ("layers", "statemachine"):  # the layer's build and the state machine, as the template names them
         (destination / shared).symlink_to(ROOT / shared, target_is_directory=True)
     (destination / "functions" / "pipelines.py").write_text(REGISTRY)
+    _keep_document_intake_variables(destination / "events" / "env.json")
     if any(_is_other_pipeline(path) for path in (ROOT / "functions").iterdir()):
         # This checkout has more pipelines than the copy: its template goes back to document-intake's.
         synced = cairn(destination, "template", "sync", "--root", str(destination))
         assert synced.returncode == 0, synced.stderr
     return destination
+
+
+def _keep_document_intake_variables(env_file: Path) -> None:
+    """Drop the ``events/env.json`` entries of pipelines other than document-intake (ones this checkout scaffolded)."""
+    variables = json.loads(env_file.read_text())
+    kept = {
+        name: entry
+        for name, entry in variables.items()
+        if not isinstance(entry, dict) or entry.get("CAIRN_PIPELINE", "document-intake") == "document-intake"
+    }
+    if kept != variables:
+        env_file.write_text(json.dumps(kept, indent=2) + "\n")
 
 
 def snapshot(root: Path) -> dict[str, str]:
