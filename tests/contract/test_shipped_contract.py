@@ -10,7 +10,6 @@ from moto import mock_aws
 
 from cairn import Clock, FileStorage, MemoryStorage, Storage
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.testing.clock import SkippingClock
 from cairn.testing.contract import StorageContract
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import dynamodb_client, new_table
@@ -43,14 +42,6 @@ class TestDynamoDBStorage(StorageContract):
 
     def make_storage(self, clock: Clock) -> Storage:
         return DynamoDBStorage(self.table_name, client=self.client, clock=clock)
-
-    @pytest.mark.xfail(
-        strict=True, reason="a save sent again with its token is applied a second time (the sequence moves twice)"
-    )
-    def test_save_and_commit_sent_again_after_a_lost_response_land_once(
-        self, storage: Storage, clock: SkippingClock
-    ) -> None:
-        super().test_save_and_commit_sent_again_after_a_lost_response_land_once(storage, clock)
 
 
 class TestUserAdapter(StorageContract):

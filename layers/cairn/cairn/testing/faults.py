@@ -118,7 +118,8 @@ class LosingResponses:
     """A boto3 client proxy that lets chosen calls reach the service, then loses their responses.
 
     ``lose`` decides, per call (operation name, call number), whether the call
-    that just landed answers with a read timeout instead of its response: what
+    that just reached the service answers with a read timeout instead of its
+    response, a refusal (an error answer) included: what
     a dropped connection looks like to a caller whose botocore has no retries
     left (``max_attempts=1``).
     """
@@ -139,7 +140,13 @@ class LosingResponses:
 
             number = self.calls
             self.calls += 1
-            response = attribute(*args, **kwargs)
+            try:
+                response = attribute(*args, **kwargs)
+            except Exception as refused:  # an error answer (a refused condition) is lost like any other
+                if self._lose(name, number):
+                    self.lost.append(name)
+                    raise ReadTimeoutError(endpoint_url=f"simulated://{name}") from refused
+                raise
             if self._lose(name, number):
                 self.lost.append(name)
                 raise ReadTimeoutError(endpoint_url=f"simulated://{name}")

@@ -271,6 +271,9 @@ class Jobs:
         for attribute in ("leaseOwner", "claimSequence", "expiresAt"):
             expression.name(attribute)
         expression.require(_HOLDS_CLAIM)
+        # A write sent again after a lost response is recognised by its token, never applied twice: the claim it
+        # holds would let it through again (a save keeps the claim).
+        expression.require(f"attribute_not_exists({expression.name('writeToken')}) OR #writeToken <> :writeToken")
         expression.value("worker", fence.worker)
         expression.value("claimSequence", fence.claim_sequence)
         expression.value("nowSeconds", now_ms // 1000)
