@@ -92,6 +92,8 @@ def test_the_jobs_list_shows_a_new_job_live_and_filters_by_status_and_pipeline(
     for job_id in ("listed-failing", "listed-intake"):
         gated_stack.wait_for(job_id)
     page = browser_page
+    listings: list[str] = []
+    page.on("request", lambda request: listings.append(request.url) if "/jobs?" in request.url else None)
     page.goto(f"{gated_stack.base_url}/#/")
     table = page.get_by_role("table", name="Jobs, newest first")
     expect(table.get_by_role("link", name="listed-intake")).to_be_visible()
@@ -129,6 +131,16 @@ def test_the_jobs_list_shows_a_new_job_live_and_filters_by_status_and_pipeline(
     expect(page.get_by_label("Pipeline")).to_have_value("gated")
     expect(table.get_by_role("link", name="listed-live")).to_be_visible()
     expect(table.get_by_role("link", name="listed-intake")).to_have_count(0)
+    assert any("pipeline=gated" in url and "status=complete" in url for url in listings), "filtered on the server"
+
+    page.get_by_label("Status").select_option("")
+    page.get_by_label("Pipeline").select_option("")
+    page.get_by_label("Job id starts with").fill("listed-i")
+    expect(page).to_have_url(re.compile(r"#/\?prefix=listed-i$"))
+    expect(table.get_by_role("link", name="listed-intake")).to_be_visible()
+    expect(table.get_by_role("link", name="listed-live")).to_have_count(0)
+    expect(table.get_by_role("link", name="listed-failing")).to_have_count(0)
+    assert any("idPrefix=listed-i" in url for url in listings)
 
 
 def test_the_research_brief_starts_from_its_sample_waits_for_its_reviewer_and_is_approved(

@@ -11,7 +11,8 @@ Three rules no JSON Schema can state are the only 400s a fitting request may get
 each matched by its own message (:data:`DOCUMENTED_REFUSALS`, declared in the
 document's words): a ``state`` the pipeline's state model refuses (``state`` is
 free-form JSON in the document; ``GET /pipelines`` gives each model's schema), a
-``cursor`` the listing did not return, and a body nested deeper than ``x-max-depth``.
+``cursor`` the listing did not return, a listing's ``pipeline`` the deployment does not run, a
+reversed created-time range, and a body nested deeper than ``x-max-depth``.
 
 A second test checks that another owner's job ids and cursors never read or change
 a caller's jobs.
@@ -66,6 +67,8 @@ SEEDED_JOBS = ["0", "A", "a", "00", "0A"]
 DOCUMENTED_REFUSALS = (
     ("state", 'Invalid state for pipeline "'),
     ("cursor", "Invalid cursor: it was not returned by this listing"),
+    ("pipeline", 'Unknown pipeline "'),
+    ("createdFrom", "The created-time range is reversed"),
     ("body", f"The request body nests arrays and objects more than {MAX_JSON_DEPTH} deep"),
 )
 #: What a request that breaks the document may get: 400, 404 when a broken path parameter matches no route

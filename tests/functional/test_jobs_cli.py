@@ -288,7 +288,9 @@ def test_list_filters_by_status_and_pipeline_and_pages_with_all(
     assert ids("--status", "complete") == ["c", "b", "a"]
     assert ids("--status", "running") == ["d"]
     assert ids("--pipeline", "document-intake") == ["d", "c", "b", "a"]
-    assert ids("--pipeline", "other") == []
+    status, _, err = run_cli(capsys, "list", "--pipeline", "other")  # filtered on the server: it knows no "other"
+    assert status == 1
+    assert "other" in error_line(err)
     assert ids("--limit", "1") == ["d"]
     assert ids("--limit", "1", "--all") == ["d", "c", "b", "a"]
     assert len(jobs.requests_to("/jobs")) >= 6 + 4  # --all followed the cursor page by page
@@ -301,7 +303,35 @@ def test_list_filters_by_status_and_pipeline_and_pages_with_all(
     status, out, _ = run_cli(capsys, "list", "--limit", "2", "--cursor", more[1])
     assert status == 0
     assert [row.split()[0] for row in out.splitlines()[1:]] == ["b", "a"]
-    assert run_cli(capsys, "list", "--pipeline", "other")[1] == "No jobs.\n"
+    assert run_cli(capsys, "list", "--prefix", "zz")[1] == "No jobs.\n"
+
+
+def test_list_filters_by_id_prefix_and_created_time_on_the_server(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str], stack_clock: FakeClock
+) -> None:
+    for job_id in ("red-1", "red-2", "blue-1"):
+        start(capsys, job_id)
+        stack_clock.advance(60)
+    created = {job["jobId"]: job["createdAt"] for job in json.loads(run_cli(capsys, "list", "--json")[1])["jobs"]}
+    between = datetime.fromtimestamp((created["red-1"] + 30_000) / 1000, tz=UTC).isoformat()
+
+    def ids(*args: str) -> list[str]:
+        status, out, err = run_cli(capsys, "list", "--json", *args)
+        assert status == 0, err
+        return [job["jobId"] for job in json.loads(out)["jobs"]]
+
+    assert ids("--prefix", "red-") == ["red-2", "red-1"]
+    assert ids("--prefix", "red-", "--limit", "1", "--all") == ["red-2", "red-1"]
+    assert ids("--since", between) == ["blue-1", "red-2"]
+    assert ids("--until", between, "--prefix", "red") == ["red-1"]
+    assert "idPrefix=red" in jobs.requests_to("/jobs")[-1].target, "the filter went to the server"
+
+    status, _, err = run_cli(capsys, "list", "--since", "2026-12-02T00:00:00Z", "--until", "2026-12-01T00:00:00Z")
+    assert status == 1
+    assert "reversed" in error_line(err)
+    with pytest.raises(SystemExit) as bad_time:
+        cli("list", "--since", "last tuesday")
+    assert bad_time.value.code == 2
 
 
 def test_show_prints_the_status_the_timeline_of_every_phase_and_the_usage(

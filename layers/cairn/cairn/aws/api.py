@@ -45,6 +45,7 @@ from ..app import Cairn
 from ..core.errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
 from ..core.fan_out import rerun_phases
 from ..core.ids import validate_job_id
+from ..core.listing import JobFilter
 from ..core.models import Job, JobPage, JobStatus
 from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
@@ -54,17 +55,21 @@ from .api_auth import Unauthenticated, is_public, owner_of
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
 from .api_models import (
+    CreatedTime,
     CreateJobRequest,
     Cursor,
     ErrorBody,
     Health,
+    IdPrefix,
     JobId,
     JobLog,
     JobView,
     PipelineList,
+    PipelineName,
     PipelineView,
     RetryRequest,
     SignalName,
+    epoch_ms,
 )
 from .api_request import MAX_BODY_BYTES, admit
 from .api_services import ApiServices, checked_input, current_services
@@ -169,6 +174,10 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
     return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
 
 
+PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
+CREATED_TO_FILTER = "Only jobs created at or before this time; a time before createdFrom is refused (400)"
+
+
 @app.get(
     "/jobs",
     summary="List jobs, newest first",
@@ -177,10 +186,26 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
 )
 def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs with this status")] = None,
-    cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page")] = None,
+    pipeline: Annotated[PipelineName | None, Query(description=PIPELINE_FILTER)] = None,
+    created_from: Annotated[
+        CreatedTime | None, Query(alias="createdFrom", description="Only jobs created at or after this time")
+    ] = None,
+    created_to: Annotated[CreatedTime | None, Query(alias="createdTo", description=CREATED_TO_FILTER)] = None,
+    id_prefix: Annotated[IdPrefix | None, Query(alias="idPrefix", description="Only jobs whose id starts so")] = None,
+    cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page, with the same filter")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
 ) -> JobPage:
-    return current_services().storage(caller()).list_page(status=status, cursor=cursor, limit=limit)
+    services = current_services()
+    if pipeline is not None:
+        services.pipeline(pipeline)  # an unknown pipeline is refused (400), not answered with nothing
+    where = JobFilter(
+        status=status,
+        pipeline=pipeline,
+        created_from=epoch_ms(created_from),
+        created_to=epoch_ms(created_to),
+        id_prefix=id_prefix,
+    )
+    return services.storage(caller()).list_page(cursor=cursor, limit=limit, where=where)
 
 
 @app.get(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PydanticInvalidForJsonSchema, model_validator
@@ -10,6 +11,7 @@ from pydantic.alias_generators import to_camel
 from ..core.engine import SIGNAL_NAME_PATTERN, validate_signal_name
 from ..core.errors import InvalidInputError
 from ..core.ids import JOB_ID_PATTERN, validate_job_id
+from ..core.listing import MAX_ID_PREFIX, MAX_TIME_MS
 from ..core.models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
 from ..core.pipeline import NAME_PATTERN, Pipeline
 
@@ -97,6 +99,40 @@ Cursor = Annotated[
     ),
 ]
 """A listing's cursor: opaque, in the alphabet the listing writes it in."""
+
+
+IdPrefix = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_ID_PREFIX,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="Only jobs whose id starts with this (a job id's characters, at most 128)",
+    ),
+]
+"""A prefix of a job id, by the job id's own rule."""
+
+CreatedTime = Annotated[
+    datetime,
+    Field(description="An ISO 8601 date-time, UTC unless it names its offset (e.g. 2026-12-01T09:30:00Z)"),
+]
+"""A creation time a listing is bounded by."""
+
+
+def epoch_ms(moment: datetime | None) -> int | None:
+    """A listing bound as Unix milliseconds (a time without an offset is UTC); None stays None.
+
+    A time before 1970 is 1970 (no job was created before) and one past the year 9999 is its end.
+    """
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    milliseconds = (moment - EPOCH) // timedelta(milliseconds=1)
+    return min(max(milliseconds, 0), MAX_TIME_MS)
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class RequestModel(BaseModel):

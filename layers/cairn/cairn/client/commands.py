@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
+from .moments import moment
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_json
 from .render import final_line, job_details, jobs_table, log_line, status_line
 
@@ -137,8 +138,17 @@ def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs list``: a table of the caller's jobs (one page, or every page with ``--all``)."""
-    filters = {"status": arguments.status, "pipeline": arguments.pipeline, "limit": arguments.limit}
-    page = client.list_all(**filters) if arguments.all else client.list(**filters, cursor=arguments.cursor)
+    filters = {
+        "status": arguments.status,
+        "pipeline": arguments.pipeline,
+        "createdFrom": arguments.since,
+        "createdTo": arguments.until,
+        "idPrefix": arguments.prefix,
+    }
+    if arguments.all:
+        page = client.list_all(limit=arguments.limit, **filters)
+    else:
+        page = client.list(limit=arguments.limit, cursor=arguments.cursor, **filters)
     if arguments.json:
         _print_json(page)
         return 0
@@ -253,6 +263,11 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     listing = action("list", run_list, "list your jobs, newest first")
     listing.add_argument("--status", choices=STATUSES, help="only jobs with this status")
     listing.add_argument("--pipeline", help="only jobs of this pipeline")
+    listing.add_argument(
+        "--since", type=moment, metavar="TIME", help="only jobs created at or after TIME: ISO 8601, or an age like 2h"
+    )
+    listing.add_argument("--until", type=moment, metavar="TIME", help="only jobs created at or before TIME")
+    listing.add_argument("--prefix", metavar="TEXT", help="only jobs whose id starts with TEXT")
     listing.add_argument("--limit", type=_positive(int), metavar="N", help="jobs a page (the API's default: 50)")
     listing.add_argument("--all", action="store_true", help="follow the cursor through every page")
     listing.add_argument("--cursor", help="the page after the one that printed this cursor")

@@ -25,6 +25,8 @@ DEFAULT_API = "http://127.0.0.1:3000"
 DEFAULT_TIMEOUT = 30.0
 """Seconds to wait for a connection and for each read of the answer."""
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+#: The filters ``GET /jobs`` takes, by their query names.
+LIST_FILTERS = ("status", "pipeline", "createdFrom", "createdTo", "idPrefix")
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 """Statuses a job stays in until someone retries it."""
 
@@ -147,30 +149,24 @@ class ApiClient:
             body["state"] = state
         return self.request("POST", "/jobs", body=body)
 
-    def list(
-        self,
-        status: str | None = None,
-        pipeline: str | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-    ) -> Json:
+    def list(self, *, limit: int | None = None, cursor: str | None = None, **filters: str | None) -> Json:
         """One page of the caller's jobs, newest first: ``{"jobs": [...], "cursor": next or None}``.
 
-        ``pipeline`` is also applied here, to the page (an API that does not filter by it ignores it).
+        ``filters`` are the API's, applied on the server across pages: ``status``, ``pipeline``,
+        ``createdFrom`` and ``createdTo`` (ISO 8601 date-times) and ``idPrefix``; None is left out.
         """
-        query = {"status": status, "pipeline": pipeline, "limit": limit, "cursor": cursor}
-        page = self.request("GET", "/jobs", query=query)
-        if pipeline is not None:
-            page["jobs"] = [job for job in page.get("jobs") or [] if job.get("pipeline") == pipeline]
-        return page
+        unknown = sorted(set(filters) - set(LIST_FILTERS))
+        if unknown:
+            raise TypeError(f"unknown listing filters: {', '.join(unknown)}")
+        return self.request("GET", "/jobs", query={**filters, "limit": limit, "cursor": cursor})
 
-    def list_all(self, status: str | None = None, pipeline: str | None = None, limit: int | None = None) -> Json:
+    def list_all(self, *, limit: int | None = None, **filters: str | None) -> Json:
         """Every page of :meth:`list` (``limit`` jobs a page), as one page without a cursor."""
         jobs: JobList = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
-            page = self.list(status=status, pipeline=pipeline, limit=limit, cursor=cursor)
+            page = self.list(limit=limit, cursor=cursor, **filters)
             jobs.extend(page.get("jobs") or [])
             cursor = page.get("cursor")
             if not cursor or cursor in seen:

@@ -46,25 +46,31 @@ def position_of(item: Item) -> list[str]:
     return [str(item["createdAt"].get("N")), str(item["pk"].get("S", "")).split("#", 2)[-1]]
 
 
-def merge_newest_first(fetched: list[list[Item]], more: list[bool], limit: int) -> list[tuple[int, Item]]:
+def merge_newest_first(fetched: list[list[Item]], frontiers: list[Item | None], limit: int) -> list[tuple[int, Item]]:
     """Up to ``limit`` entries of the shards' lists, newest first, each shard taken in its own order.
 
-    The merge stops where a shard has more entries than were fetched and none
-    of those is left: its next one could be newer than any other shard's.
+    ``frontiers`` holds, per shard, the last index entry its query examined when the shard has
+    more (DynamoDB's ``LastEvaluatedKey``), else None. A shard none of whose fetched entries is left
+    holds its unread ones behind its frontier: the merge stops before an entry older than that
+    frontier, which one of them could be newer than. (A filter on the query can leave a shard with
+    no entries and a frontier: entries newer than the frontier may still be taken from the others.)
     """
     taken: list[tuple[int, Item]] = []
     next_of = [0] * len(fetched)
     while len(taken) < limit:
         best: int | None = None
         for shard, entries in enumerate(fetched):
-            if next_of[shard] == len(entries):
-                if more[shard]:
-                    return taken
-                continue
-            if best is None or _order(entries[next_of[shard]]) > _order(fetched[best][next_of[best]]):
+            if next_of[shard] < len(entries) and (
+                best is None or _order(entries[next_of[shard]]) > _order(fetched[best][next_of[best]])
+            ):
                 best = shard
         if best is None:
             break
+        candidate = _order(fetched[best][next_of[best]])
+        for shard, entries in enumerate(fetched):
+            frontier = frontiers[shard]
+            if next_of[shard] == len(entries) and frontier is not None and _order(frontier) > candidate:
+                return taken
         taken.append((best, fetched[best][next_of[best]]))
         next_of[best] += 1
     return taken

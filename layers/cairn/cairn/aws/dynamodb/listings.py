@@ -15,6 +15,7 @@ from typing import Any
 
 from ...core import recovery
 from ...core.errors import CorruptJobError, InvalidInputError, StorageError
+from ...core.listing import MAX_TIME_MS, JobFilter, with_status
 from ...core.models import Job, JobPage, JobStatus, JobSummary
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, location, to_item
@@ -25,6 +26,20 @@ from .table import BATCH_ATTEMPTS, Table
 logger = logging.getLogger(__name__)
 
 BATCH_GET_LIMIT = 100
+
+
+#: How many times a page of a filtered listing reads the index before it returns what it found.
+MAX_ROUNDS = 8
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """What one listing reads: its index, the index's key attribute, the owner's key and the filter."""
+
+    index: str
+    key_name: str
+    scope: str
+    where: JobFilter
 
 
 @dataclass(frozen=True)
@@ -68,7 +83,14 @@ class Listings:
             if cursor is None:
                 return sorted(jobs, key=lambda job: (job.created_at, job.job_id), reverse=True)
 
-    def list_page(self, *, status: JobStatus | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
+    def list_page(
+        self,
+        *,
+        status: JobStatus | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        where: JobFilter | None = None,
+    ) -> JobPage:
         """One page of this owner's live jobs, newest first: keys from a listing index, fields from the items.
 
         The owner's jobs are spread over ``LIST_SHARDS`` index partitions. A page
@@ -82,38 +104,59 @@ class Listings:
         set and ``error`` saying why (and logged with its key); the rest of the
         page is unaffected. A cursor this listing did not return (another
         owner's, another status's, altered) is an InvalidInputError.
+
+        ``where`` filters on the server, across pages: its status picks the
+        index, its created-time range bounds the index's sort key, its id
+        prefix filters the index's keys, and its pipeline the items read. A
+        page reads on until it holds ``limit`` matches, the listing ends, or
+        it has read ``MAX_ROUNDS`` times (a page of a narrow filter may then
+        hold fewer, even none, and still have a cursor); the cursor is bound
+        to the filter.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be between 1 and 1000, got {limit!r}")
-        index, key_name, scope = self._listing(status)
+        where = with_status(where, status)
+        index, key_name, scope = self._listing(where.status)
+        bound = scope if where == JobFilter(status=where.status) else f"{scope}?{where.fingerprint()}"
         positions = (
-            decode_cursor(cursor, index, scope, self.table.owner) if cursor is not None else [None] * schema.LIST_SHARDS
+            decode_cursor(cursor, index, bound, self.table.owner) if cursor is not None else [None] * schema.LIST_SHARDS
         )
+        summaries: list[JobSummary] = []
+        for _ in range(MAX_ROUNDS):
+            found, positions = self._round(_Listing(index, key_name, scope, where), positions, limit - len(summaries))
+            summaries.extend(found)
+            if len(summaries) == limit or all(position == CURSOR_END for position in positions):
+                break
+        done = all(position == CURSOR_END for position in positions)
+        return JobPage(jobs=summaries, cursor=None if done else encode_cursor(index, bound, positions))
+
+    def _round(self, listing: _Listing, positions: list[Any], limit: int) -> tuple[list[JobSummary], list[Any]]:
+        """Up to ``limit`` more entries from the shards at ``positions``: the matches, and where each shard is then."""
         fetched: list[list[Item]] = []
-        more: list[bool] = []
+        frontiers: list[Item | None] = []
         for shard, position in enumerate(positions):
             if position == CURSOR_END:
                 fetched.append([])
-                more.append(False)
+                frontiers.append(None)
                 continue
-            page = self.table.call(
-                self.table.client.query, **self._shard_query(index, key_name, scope, shard, position, limit)
-            )
+            page = self.table.call(self.table.client.query, **self._shard_query(listing, shard, position, limit))
             fetched.append(list(page.get("Items", [])))
-            more.append(bool(page.get("LastEvaluatedKey")))
-        taken = merge_newest_first(fetched, more, limit)
-        summaries = self._summaries([item for _, item in taken], status)
+            frontiers.append(page.get("LastEvaluatedKey") or None)
+        taken = merge_newest_first(fetched, frontiers, limit)
+        where = listing.where
+        listed = self._summaries([item for _, item in taken], where.status)
+        summaries = [summary for summary in listed if summary.corrupt or where.matches(summary)]
         next_positions: list[Any] = []
         for shard, position in enumerate(positions):
             mine = [item for taken_shard, item in taken if taken_shard == shard]
-            if not more[shard] and len(mine) == len(fetched[shard]):
+            frontier = frontiers[shard]
+            if len(mine) < len(fetched[shard]):  # the rest is read again by the next page
+                next_positions.append(position_of(mine[-1]) if mine else position)
+            elif frontier is None:
                 next_positions.append(CURSOR_END)
-            elif mine:
-                next_positions.append(position_of(mine[-1]))
-            else:
-                next_positions.append(position)
-        done = all(position == CURSOR_END for position in next_positions)
-        return JobPage(jobs=summaries, cursor=None if done else encode_cursor(index, scope, next_positions))
+            else:  # every entry it returned was taken: on from the last one it examined (a filter may skip some)
+                next_positions.append(position_of(frontier))
+        return summaries, next_positions
 
     def _listing(self, status: JobStatus | None) -> tuple[str, str, str]:
         """The index, its key attribute and the owner's key (before the shard) for a listing."""
@@ -121,20 +164,36 @@ class Listings:
             return schema.BY_OWNER_INDEX, "owner", self.table.owner
         return schema.BY_STATUS_INDEX, "statusKey", f"{self.table.owner}#{JobStatus(status).value}"
 
-    def _shard_query(
-        self, index: str, key_name: str, scope: str, shard: int, position: Any, limit: int
-    ) -> dict[str, Any]:
-        """The Query of one shard of a listing, newest first, after ``position`` when there is one."""
-        key_value = f"{scope}#{shard}"
+    def _shard_query(self, listing: _Listing, shard: int, position: Any, limit: int) -> dict[str, Any]:
+        """The Query of one shard of a listing, newest first, after ``position`` when there is one.
+
+        The filter's created-time range is part of the key condition (the index's sort key), its id
+        prefix a filter on the keys the index holds: neither reads a job item.
+        """
+        index, key_name, where = listing.index, listing.key_name, listing.where
+        key_value = f"{listing.scope}#{shard}"
+        condition = "#key = :key"
+        names = {"#key": key_name}
+        values: dict[str, Any] = {":key": key_value}
+        if where.created_from is not None or where.created_to is not None:
+            names["#created"] = "createdAt"
+            low = 0 if where.created_from is None else where.created_from
+            high = MAX_TIME_MS if where.created_to is None else where.created_to
+            condition += " AND #created BETWEEN :createdFrom AND :createdTo"
+            values |= {":createdFrom": low, ":createdTo": high}
         kwargs: dict[str, Any] = {
             "TableName": self.table.name,
             "IndexName": index,
-            "KeyConditionExpression": "#key = :key",
-            "ExpressionAttributeNames": {"#key": key_name},
-            "ExpressionAttributeValues": to_item({":key": key_value}),
+            "KeyConditionExpression": condition,
             "ScanIndexForward": False,
             "Limit": limit,
         }
+        if where.id_prefix is not None:
+            kwargs["FilterExpression"] = "begins_with(#pk, :idPrefix)"
+            names["#pk"] = "pk"
+            values[":idPrefix"] = self.table.codec.pk(where.id_prefix)
+        kwargs["ExpressionAttributeNames"] = names
+        kwargs["ExpressionAttributeValues"] = to_item(values)
         if position is not None:
             created_at, job_id = position
             kwargs["ExclusiveStartKey"] = {

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from ...core.clock import Clock, system_clock_ms
 from ...core.errors import ConfigurationError
 from ...core.ids import validate_owner
+from ...core.listing import JobFilter
 from ...core.models import Checkpoint, Job, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ...core.settings import Settings
 from ...core.storage_port import Route, Storage
@@ -167,9 +168,19 @@ class DynamoDBStorage(Storage):
         """Every live job of this owner, newest first (reads each job; use ``list_page`` for listings)."""
         return self._listings.list_jobs(self.get_job, status=status)
 
-    def list_page(self, *, status: JobStatus | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
-        """One page of this owner's live jobs, newest first (see :meth:`.listings.Listings.list_page`)."""
-        return self._listings.list_page(status=status, cursor=cursor, limit=limit)
+    def list_page(
+        self,
+        *,
+        status: JobStatus | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+        where: JobFilter | None = None,
+    ) -> JobPage:
+        """One page of this owner's live jobs, newest first, filtered on the server by ``where``.
+
+        See :meth:`.listings.Listings.list_page`.
+        """
+        return self._listings.list_page(status=status, cursor=cursor, limit=limit, where=where)
 
     def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
         """Running jobs of every owner with no live claim and no write for ``idle_seconds``."""

@@ -12,11 +12,13 @@ import { Poller } from "./poller.js";
 import { jsonEqual } from "./schema.js";
 
 const PAGE_SIZE = 50;
+/** What a job id may start with (the API's rule for a job id): a prefix outside it matches nothing. */
+const ID_PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Phase", "Attempt", "Created", "Updated"];
 
 /**
- * Every job of the caller, newest first; filters for status (the API's) and pipeline (applied here);
- * "Load more" fetches the next page with the API's cursor. Each poll reads again as many pages as are
+ * Every job of the caller, newest first; the filters (status, pipeline, the start of the job id) are the
+ * API's, applied on the server across pages; "Load more" fetches the next page with the API's cursor. Each poll reads again as many pages as are
  * shown, so that new jobs and status changes appear in place.
  * @param {HTMLElement} main
  * @param {{params: URLSearchParams}} route
@@ -25,6 +27,7 @@ export function jobsView(main, route) {
   const filters = {
     status: STATUSES.includes(route.params.get("status")) ? route.params.get("status") : "",
     pipeline: route.params.get("pipeline") ?? "",
+    prefix: ID_PREFIX.test(route.params.get("prefix") ?? "") ? route.params.get("prefix") : "",
   };
   const view = { jobs: [], pages: 1, cursor: null, loaded: false, known: new Map() };
 
@@ -40,6 +43,16 @@ export function jobsView(main, route) {
     { id: "filter-pipeline", name: "pipeline" },
     h("option", { value: "" }, "Any pipeline"),
   );
+  const prefixInput = h("input", {
+    id: "filter-prefix",
+    name: "prefix",
+    type: "search",
+    maxlength: "128",
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "Any id",
+  });
+  prefixInput.value = filters.prefix;
   const liveNote = h("p", { class: "live-note muted" }, "Loading…");
   const tbody = h("tbody");
   const table = h(
@@ -68,6 +81,7 @@ export function jobsView(main, route) {
       { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (event) => event.preventDefault() },
       h("div", { class: "field inline" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
       h("div", { class: "field inline" }, h("label", { for: "filter-pipeline" }, "Pipeline"), pipelineSelect),
+      h("div", { class: "field inline" }, h("label", { for: "filter-prefix" }, "Job id starts with"), prefixInput),
       liveNote,
     ),
     h("div", { class: "table-wrap" }, table),
@@ -80,24 +94,39 @@ export function jobsView(main, route) {
     const params = new URLSearchParams();
     if (filters.status) params.set("status", filters.status);
     if (filters.pipeline) params.set("pipeline", filters.pipeline);
+    if (filters.prefix) params.set("prefix", filters.prefix);
     const query = params.toString();
     history.replaceState(null, "", `#/${query ? `?${query}` : ""}`);
   }
 
-  /** The status filter is the API's: read again from the first page. */
-  statusSelect.addEventListener("change", () => {
-    filters.status = statusSelect.value;
+  /** Every filter is the API's: a change reads again from the first page. */
+  function refilter() {
     rememberFilters();
     view.pages = 1;
     view.loaded = false;
     view.known = new Map();
     poller.now();
+  }
+  statusSelect.addEventListener("change", () => {
+    filters.status = statusSelect.value;
+    refilter();
   });
-  /** The pipeline filter is applied here, to the jobs already read. */
   pipelineSelect.addEventListener("change", () => {
     filters.pipeline = pipelineSelect.value;
-    rememberFilters();
-    show();
+    refilter();
+  });
+  let typing = null;
+  prefixInput.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => {
+      const prefix = prefixInput.value.trim();
+      const usable = prefix === "" || ID_PREFIX.test(prefix);
+      prefixInput.setCustomValidity(usable ? "" : "A job id has only letters, digits, '.', '_' or '-'");
+      prefixInput.reportValidity();
+      if (!usable || prefix === filters.prefix) return;
+      filters.prefix = prefix;
+      refilter();
+    }, 300);
   });
 
   moreButton.addEventListener("click", async () => {
@@ -115,6 +144,8 @@ export function jobsView(main, route) {
     do {
       const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
       if (filters.status) params.set("status", filters.status);
+      if (filters.pipeline) params.set("pipeline", filters.pipeline);
+      if (filters.prefix) params.set("idPrefix", filters.prefix);
       if (cursor) params.set("cursor", cursor);
       const data = await api(`jobs?${params}`, { signal });
       jobs.push(...(data?.jobs ?? []));
@@ -149,13 +180,13 @@ export function jobsView(main, route) {
     if (messages.length) announce(messages.join(" "));
   }
 
-  /** The pipelines to filter by: the deployment's, and any a listed job names. */
+  /** The pipelines to filter by: the deployment's (the API filters by those), else those the listed jobs name. */
   async function fillPipelines() {
-    let names = view.jobs.map((job) => job.pipeline);
+    let names;
     try {
-      names = names.concat((await loadPipelines()).map((pipeline) => pipeline.name));
+      names = (await loadPipelines()).map((pipeline) => pipeline.name);
     } catch {
-      /* the filter offers the pipelines of the listed jobs only */
+      names = view.jobs.map((job) => job.pipeline);
     }
     if (filters.pipeline) names.push(filters.pipeline);
     const wanted = [...new Set(names)].sort();
@@ -169,9 +200,9 @@ export function jobsView(main, route) {
     pipelineSelect.value = filters.pipeline;
   }
 
-  /** Render the rows that pass the pipeline filter, the empty message and the Load more button. */
+  /** Render the rows the API listed, the empty message and the Load more button. */
   function show() {
-    const shown = filters.pipeline ? view.jobs.filter((job) => job.pipeline === filters.pipeline) : view.jobs;
+    const shown = view.jobs;
     renderJobRows(tbody, shown);
     table.hidden = shown.length === 0;
     empty.hidden = !view.loaded || shown.length > 0;
@@ -184,10 +215,10 @@ export function jobsView(main, route) {
   }
 
   function emptyMessage() {
-    if (view.jobs.length === 0 && !filters.status && !view.cursor) {
+    if (view.jobs.length === 0 && !filters.status && !filters.pipeline && !filters.prefix && !view.cursor) {
       return [h("p", {}, "No jobs yet: ", h("a", { href: "#/new" }, "start one"), " and watch it here.")];
     }
-    const more = view.cursor ? " among the jobs loaded so far; Load more looks further" : "";
+    const more = view.cursor ? " so far; Load more looks further" : "";
     return [h("p", {}, `No job matches these filters${more}.`)];
   }
 
