@@ -18,7 +18,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton
+.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale
 
 venv: $(STAMP)
 
@@ -119,6 +119,12 @@ bundle-check: $(STAMP) $(SAM_STAMP)
 PROOF_SCALE ?= 10
 proof: $(STAMP)
 	CAIRN_PROOF_SCALE=$(PROOF_SCALE) $(BIN)/pytest tests/contract/test_fault_schedules.py
+
+# The load test behind docs/SCALE.md: SCALE_JOBS jobs on moto (10,000 take about an hour; moto reads its whole
+# table for every query), then the scale model written again from the figures it measured.
+SCALE_JOBS ?= 10000
+scale: $(STAMP)
+	$(BIN)/python -m benchmarks.scale --jobs $(SCALE_JOBS)
 
 # Runs the proofs (fault schedules at RELIABILITY_SCALE, API fuzzing, corrupt records, a chaos run of
 # RELIABILITY_JOBS jobs with a fifth of AWS calls failing) and writes docs/RELIABILITY.md.

@@ -1,0 +1,38 @@
+"""The scale suite on a few dozen jobs: its figures hold from the first job to the last, and the model is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import common, scale
+
+
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "latest"
+    monkeypatch.setattr(common, "RESULTS", folder)
+    return folder
+
+
+def test_the_load_test_measures_flat_costs_and_writes_the_scale_model(results: Path, tmp_path: Path) -> None:
+    doc = tmp_path / "SCALE.md"
+    assert scale.main(["--jobs", "60", "--samples", "3", "--stalled", "6", "--doc", str(doc)]) == 0
+
+    measured = json.loads((results / "scale.json").read_text())["data"]["measured"]
+    assert measured["metered_jobs"] == 3
+    assert len(set(measured["per_job_units"])) == 1, "a job's write units moved as the table grew"
+    assert measured["listing_jobs"] == 50
+    assert measured["sweep_running"] == 6
+    assert 1 <= measured["sweep_read_units"] / measured["sweep_running"] <= 2  # its entry and one item read
+    spread = measured["index_spread"]
+    assert set(spread) >= {"owner", "statusKey complete", "statusKey running", "sweepKey"}
+    assert spread["owner"]["keys"] == 4  # a busy owner's jobs reach every listing shard
+
+    text = doc.read_text()
+    for heading in ("## Measured", "## Quotas", "## What binds, in order", "## The sweep at 1 M and 100 M jobs"):
+        assert heading in text
+    assert "60 jobs on moto" in text
+    assert "| 100,000,000 | 10,000,000 |" in text
