@@ -100,14 +100,12 @@ def render(results: list[Result], *, plots: bool, total_seconds: float | None) -
         result for result in results if result.suite not in ORDER
     ]
     host = machine()
-    dates = sorted({result.measured_at for result in ordered if result.measured_at})
     lines = [
         "# Benchmarks",
         "",
-        f"Measured {dates[-1] if dates else 'never'} by `make bench` on {host['platform']}, {host['cpus']} CPUs, "
-        f"Python {host['python']}"
-        + (f", in {total_seconds / 60:.1f} minutes" if total_seconds else "")
-        + ". Figures are medians of interleaved runs, with (min-max).",
+        f"Measured {_when(ordered)} by `make bench` on {host['platform']}, {host['cpus']} CPUs, "
+        f"Python {host['python']}{_how_long(ordered, total_seconds)}. Figures are medians of interleaved runs, "
+        "with (min-max); every run is kept, none picked.",
         "",
         "## Targets",
         "",
@@ -135,6 +133,23 @@ def render(results: list[Result], *, plots: bool, total_seconds: float | None) -
             "",
         ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _when(results: list[Result]) -> str:
+    """When the results were measured: one date, or the span of their dates."""
+    dates = sorted({result.measured_at for result in results if result.measured_at})
+    if not dates:
+        return "never"
+    return dates[0] if len(dates) == 1 else f"between {dates[0]} and {dates[-1]}"
+
+
+def _how_long(results: list[Result], total_seconds: float | None) -> str:
+    """The whole run's time: the suites' own times added up, and the last ``make bench`` when it ran fewer."""
+    suites = sum(result.seconds for result in results)
+    text = f", {len(results)} suites in {suites / 60:.1f} minutes"
+    if total_seconds is not None and suites - total_seconds > 60:
+        text += f" (the last `make bench` ran {total_seconds / 60:.1f} minutes; the other suites' results are older)"
+    return text
 
 
 def _matplotlib() -> bool:

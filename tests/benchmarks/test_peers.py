@@ -82,3 +82,19 @@ def test_the_target_says_by_how_much_it_was_missed() -> None:
     assert result.data["systems"]["dbos-fsync"]["ms_per_step"]["100"] == pytest.approx([2.0] * 3)
     series = result.data["plots"]["per-step"]["series"]["cairn, FileStorage"]
     assert series == {"x": [10, 100, 1000], "y": pytest.approx([4.0, 3.0, 3.0])}
+
+
+def test_overlapping_spreads_are_level_never_a_win() -> None:
+    systems = [s for s in peers.SYSTEMS if s.key in ("cairn-file", "dbos-fsync")]
+    seconds = {  # at 100 steps cairn's median is lower, but its runs reach DBOS's: level
+        "cairn-file": {10: [0.010, 0.011, 0.012, 0.010, 0.011], 100: [0.10, 0.14, 0.11, 0.10, 0.10]},
+        "dbos-fsync": {10: [0.020, 0.021, 0.022, 0.020, 0.021], 100: [0.12, 0.13, 0.12, 0.13, 0.12]},
+    }
+
+    result = peers.build_result(systems, seconds, {}, (10, 100), {}, {"load_average": {}})
+
+    ahead = result.targets[0]
+    assert not ahead.met
+    assert "100 steps: level, 1.000 (1.000-1.400) vs 1.200 (1.200-1.300) ms over 5 runs each" in ahead.measured
+    assert "at 100 steps the two are level" in ahead.note
+    assert "10 steps: 1.100 vs 2.100 ms (1.91x)" in ahead.measured

@@ -17,7 +17,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def _write(suite: str, *, met: bool, unmeasured: list[str] | None = None) -> None:
+def _write(suite: str, *, met: bool, unmeasured: list[str] | None = None, seconds: float = 300) -> None:
     result = common.Result(
         suite=suite,
         title=suite.title(),
@@ -28,7 +28,7 @@ def _write(suite: str, *, met: bool, unmeasured: list[str] | None = None) -> Non
         unmeasured=unmeasured or [],
         versions={"boto3": "1.0"},
     )
-    common.write_result(result, time.perf_counter())
+    common.write_result(result, time.perf_counter() - seconds)
 
 
 def test_the_report_lists_every_target_and_says_why_one_was_missed(results: Path, tmp_path: Path) -> None:
@@ -44,7 +44,22 @@ def test_the_report_lists_every_target_and_says_why_one_was_missed(results: Path
     assert "| Overhead | Speed | at most 1.2x | 1.5x | **no**: 0.3x over: serialisation |" in text
     assert "- Cost: 10 MB: moto refused the item" in text
     assert "| 1 KB | 0.10 (0.09-0.12) |" in text
-    assert "in 10.0 minutes" in text
+    assert "2 suites in 10.0 minutes" in text
+    assert "the last `make bench`" not in text
+
+
+def test_the_header_gives_the_whole_runs_time_when_the_last_run_measured_only_some_suites(
+    results: Path, tmp_path: Path
+) -> None:
+    _write("overhead", met=True, seconds=1500)
+    _write("cost", met=True, seconds=90)
+    out = tmp_path / "BENCHMARKS.md"
+
+    assert report.main(["--out", str(out), "--total-seconds", "96"]) == 0
+
+    header = out.read_text().splitlines()[2]
+    assert "2 suites in 26.5 minutes" in header
+    assert "the last `make bench` ran 1.6 minutes; the other suites' results are older" in header
 
 
 def test_without_results_there_is_nothing_to_report(results: Path, tmp_path: Path) -> None:
