@@ -11,7 +11,10 @@ the item (up to 350,000 bytes, cairn's inline limit) it is written inline by one
 ``sequence`` is the one read); above, one ``PutObject`` of the JSON (to one of two keys, in turn, so
 the object the item points to is never overwritten) and that ``UpdateItem`` with the object's key.
 Nothing is read, compressed or hashed. A second floor, "read + write", also reads the state the
-phase needs (a consistent ``GetItem``, and above the limit a ``GetObject``) and parses it.
+phase needs (a consistent ``GetItem``, and above the limit a ``GetObject``) and parses it. A third,
+"claim + commit", is the least a fenced transition needs: a conditional ``UpdateItem`` that claims the
+job (a lease, the sequence advanced) and returns the item with the state, then the commit conditioned
+on that claim. The three floors are named in the report: write-only, read + write, claim + commit.
 
 Time inside moto is measured by timing moto's ``BotocoreStubber.__call__`` (the ``before-send``
 handler that answers every request in place of the network: URL matching, request parsing, the
@@ -61,7 +64,7 @@ QUICK_SIZES = ("1 KB",)
 BATCH = {"1 KB": 20, "1 MB": 4, "10 MB": 2}
 QUICK_BATCH = 5
 TARGETS = {"1 KB": 1.2, "1 MB": 1.5, "10 MB": 1.5}
-VARIANTS = ("cairn", "floor", "read + write floor")
+VARIANTS = ("cairn", "floor", "read + write floor", "claim + commit floor")
 VERSIONED = ("boto3", "botocore", "moto", "pydantic")
 
 
@@ -123,10 +126,11 @@ class CairnLoop:
 class Floor:
     """Raw boto3: the fewest requests that durably record a phase's output state (see the module's doc)."""
 
-    def __init__(self, backend: Backend, name: str, state: Any, *, read: bool) -> None:
+    def __init__(self, backend: Backend, name: str, state: Any, *, read: bool, claim: bool = False) -> None:
         self.backend = backend
         self.state = state
         self.read = read
+        self.claim = claim
         self.key = {"pk": {"S": f"bench-floor#{name}"}, "sk": {"S": "job"}}
         self.sequence = 0
         self.inline = len(json.dumps(state, separators=(",", ":")).encode()) <= DEFAULT_INLINE_STATE_LIMIT
@@ -134,17 +138,41 @@ class Floor:
         self._write(self.state)
 
     def transition(self) -> None:
-        """Read the state (the read + write floor only), then write the next checkpoint."""
-        state = self._read() if self.read else self.state
-        self._write(state)
+        """Read the state (by a claim, for the claim + commit floor), then write the next checkpoint."""
+        self._write(self._state())
 
-    def _read(self) -> Any:
-        item = self.backend.dynamodb.get_item(TableName=self.backend.table, Key=self.key, ConsistentRead=True)["Item"]
+    def _state(self) -> Any:
+        if self.claim:
+            return self._claim()
+        return self._read() if self.read else self.state
+
+    def _claim(self) -> Any:
+        """The claim: one conditional UpdateItem taking a lease and returning the item with the state."""
+        item = self.backend.dynamodb.update_item(
+            TableName=self.backend.table,
+            Key=self.key,
+            UpdateExpression="SET #lease = :worker, #sequence = #sequence + :one",
+            ConditionExpression="#sequence = :expected AND attribute_not_exists(#lease)",
+            ExpressionAttributeNames={"#lease": "lease", "#sequence": "sequence"},
+            ExpressionAttributeValues={
+                ":worker": {"S": "floor-worker"},
+                ":one": {"N": "1"},
+                ":expected": {"N": str(self.sequence)},
+            },
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+        self.sequence += 1
+        return self._state_of(item)
+
+    def _state_of(self, item: dict[str, Any]) -> Any:
         checkpoint = item["checkpoint"]["S"]
         if self.inline:
             return json.loads(checkpoint)
-        body = self.backend.s3.get_object(Bucket=self.backend.bucket, Key=checkpoint)["Body"].read()
-        return json.loads(body)
+        return json.loads(self.backend.s3.get_object(Bucket=self.backend.bucket, Key=checkpoint)["Body"].read())
+
+    def _read(self) -> Any:
+        item = self.backend.dynamodb.get_item(TableName=self.backend.table, Key=self.key, ConsistentRead=True)["Item"]
+        return self._state_of(item)
 
     def _write(self, state: Any) -> None:
         body = json.dumps(state, separators=(",", ":"))
@@ -160,18 +188,27 @@ class Floor:
             )
             self.sequence = 1
             return
+        names = {"#checkpoint": "checkpoint", "#nextPhase": "nextPhase", "#sequence": "sequence"}
+        values = {
+            ":checkpoint": {"S": checkpoint},
+            ":phase": {"S": "step"},
+            ":one": {"N": "1"},
+            ":expected": {"N": str(self.sequence)},
+        }
+        update = "SET #checkpoint = :checkpoint, #nextPhase = :phase, #sequence = #sequence + :one"
+        condition = "#sequence = :expected"
+        if self.claim:  # the commit holds the claim it made, and gives it back
+            update += " REMOVE #lease"
+            condition += " AND #lease = :worker"
+            names["#lease"] = "lease"
+            values[":worker"] = {"S": "floor-worker"}
         self.backend.dynamodb.update_item(
             TableName=self.backend.table,
             Key=self.key,
-            UpdateExpression="SET #checkpoint = :checkpoint, #nextPhase = :phase, #sequence = #sequence + :one",
-            ConditionExpression="#sequence = :expected",
-            ExpressionAttributeNames={"#checkpoint": "checkpoint", "#nextPhase": "nextPhase", "#sequence": "sequence"},
-            ExpressionAttributeValues={
-                ":checkpoint": {"S": checkpoint},
-                ":phase": {"S": "step"},
-                ":one": {"N": "1"},
-                ":expected": {"N": str(self.sequence)},
-            },
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
         )
         self.sequence += 1
 
@@ -300,7 +337,13 @@ def measure(labels: Sequence[str], repeats: int, batch: dict[str, int]) -> dict[
             cairn = CairnLoop(storage, pipeline, f"overhead-{SIZES[label]}", state)
             floor = Floor(backend, f"{SIZES[label]}-w", state, read=False)
             read_write = Floor(backend, f"{SIZES[label]}-rw", state, read=True)
-            variants[label] = {"cairn": cairn.transition, "floor": floor.transition, VARIANTS[2]: read_write.transition}
+            claim_commit = Floor(backend, f"{SIZES[label]}-cc", state, read=True, claim=True)
+            variants[label] = {
+                "cairn": cairn.transition,
+                "floor": floor.transition,
+                VARIANTS[2]: read_write.transition,
+                VARIANTS[3]: claim_commit.transition,
+            }
             for transition in variants[label].values():
                 run_batch(transition, 1, clock)  # warm-up: the first request of a kind builds botocore's models
         for repeat in range(repeats):
@@ -323,9 +366,10 @@ def measure(labels: Sequence[str], repeats: int, batch: dict[str, int]) -> dict[
             entry[variant] = {f"{part}_ms": _as_dict(Summary.of(measured.part(part))) for part in _PARTS}
             entry[variant]["requests"] = Summary.of(measured.requests).median
             entry[variant]["raw_ms"] = {part: [round(value, 3) for value in measured.part(part)] for part in _PARTS}
-        ours, bare, reading = (runs[label][variant] for variant in VARIANTS)
+        ours, bare, reading, fenced = (runs[label][variant] for variant in VARIANTS)
         entry["ratio"] = {part: _as_dict(_ratios(ours.part(part), bare.part(part))) for part in _PARTS}
         entry["ratio_read_write"] = {part: _as_dict(_ratios(ours.part(part), reading.part(part))) for part in _PARTS}
+        entry["ratio_claim_commit"] = {part: _as_dict(_ratios(ours.part(part), fenced.part(part))) for part in _PARTS}
         figures[label] = entry
     return figures
 
@@ -395,13 +439,23 @@ def build_result(figures: dict[str, Any], repeats: int, load: dict[str, Any]) ->
     )
     ratios = Table(
         "cairn as a multiple of the floor (run by run)",
-        ["State", "CPU (target)", "Wall", "Client-side CPU", "CPU inside moto", "CPU vs read + write floor"],
+        [
+            "State",
+            "CPU vs write-only floor (target)",
+            "Wall",
+            "Client-side CPU",
+            "CPU inside moto",
+            "CPU vs read + write floor",
+            "CPU vs claim + commit floor",
+        ],
         [],
         note=(
             "Each ratio is taken run by run (a cairn run against the floor run beside it), then summarised. "
             "The floor: one conditional UpdateItem with the state inline (compact JSON) up to 350,000 bytes, "
             "above that a PutObject of the JSON and the UpdateItem with its key; the read + write floor first "
-            "reads the state back (GetItem, and GetObject above the limit) and parses it, as a phase must."
+            "reads the state back (GetItem, and GetObject above the limit) and parses it, as a phase must; the "
+            "claim + commit floor claims the job by a conditional UpdateItem that returns the state, then commits "
+            "on that claim, the least a fenced transition takes."
         ),
     )
     for label in labels:
@@ -420,6 +474,7 @@ def build_result(figures: dict[str, Any], repeats: int, load: dict[str, Any]) ->
                 _cell(ratio["client"], 2),
                 _cell(ratio["moto"], 2),
                 _cell(entry["ratio_read_write"]["cpu"], 2),
+                _cell(entry["ratio_claim_commit"]["cpu"], 2),
             ]
         )
     result = Result(
@@ -483,7 +538,8 @@ def build_result(figures: dict[str, Any], repeats: int, load: dict[str, Any]) ->
         "call, so read its shares, not its milliseconds.",
         "Not measured here: on AWS each request is a network round trip to DynamoDB or S3 instead of moto's "
         "work, and cairn's requests are sequential, so for a small state the ratio should approach the "
-        "ratio of requests (3 to 1 against the floor, 3 to 2 against the read + write floor).",
+        "ratio of requests (3 to 1 against the floor, 3 to 2 against the read + write floor and the claim + "
+        "commit floor).",
         f"Machine load while measuring (1-minute load average, {load['cpus']} CPUs): {load['before']:.1f} before, "
         f"{load['after']:.1f} after.",
     ]

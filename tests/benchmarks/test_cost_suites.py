@@ -83,6 +83,8 @@ def test_the_overhead_suite_compares_a_transition_with_the_floor_and_splits_off_
     entry = written["data"]["sizes"]["1 KB"]
     assert entry["cairn"]["requests"] == 3  # claim, history item, commit
     assert entry["floor"]["requests"] == 1  # one conditional UpdateItem
+    assert entry["claim + commit floor"]["requests"] == 2  # the claim returns the state; the commit
+    assert entry["ratio_claim_commit"]["cpu"]["median"] > 0
     for variant in overhead.VARIANTS:
         figures = entry[variant]
         assert figures["cpu_ms"]["runs"] == 3
