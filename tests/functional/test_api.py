@@ -111,6 +111,40 @@ def test_the_log_route_returns_every_entry_with_its_fields(api: Api) -> None:
     assert any(entry["reason"] for entry in entries if entry["kind"] == "decision")
 
 
+def test_the_log_pages_oldest_first_with_a_cursor_bound_to_the_job_and_its_run(api: Api) -> None:
+    api.call("create-job")
+    api.run()
+    whole = api.call("get-job-log").body
+    assert whole["cursor"] is None
+    assert len(whole["entries"]) >= 5
+
+    pages: list[list[Any]] = []
+    query: dict[str, str] = {"limit": "2"}
+    while True:
+        reply = api.call("get-job-log", query=query)
+        assert reply.status == 200, reply.body
+        pages.append(reply.body["entries"])
+        if reply.body["cursor"] is None:
+            break
+        query = {"limit": "2", "cursor": reply.body["cursor"]}
+    assert [entry for page in pages for entry in page] == whole["entries"]
+    assert all(len(page) == 2 for page in pages[:-1])
+
+    cursor = api.call("get-job-log", query={"limit": "2"}).body["cursor"]
+    api.create("another-job")
+    other = api.call("get-job-log", job_id="another-job", query={"cursor": cursor})
+    assert other.status == 400
+    assert "Invalid cursor" in other.body["error"]["message"]
+    restarted = api.call("retry-job-full")
+    assert restarted.status == 202, restarted.body
+    stale = api.call("get-job-log", query={"cursor": cursor})
+    assert stale.status == 400
+    assert "started over" in stale.body["error"]["message"]
+    for bad in ("!!", "e30", "x" * 3000):
+        assert api.call("get-job-log", query={"cursor": bad}).status == 400
+    assert api.call("get-job-log", query={"limit": "0"}).status == 400
+
+
 def test_listing_pages_through_the_callers_jobs_newest_first_with_a_cursor(api: Api, stack_clock: FakeClock) -> None:
     ids = [f"batch-{number}" for number in range(5)]
     for job_id in ids:

@@ -66,7 +66,7 @@ SEEDED_JOBS = ["0", "A", "a", "00", "0A"]
 #: JSON in the document), a cursor's provenance (opaque, only ever one the listing returned) and nesting depth.
 DOCUMENTED_REFUSALS = (
     ("state", 'Invalid state for pipeline "'),
-    ("cursor", "Invalid cursor: it was not returned by this listing"),
+    ("cursor", "Invalid cursor: "),
     ("pipeline", 'Unknown pipeline "'),
     ("createdFrom", "The created-time range is reversed"),
     ("body", f"The request body nests arrays and objects more than {MAX_JSON_DEPTH} deep"),

@@ -54,6 +54,7 @@ from ..dashboard.assets import INDEX, asset
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
+from .api_log_pages import MAX_LOG_PAGE, log_page
 from .api_models import (
     CreatedTime,
     CreateJobRequest,
@@ -84,6 +85,7 @@ API_DESCRIPTION = (
     "authorizer) owns the jobs it starts and sees no one else's."
 )
 DEFAULT_PAGE_SIZE = 50
+DEFAULT_LOG_PAGE = 200
 MAX_PAGE_SIZE = 100
 HEALTH_OWNER = "cairn-health"
 
@@ -239,11 +241,22 @@ def _rerun_phases(jobs: Cairn, job: Job) -> list[str] | None:
     "/jobs/<jobId>/log",
     summary="A job's log",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.OK, "Log entries and annotations, oldest first", HTTPStatus.NOT_FOUND),
+    responses=_responses(
+        HTTPStatus.OK, "Log entries and annotations, oldest first; paged with limit and cursor", HTTPStatus.NOT_FOUND
+    ),
 )
-def get_job_log(job_id: JobIdPath) -> JobLog:
+def get_job_log(
+    job_id: JobIdPath,
+    limit: Annotated[
+        int | None, Query(ge=1, le=MAX_LOG_PAGE, description="Entries a page; without it, the whole log")
+    ] = None,
+    cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page of this job's log")] = None,
+) -> JobLog:
     job = existing(current_services().cairn(caller()), job_id)
-    return JobLog(job_id=job.job_id, entries=list(job.log))
+    if limit is None and cursor is None:
+        return JobLog(job_id=job.job_id, entries=list(job.log))
+    page = log_page(job, limit=limit or DEFAULT_LOG_PAGE, cursor=cursor)
+    return JobLog(job_id=job.job_id, entries=page.entries, cursor=page.cursor)
 
 
 @app.post(

@@ -269,6 +269,7 @@ class JobLog(WireModel):
 
     job_id: str
     entries: list[LogEntry]
+    cursor: str | None = Field(default=None, description="The next page's cursor; null: the log ends here for now")
 
 
 class Health(WireModel):
