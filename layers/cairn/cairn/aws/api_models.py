@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 from ..core.engine import SIGNAL_NAME_PATTERN, validate_signal_name
 from ..core.errors import InvalidInputError
 from ..core.ids import JOB_ID_PATTERN, validate_job_id
-from ..core.listing import MAX_ID_PREFIX, MAX_TIME_MS
+from ..core.listing import ID_PREFIX_PATTERN, MAX_ID_PREFIX, MAX_TIME_MS
 from ..core.models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
 from ..core.pipeline import NAME_PATTERN, Pipeline
 
@@ -106,7 +106,7 @@ IdPrefix = Annotated[
     Field(
         min_length=1,
         max_length=MAX_ID_PREFIX,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        pattern=ID_PREFIX_PATTERN.pattern,
         description="Only jobs whose id starts with this (a job id's characters, at most 128)",
     ),
 ]
