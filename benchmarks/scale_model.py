@@ -106,8 +106,8 @@ def _flatness(measured: Measured) -> str:
     first, last = measured.per_job_units[0], measured.per_job_units[-1]
     if first == last:
         return (
-            f"The figures do not move with the table's size: the first metered job and the last, "
-            f"{measured.jobs:,} jobs later, cost the same ({_n(first)} write units each)."
+            f"The figures do not move with the table's size: the first metered job and the last, with about "
+            f"{measured.jobs:,} jobs in the table, cost the same ({_n(first)} write units each)."
         )
     return f"The first metered job cost {_n(first)} write units and the last {_n(last)}."
 
@@ -188,7 +188,7 @@ def render(measured: Measured, *, seconds: float, path: str | Path | None = None
         f"What one AWS account sustains, computed by `benchmarks/scale_model.py` from a load test of "
         f"{measured.jobs:,} jobs on moto (`make scale`, {seconds / 60:.1f} minutes, "
         f"{datetime.now(UTC).strftime('%Y-%m-%d')}) and the published default quotas. `make test` runs the same "
-        "load test on a few hundred jobs and checks the figures below hold at that size too.",
+        "load test on 60 jobs and checks that its figures hold at that size too.",
         "",
         "## Measured",
         "",
