@@ -281,7 +281,7 @@ def render(measured: Measured, *, seconds: float, path: str | Path | None = None
         "",
         "## The listing at 10 M jobs",
         "",
-        "A page costs the same at 10 M jobs as at 10 thousand: "
+        f"A page costs the same at 10 M jobs as at the {measured.jobs:,} measured: "
         f"{measured.listing_requests} requests and about {measured.listing_read_units:.0f} read units for "
         f"{measured.listing_jobs} jobs. Filters by status and created time are key conditions and the id prefix "
         "a filter on the keys, so they read no more; the pipeline filter reads the items it examines. "
