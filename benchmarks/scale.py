@@ -23,21 +23,16 @@ import secrets
 import statistics
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from moto import mock_aws
-
 from benchmarks.common import Result, Table, git_commit, machine, versions, write_result
-from benchmarks.cost import PHASES, REGION, fake_credentials, measure_job, noop_pipeline, progress
+from benchmarks.cost import PHASES, TABLE, measure_job, moto_backend, noop_pipeline, progress
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from benchmarks.scale_model import Measured, render
 from cairn import InlineScheduler, JobStatus, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb.schema import create_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -46,7 +41,6 @@ SUITE = "scale"
 JOBS = 10_000
 SAMPLES = 40
 STALLED = 100
-TABLE = "cairn-scale"
 OWNER = "scale-owner"
 STATE_BYTES = 1024
 VERSIONED = ("boto3", "botocore", "moto")
@@ -84,16 +78,6 @@ class StepCosts:
         self.middle.extend(step.write_units for step in middle)
         self.finish.append(finish.write_units)
         self.reads.extend(step.read_units for step in [start, *middle, finish])
-
-
-@contextmanager
-def backend() -> Iterator[DynamoDBClient]:
-    """In-process moto with cairn's table."""
-    fake_credentials()
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name=REGION)
-        create_table(client, TABLE)
-        yield client
 
 
 def index_spread(client: DynamoDBClient) -> dict[str, dict[str, float]]:
@@ -141,7 +125,8 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
     pipeline = noop_pipeline()
     every = max(1, jobs // max(1, samples))
     costs = StepCosts()
-    with backend() as client:
+    with moto_backend() as aws:
+        client = aws.dynamodb
         storage = DynamoDBStorage(TABLE, owner=OWNER, client=client, clock=clock)
         meter = DynamoDBMeter(client)
         meter.enabled = False
