@@ -20,6 +20,7 @@ Run: ``python -m benchmarks.cost [--quick] [--repeats N]`` (``make bench`` runs 
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
 import json
 import os
@@ -147,6 +148,21 @@ def document_state(target: int, *, seed: int = 20240601) -> dict[str, Any]:
     if _json_size(state) != target:
         raise ValueError(f"cannot make a state of {target} bytes")
     return state
+
+
+@functools.cache
+def incompressible_state(target: int, *, seed: int = 20240601) -> dict[str, str]:
+    """A state of exactly ``target`` bytes as compact JSON that gzip shrinks little: random base64 text.
+
+    Base64 carries 6 bits per character, so gzip keeps about 76% of it: the worst case a state of
+    text meets (truly random bytes cannot be JSON text).
+    """
+    overhead = _json_size({"blob": ""})
+    if target < overhead:
+        raise ValueError(f"cannot make a state of {target} bytes")
+    length = target - overhead
+    blob = base64.b64encode(random.Random(seed).randbytes(length * 3 // 4 + 3)).decode()[:length]
+    return {"blob": blob}
 
 
 def _pass_along(following: str | None) -> Callable[[PhaseContext[Any]], Next | Done]:

@@ -96,3 +96,12 @@ def canned_response(url: str, status: int, body: bytes, content_type: str) -> AW
     headers = HTTPHeaders()
     headers["Content-Type"] = content_type
     return AWSResponse(url, status, headers, _CannedBody(body))
+
+
+def stored_state(client: DynamoDBClient, table: str, pk: str) -> dict[str, Any]:
+    """The raw encoded state of the job item at ``pk``: read from the item its checkpoint's ``stateAt`` names."""
+    key = {"pk": {"S": pk}, "sk": {"S": "JOB"}}
+    checkpoint = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["checkpoint"]["M"]
+    holder = {"pk": {"S": pk}, "sk": checkpoint["stateAt"]}
+    entry = client.get_item(TableName=table, Key=holder, ConsistentRead=True)["Item"]["entry"]["M"]
+    return dict(entry["state"]["M"])

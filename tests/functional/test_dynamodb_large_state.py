@@ -12,6 +12,7 @@ import pytest
 from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import job_pk
+from tests.aws import stored_state as aws_stored_state
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of, make_scheduler
 
@@ -173,10 +174,7 @@ def test_without_a_bucket_an_oversize_save_state_fails_the_phase(moto: Moto, clo
 
 def stored_state(moto: Moto, job_id: str) -> dict[str, Any]:
     """The raw checkpoint state attribute of a job item."""
-    item = moto.dynamodb.get_item(
-        TableName=moto.table, Key={"pk": {"S": job_pk("default", job_id)}, "sk": {"S": "JOB"}}
-    )
-    return dict(item["Item"]["checkpoint"]["M"]["state"]["M"])
+    return aws_stored_state(moto.dynamodb, moto.table, job_pk("default", job_id))
 
 
 def test_a_state_above_the_break_even_size_goes_to_s3_only_when_there_is_a_bucket(moto: Moto, clock: FakeClock) -> None:
@@ -190,9 +188,7 @@ def test_a_state_above_the_break_even_size_goes_to_s3_only_when_there_is_a_bucke
         scheduler.drain(max_steps=1)
 
     assert set(stored_state(moto, "mid-1")) == {"s3"}
-    inline = moto.dynamodb.get_item(
-        TableName=moto.table, Key={"pk": {"S": job_pk("other", "mid-1")}, "sk": {"S": "JOB"}}
-    )["Item"]["checkpoint"]["M"]["state"]["M"]
+    inline = aws_stored_state(moto.dynamodb, moto.table, job_pk("other", "mid-1"))
     assert len(inline) == 1
     assert set(inline) < {"json", "gzip"}  # inline: without a bucket only the item limit counts
     for storage in (with_bucket, without_bucket):

@@ -1,5 +1,8 @@
-"""The job item is sized as a whole (names and values, as DynamoDB counts it): no state, input, result or
-log between the inline limit and the offload threshold makes a write fail with DynamoDB's item-size error."""
+"""Every item is sized as a whole (names and values, as DynamoDB counts it): no state, input, result or
+log between the inline limit and the offload threshold makes a write fail with DynamoDB's item-size error.
+
+Each state is written once, in an item of its own (the history item of the write that set it), so a
+state never shares its item with the input, the result or the state it replaces."""
 
 from __future__ import annotations
 
@@ -57,13 +60,12 @@ def run(storage: DynamoDBStorage, clock: FakeClock, pipeline: Pipeline[Any], inp
 @pytest.mark.parametrize(
     ("state", "input_size", "result", "fails_at"),
     [
-        (300 * KB, 300 * KB, 0, "produce"),  # the first state does not fit beside the input
-        (190 * KB, 190 * KB, 190 * KB, None),  # stored, about 150 KB each: each fits beside the value it replaces
-        (200 * KB, 0, 0, None),
-        (340 * KB, 0, 0, "again"),  # one state fits; the next cannot replace it within one write
+        (300 * KB, 300 * KB, 0, None),  # a state has its own item: the input takes none of its room
+        (190 * KB, 190 * KB, 190 * KB, None),
+        (390 * KB, 0, 0, None),  # stored gzipped, about 300 KB: each state fits, none replaces another in place
+        (560 * KB, 0, 0, "produce"),  # gzipped, still more than an item holds
         (0, 370 * KB, 0, None),
         (0, 390 * KB, 0, None),
-        (390 * KB, 0, 0, "again"),
         (0, 0, 360 * KB, None),
         (0, 0, 390 * KB, None),
     ],
@@ -95,7 +97,7 @@ def test_without_a_bucket_a_value_either_fits_or_fails_the_phase_naming_its_size
 
 def test_a_write_that_would_pass_the_item_limit_names_the_size_and_the_limit(moto: Moto, clock: FakeClock) -> None:
     storage = DynamoDBStorage(moto.table, client=moto.dynamodb, clock=clock)
-    run(storage, clock, sized_pipeline(300 * KB, 0), 300 * KB)  # the second 300 KB state cannot replace the first
+    run(storage, clock, sized_pipeline(560 * KB, 0), 0)  # about 425 KB gzipped: no item holds it
 
     job = job_of(storage, "sized")
     assert job.status == JobStatus.ERROR

@@ -1,16 +1,21 @@
 """What a phase transition costs in DynamoDB write units, as DynamoDB bills them on demand.
 
+The state is written once per transition, in the commit's history item; the job item stays small,
+so its claim and its commit cost one write unit each, and the claim is followed by one read of
+the state (at most one read unit up to 4 KB).
+
 The benchmark's meter (``benchmarks/dynamodb_meter.py``) reads every written item before and after the
 write through its own client and prices the table and index writes from the item sizes.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchmarks.cost import JobCost, document_state, measure_job, noop_pipeline
+from benchmarks.cost import JobCost, document_state, incompressible_state, measure_job, noop_pipeline
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures, item_size, number_size
 from cairn.aws.dynamodb import DynamoDBStorage
 from tests.functional.conftest import Moto
@@ -18,14 +23,31 @@ from tests.functional.conftest import Moto
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-SMALL_STATES = pytest.mark.parametrize("size", [200, 1024], ids=["200B", "1KB"])
+KB = 1024
+#: (state maker, state bytes as JSON) -> the most write units a middle transition may cost (the issue's
+#: ceilings: 2 + the state's 1 KB units). Random base64 gzips to about 76%; states above 4 KB compressed go
+#: to S3 and the history item keeps a reference.
+CEILINGS = {
+    ("incompressible", 200): 3,
+    ("incompressible", KB): 4,
+    ("incompressible", 4 * KB): 7,
+    ("incompressible", 10 * KB): 4,
+    ("incompressible", KB * KB): 4,
+    ("document", 200): 3,
+    ("document", KB): 4,
+    ("document", 4 * KB): 7,
+    ("document", 10 * KB): 12,
+    ("document", KB * KB): 4,
+}
+STATES = {"incompressible": incompressible_state, "document": document_state}
+SIZES = pytest.mark.parametrize(("kind", "size"), list(CEILINGS), ids=[f"{kind}-{size}B" for kind, size in CEILINGS])
 
 
-def _run_job(moto: Moto, size: int) -> JobCost:
+def _run_job(moto: Moto, kind: str, size: int) -> JobCost:
     meter = DynamoDBMeter(moto.dynamodb, s3=moto.s3)
     storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3)
     try:
-        return measure_job(storage, noop_pipeline(), meter, f"units-{size}", document_state(size))
+        return measure_job(storage, noop_pipeline(), meter, f"units-{kind}-{size}", STATES[kind](size))
     finally:
         meter.detach()
 
@@ -40,23 +62,55 @@ def _breakdown(figures: Figures) -> str:
     return "\n".join(lines)
 
 
-@SMALL_STATES
-def test_a_middle_transition_costs_at_most_three_write_units_and_no_reads(moto: Moto, size: int) -> None:
-    cost = _run_job(moto, size)
+def _records(figures: Figures, sk_prefix: str) -> list[Any]:
+    return [record for record in figures.records if record.key.get("sk", {}).get("S", "").startswith(sk_prefix)]
+
+
+@SIZES
+def test_a_middle_transition_writes_the_state_once_and_reads_it_once(moto: Moto, kind: str, size: int) -> None:
+    cost = _run_job(moto, kind, size)
 
     assert len(cost.middle) == 3
     for figures in cost.middle:
-        assert figures.read_requests == 0, dict(figures.dynamodb)
-        assert figures.write_units <= 3, _breakdown(figures)
+        (history,) = _records(figures, "HIST#")
+        claim, commit = _records(figures, "JOB")
+        assert claim.table_units == commit.table_units == 1, _breakdown(figures)  # the job item stays small
+        assert figures.write_units == 2 + math.ceil(history.size_after / KB), _breakdown(figures)  # state once
+        assert figures.index_units == 0, _breakdown(figures)
+        assert figures.write_units <= CEILINGS[(kind, size)], _breakdown(figures)
+        assert dict(figures.dynamodb) == {"UpdateItem": 2, "PutItem": 1, "GetItem": 1}
+        assert figures.read_units == 1.0  # the state, read from the item that keeps it, after the claim
 
 
-@SMALL_STATES
-def test_the_input_is_not_rewritten_after_the_start(moto: Moto, size: int) -> None:
-    cost = _run_job(moto, size)
+@SIZES
+def test_the_finish_costs_its_index_moves_more_than_a_middle_transition(moto: Moto, kind: str, size: int) -> None:
+    cost = _run_job(moto, kind, size)
+
+    finish = cost.finish
+    (history,) = _records(finish, "HIST#")
+    (claim, commit) = _records(finish, "JOB")
+    assert history.size_after < KB  # the finish enters no phase: its history item keeps no state
+    assert claim.table_units == 1
+    assert finish.index_units == 3, _breakdown(finish)  # ByStatus moves (a delete and a put); leaves Stalled
+    assert finish.write_units == 2 + commit.table_units + finish.index_units, _breakdown(finish)
+
+
+@SIZES
+def test_the_input_is_not_rewritten_after_the_start(moto: Moto, kind: str, size: int) -> None:
+    cost = _run_job(moto, kind, size)
 
     for figures in [*cost.middle, cost.finish]:
         rewritten = [record.operation for record in figures.records if "input" in record.attributes]
         assert not rewritten, f"writes after the start carry the input: {rewritten}"
+
+
+def test_the_job_item_stays_small_whatever_the_state(moto: Moto) -> None:
+    cost = _run_job(moto, "incompressible", 4 * KB)
+
+    for figures in cost.middle:
+        jobs = [record for record in figures.records if record.key.get("sk", {}).get("S") == "JOB"]
+        assert len(jobs) == 2, _breakdown(figures)  # the claim and the commit
+        assert all(max(record.size_before, record.size_after) < KB for record in jobs), _breakdown(figures)
 
 
 def _meter_table(client: DynamoDBClient) -> str:

@@ -1,10 +1,12 @@
 """Jobs, history and inputs as DynamoDB items, and back.
 
-Indexable and conditional fields are plain attributes; the checkpoint keeps
-the seed's shape ``{nextPhase, state, createdAt}`` with the state encoded by
-:class:`PayloadCodec`; usage is JSON text, so numbers never become Decimals.
-The job item stays small: the input lives in an item of its own, written once,
-and history items (log entries, phase records) sit beside it.
+Indexable and conditional fields are plain attributes; usage is JSON text, so
+numbers never become Decimals. The checkpoint keeps the seed's shape
+``{nextPhase, state, createdAt}``, with the state (encoded by
+:class:`PayloadCodec`) written once, in the item of the write that set it: a
+start's or a commit's history item (as its ``entry``) or a save's ``SAVE#``
+item. The job item's ``checkpoint`` names that item (``stateAt``), so the job
+item stays small; the input lives in an item of its own, written once.
 """
 
 from __future__ import annotations
@@ -79,7 +81,20 @@ class EncodedJob:
 
     item: Item
     s3_keys: set[str] = field(default_factory=set)
-    checkpoint: dict[str, Any] | None = None
+
+
+def state_reference(checkpoint: Checkpoint, state_at: str) -> dict[str, Any]:
+    """The job item's checkpoint: ``{nextPhase, createdAt}`` and ``stateAt``, the key of the item holding the state."""
+    return {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "stateAt": state_at}
+
+
+def state_at(item: Item) -> str | None:
+    """The sort key of the item holding a job item's state (None: no checkpoint, or a state kept inline)."""
+    checkpoint = item.get("checkpoint", {}).get("M")
+    if not isinstance(checkpoint, dict):
+        return None
+    value = checkpoint.get("stateAt", {}).get("S")
+    return value if isinstance(value, str) else None
 
 
 def _key_of(encoded: EncodedPayload) -> set[str]:
@@ -129,21 +144,19 @@ class ItemCodec:
     def encode_job(self, job: Job, *, token: str) -> EncodedJob:
         """The whole job item for ``job`` (a start), written by the write ``token``; large values may go to S3.
 
-        The state and the result share what the rest of the item leaves of
-        :data:`~cairn.aws.payloads.ITEM_BUDGET`.
+        The checkpoint refers to the state in the start's history item (:meth:`history_item`); the
+        result has what the rest of the item leaves of :data:`~cairn.aws.payloads.ITEM_BUDGET`.
         """
         values = self._job_values(job, token=token)
+        if job.checkpoint is not None:
+            values["checkpoint"] = state_reference(job.checkpoint, schema.history_sk(token))
         budget = ITEM_BUDGET - item_size(to_item(values))
         s3_keys: set[str] = set()
-        if job.checkpoint is not None:
-            values["checkpoint"], keys = self.encode_checkpoint(job.job_id, job.checkpoint, token=token, budget=budget)
-            s3_keys |= keys
-            budget -= item_size(to_item({"checkpoint": values["checkpoint"]}))
         if job.result is not None:
             encoded = self.encode_result(job.job_id, job.result, token=token, budget=budget)
             s3_keys |= _key_of(encoded)
             values["result"] = encoded.attribute
-        return EncodedJob(to_item(values), s3_keys, values.get("checkpoint"))
+        return EncodedJob(to_item(values), s3_keys)
 
     def measure(self, job: Job) -> int:
         """About how large ``job``'s item is (its state and result as uncompressed JSON: never less than stored)."""
@@ -204,12 +217,13 @@ class ItemCodec:
         return to_item(values), _key_of(encoded)
 
     def history_item(
-        self, job_id: str, history: HistoryItem, *, expires_at: int, entry: Mapping[str, Any] | None = None
-    ) -> Item:
-        """The item of what one write added to the job's history.
+        self, job_id: str, history: HistoryItem, *, expires_at: int, checkpoint: Checkpoint | None = None
+    ) -> tuple[Item, set[str]]:
+        """The item of what one write added to the job's history, and the S3 keys it refers to.
 
-        ``entry`` is the encoded checkpoint the write set (as in the job item; a large state is an S3
-        reference): kept beside the history, for a rerun from that phase, when the item has room.
+        ``checkpoint`` is the checkpoint the write set (a start, or a commit entering a phase): its
+        state is kept here, once, as the item's ``entry`` (in S3 under ``states/`` when the item has
+        no room for it), both for the job item that refers to it and for a rerun from that phase.
         """
         values: dict[str, Any] = {
             "pk": self.pk(job_id),
@@ -217,12 +231,22 @@ class ItemCodec:
             "history": fitting_history(history.model_copy(update={"entry": None})),
             "expiresAt": expires_at,
         }
-        item = to_item(values)
-        if entry is not None:
-            encoded = to_item({"entry": dict(entry)})
-            if item_size(item) + item_size(encoded) <= ITEM_BUDGET:
-                item.update(encoded)
-        return item
+        return self._with_state(to_item(values), job_id, checkpoint, token=history.token, entry=True)
+
+    def save_item(self, job_id: str, checkpoint: Checkpoint, *, token: str, expires_at: int) -> tuple[Item, set[str]]:
+        """The item of a state saved mid-phase (``SAVE#<token>``), and the S3 keys it refers to."""
+        values = {"pk": self.pk(job_id), "sk": schema.save_sk(token), "expiresAt": expires_at}
+        return self._with_state(to_item(values), job_id, checkpoint, token=token, entry=False)
+
+    def _with_state(
+        self, item: Item, job_id: str, checkpoint: Checkpoint | None, *, token: str, entry: bool
+    ) -> tuple[Item, set[str]]:
+        if checkpoint is None:
+            return item, set()
+        room = ITEM_BUDGET - item_size(item) - len("entry")
+        encoded, keys = self.encode_checkpoint(job_id, checkpoint, token=token, budget=room, entry=entry)
+        item.update(to_item({"entry": encoded}))
+        return item, keys
 
     def map_item(self, job_id: str, fan_out: str, item: MapItem, *, expires_at: int) -> tuple[Item, set[str]]:
         """The DynamoDB item of a map's item record (a large one goes to S3 under its write token)."""
@@ -277,27 +301,62 @@ class ItemCodec:
         except UNREADABLE as exc:
             raise CorruptJobError(where, unreadable_reason(exc)) from exc
 
-    def decode_entry(self, item: Item, *, where: str) -> Checkpoint | None:
-        """The entry checkpoint a history item keeps (its state fetched from S3 if it lives there)."""
+    def decode_entry(self, item: Item, *, where: str, fetch: bool = True) -> Checkpoint | None:
+        """The checkpoint a history or save item keeps (its state fetched from S3 if it lives there)."""
         values = from_item(item)
         raw = values.get("entry")
         if not isinstance(raw, dict):
             return None
         try:
-            state = self.payloads.decode(raw["state"], where=where)
+            state = self.payloads.decode(raw["state"], where=where, fetch=fetch)
             return Checkpoint(next_phase=raw["nextPhase"], state=state, created_at=raw["createdAt"])
         except UNREADABLE as exc:
             raise CorruptJobError(where, unreadable_reason(exc)) from exc
 
-    def decode_job(self, item: Item, *, with_payloads: bool = True, partition: Iterable[Item] = ()) -> Job:
-        """The job an item holds (with its input and history from ``partition``); unreadable items are named."""
+    @staticmethod
+    def entry_s3_keys(item: Item | None) -> set[str]:
+        """The S3 object holding the state a history or save item keeps, if it is kept there."""
+        raw = from_item(item).get("entry") if item is not None else None
+        key = PayloadCodec.s3_key_of(raw.get("state")) if isinstance(raw, dict) else None
+        return {key} if key else set()
+
+    def _state(self, raw: Mapping[str, Any], where: str, states: Mapping[str, Item], fetch: bool) -> Any:
+        """The state of a job item's checkpoint: at ``stateAt``, or inline (as stored before states had items)."""
+        if "state" in raw:
+            return self.payloads.decode(raw["state"], where=where, fetch=fetch)
+        sk = str(raw["stateAt"])
+        holder = states.get(sk)
+        if holder is None:
+            if not fetch:
+                return None
+            raise CorruptJobError(where, f"the item {sk} holding its state is missing")
+        found = self.decode_entry(holder, where=location(holder), fetch=fetch)
+        if found is None:
+            raise CorruptJobError(location(holder), "the item holding the job's state has none")
+        return found.state
+
+    def decode_job(
+        self,
+        item: Item,
+        *,
+        with_payloads: bool = True,
+        partition: Iterable[Item] = (),
+        state_item: Item | None = None,
+    ) -> Job:
+        """The job an item holds, unreadable items named.
+
+        Its state comes from ``state_item`` or from ``partition`` (the job's other items, which also
+        give its input and history); with ``with_payloads`` False a state not given is None.
+        """
         where = location(item)
+        partition = list(partition)
+        states = {str(other["sk"].get("S", "")): other for other in [*partition, *filter(None, [state_item])]}
         try:
             values = from_item(item)
             checkpoint = None
             if "checkpoint" in values:
                 raw = values["checkpoint"]
-                state = self.payloads.decode(raw["state"], where=where, fetch=with_payloads)
+                state = self._state(raw, where, states, with_payloads)
                 checkpoint = Checkpoint(next_phase=raw["nextPhase"], state=state, created_at=raw["createdAt"])
             result = None
             if "result" in values:
@@ -334,7 +393,7 @@ class ItemCodec:
             )
         except UNREADABLE as exc:
             raise CorruptJobError(where, unreadable_reason(exc)) from exc
-        return self._with_partition(job, list(partition), where) if partition else job
+        return self._with_partition(job, partition, where) if partition else job
 
     def _with_partition(self, job: Job, items: list[Item], where: str) -> Job:
         history: dict[str, HistoryItem] = {}
@@ -354,10 +413,13 @@ class ItemCodec:
 
     @staticmethod
     def side_items(job_item: Item, partition: Iterable[Item]) -> list[Item]:
-        """The items the job item links to: its history chain (from ``historyHead``) and its input."""
+        """The items the job item links to: its input, its saved state and its history chain (from ``historyHead``)."""
         head, input_token = job_item.get("historyHead", {}).get("S"), job_item.get("inputToken", {}).get("S")
         by_sk = {str(item["sk"].get("S", "")): item for item in partition}
         linked = [by_sk[schema.input_sk(input_token)]] if input_token and schema.input_sk(input_token) in by_sk else []
+        saved = state_at(job_item)
+        if saved is not None and saved.startswith(schema.SAVE_PREFIX) and saved in by_sk:
+            linked.append(by_sk[saved])
         seen: set[str] = set()
         while head is not None and schema.history_sk(head) in by_sk and head not in seen:
             seen.add(head)
@@ -417,7 +479,7 @@ class ItemCodec:
 
     @staticmethod
     def s3_keys_of(item: Item) -> set[str]:
-        """The S3 objects a stored job item refers to (its checkpoint state and result)."""
+        """The S3 objects a stored job item itself refers to (its result; a checkpoint state kept inline)."""
         values = from_item(item)
         keys = {PayloadCodec.s3_key_of(values.get("result"))}
         if isinstance(values.get("checkpoint"), dict):

@@ -15,7 +15,7 @@ from ...core.transitions import StartJob, Written
 from ..payloads import PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item
-from .codec import ItemCodec
+from .codec import ItemCodec, state_at
 from .expressions import Expression
 from .table import ConditionFailed, Table
 
@@ -78,8 +78,11 @@ class History:
         job_item = next((item for item in items if item["sk"].get("S") == schema.JOB_SK), None)
         if job_item is not None:
             keys = ItemCodec.s3_keys_of(job_item)
+            holding_state = state_at(job_item)
             for item in ItemCodec.side_items(job_item, items):
                 keys |= {key for key in [PayloadCodec.s3_key_of(from_item(item).get("input"))] if key}
+                if item["sk"].get("S") == holding_state:
+                    keys |= ItemCodec.entry_s3_keys(item)
                 if int(str(item.get(schema.TTL_ATTRIBUTE, {}).get("N", "0"))) < target:
                     self._renew_item(item, target)
             for key in sorted(keys):

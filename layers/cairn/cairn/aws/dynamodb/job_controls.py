@@ -140,6 +140,6 @@ class JobControls:
                 return self.job_item.decode_and_remember(job_id, failed.old)
             if outcome is None:
                 raise _Refused() from None
-            stored = self.table.codec.decode_job(failed.old) if failed.old is not None else None
+            stored = self.job_item.decode_and_remember(job_id, failed.old) if failed.old is not None else None
             return outcome(stored, token).returned()  # the pure rule says why: not found, already so, or refused
         return self.job_item.decode_and_remember(job_id, item)

@@ -1,19 +1,21 @@
 """The job item's conditional update, and what the store remembers of each job item it read or wrote.
 
 Every change of a job after its start is one conditional ``UpdateItem`` of its item returning the
-new item (or, refused, the old one). The store remembers, per job, the S3 objects the item refers
-to (so a write that replaces one removes the old) and the item's size (so a large value is
-offloaded when the item would not hold it).
+new item (or, refused, the old one). The store remembers, per job, the S3 objects the item and its
+state refer to (so a write that replaces one removes the old), the item holding its state (so a
+replaced save's item is removed) and the item's size (so a large value is offloaded when the item
+would not hold it).
 """
 
 from __future__ import annotations
 
 from ...core import ttl
+from ...core.errors import StorageError
 from ...core.models import Job, JobStatus
 from ..payloads import ITEM_BUDGET
 from . import schema
 from .attributes import Item, from_item, item_size
-from .codec import ItemCodec, kept_object
+from .codec import ItemCodec, kept_object, state_at
 from .expressions import Expression
 from .history import History
 from .table import ConditionFailed, Table, written_by
@@ -26,6 +28,7 @@ class JobItem:
         self.table = table
         self.history = history
         self._s3_keys: dict[str, set[str]] = {}
+        self._state: dict[str, tuple[str | None, set[str]]] = {}
         self._item_sizes: dict[str, int] = {}
 
     def update(self, job_id: str, expression: Expression, *, now_ms: int, token: str) -> Item:
@@ -65,20 +68,58 @@ class JobItem:
         return dict(response["Attributes"])
 
     def decode_and_remember(self, job_id: str, item: Item) -> Job:
-        """The job the item holds, its objects and size remembered."""
-        job = self.table.codec.decode_job(item)
-        self.remember(job_id, item)
+        """The job the item holds, its state read from the item that keeps it; its objects and size remembered."""
+        state_item = self.read_state_item(item)
+        job = self.table.codec.decode_job(item, state_item=state_item)
+        self.remember(job_id, item, state_item)
         return job
 
-    def remember(self, job_id: str, item: Item) -> None:
-        """Keep the S3 objects and the size of the job's item as last read or written."""
-        self._s3_keys[job_id] = ItemCodec.s3_keys_of(item)
+    def read_state_item(self, item: Item) -> Item | None:
+        """The item holding the job item's state (one consistent read of its ``entry``), or None if it has none."""
+        sk = state_at(item)
+        if sk is None:
+            return None
+        table = self.table
+        response = table.call(
+            table.client.get_item,
+            TableName=table.name,
+            Key={"pk": item["pk"], "sk": {"S": sk}},
+            ConsistentRead=True,
+            **Expression().projection_kwargs("pk", "sk", "entry"),
+        )
+        found = response.get("Item")
+        return dict(found) if found else None
+
+    def remember(self, job_id: str, item: Item, state_item: Item | None = None) -> None:
+        """Keep the S3 objects, the state's item and the size of the job's item as last read or written."""
+        state_keys = ItemCodec.entry_s3_keys(state_item)
+        self._state[job_id] = (state_at(item), state_keys)
+        self._s3_keys[job_id] = ItemCodec.s3_keys_of(item) | state_keys
         self._item_sizes[job_id] = item_size(item)
 
-    def written(self, job_id: str, item: Item) -> None:
-        """After an update that landed: remove the objects it no longer refers to, and keep its size."""
-        self.release_old_objects(job_id, ItemCodec.s3_keys_of(item))
+    def written(self, job_id: str, item: Item, state_keys: set[str] | None = None) -> None:
+        """After an update that landed: remove what it no longer refers to, and keep its size.
+
+        ``state_keys`` are the S3 objects of the state the write set (None: the state did not
+        change). A save's item the job no longer refers to is deleted with its object.
+        """
+        state_sk = state_at(item)
+        old_sk, old_keys = self._state.get(job_id, (None, set()))
+        if state_keys is None:
+            state_keys = old_keys if old_sk == state_sk else set()
+        self.release_old_objects(job_id, ItemCodec.s3_keys_of(item) | state_keys)
+        if old_sk is not None and old_sk != state_sk and old_sk.startswith(schema.SAVE_PREFIX):
+            self._delete_side_item(item, old_sk)
+        self._state[job_id] = (state_sk, state_keys)
         self._item_sizes[job_id] = item_size(item)
+
+    def _delete_side_item(self, job_item: Item, sk: str) -> None:
+        """Remove an item the job no longer refers to (best effort: its expiry removes it otherwise)."""
+        table = self.table
+        try:
+            table.call(table.client.delete_item, TableName=table.name, Key={"pk": job_item["pk"], "sk": {"S": sk}})
+        except StorageError:
+            return
 
     def room(self, job_id: str, seen: Job, expression: Expression) -> int:
         """The bytes a large value may take in an update of the job item, ``expression`` so far included.

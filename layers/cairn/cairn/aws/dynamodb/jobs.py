@@ -14,17 +14,17 @@ lost response); otherwise the domain outcome follows.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import ValidationError
 
 from ...core import transitions, ttl
 from ...core.errors import ClaimLostError, CorruptJobError, VersionConflict
-from ...core.models import FanOut, Job, JobStatus
+from ...core.models import Checkpoint, FanOut, Job, JobStatus
 from ...core.storage_port import Route
 from ...core.transitions import Claim, Commit, Fence, Save, StartJob, Written
 from . import schema
 from .attributes import Item, from_item
+from .codec import state_reference
 from .expressions import Expression
 from .history import History
 from .job_item import JobItem, set_status
@@ -96,11 +96,14 @@ class Jobs:
         encoded = self.table.codec.encode_job(job, token=request.token)
         side: list[Item] = []
         new_keys = set(encoded.s3_keys)
+        state_keys: set[str] = set()
         if written.history is not None:
             expires = ttl.side_expires_at(request.now_ms, request.ttl_seconds)
-            side.append(
-                self.table.codec.history_item(job.job_id, written.history, expires_at=expires, entry=encoded.checkpoint)
+            history, state_keys = self.table.codec.history_item(
+                job.job_id, written.history, expires_at=expires, checkpoint=job.checkpoint
             )
+            side.append(history)
+            new_keys |= state_keys
         input_item = self.table.codec.input_item(job)
         if input_item is not None:
             side.append(input_item[0])
@@ -128,7 +131,7 @@ class Jobs:
                 return written.returned()
             self.job_item.forget_new_objects(job.job_id, new_keys)
             raise VersionConflict(request.job_id) from None
-        self.job_item.release_old_objects(job.job_id, encoded.s3_keys)
+        self.job_item.written(job.job_id, encoded.item, state_keys)
         return written.returned()
 
     def claim(self, request: Claim) -> Job | None:
@@ -197,14 +200,13 @@ class Jobs:
         """A mid-phase checkpoint: one conditional update on the holder's claim."""
         written = transitions.save(request.seen, job_id, fence, request)
         expression = self._holder_write(fence, request.now_ms, written, request.expires_at)
-        room = self.job_item.room(job_id, request.seen, expression)
-        state, keys = self.table.codec.encode_checkpoint(
-            job_id, request.checkpoint, token=request.token, budget=room, entry=False
-        )
-        expression.set("checkpoint", state)
+        expires = ttl.side_expires_at(request.now_ms, written.job.ttl_seconds)
+        saved, keys = self.table.codec.save_item(job_id, request.checkpoint, token=request.token, expires_at=expires)
+        self.table.put_items([saved])
+        expression.set("checkpoint", state_reference(request.checkpoint, schema.save_sk(request.token)))
         expression.set("nextPhase", request.checkpoint.next_phase)
         expression.set("leaseExpiresAt", request.lease_expires_at)
-        job = self._fenced(job_id, expression, written, keys)
+        job = self._fenced(job_id, expression, written, keys, state_keys=keys)
         return job.model_copy(update={"checkpoint": request.checkpoint})
 
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
@@ -223,17 +225,12 @@ class Jobs:
             else:
                 expression.remove("fanOut")
         keys: set[str] = set()
-        entry: dict[str, Any] | None = None
         if request.kind == "release":
             pass  # the claim is given back (above): nothing else changes
         elif request.kind in ("next", "sleep", "wait", "map"):
             assert request.checkpoint is not None
-            room = self.job_item.room(job_id, request.seen, expression)
-            state, keys = self.table.codec.encode_checkpoint(
-                job_id, request.checkpoint, token=request.token, budget=room
-            )
-            entry = state
-            expression.set("checkpoint", state)
+            reference = state_reference(request.checkpoint, schema.history_sk(request.token))
+            expression.set("checkpoint", reference)
             expression.set("nextPhase", request.checkpoint.next_phase)
             if request.kind == "sleep":
                 expression.set("notBefore", request.not_before)
@@ -258,7 +255,7 @@ class Jobs:
                 expression.remove("checkpoint", "nextPhase")
             else:
                 expression.set("error", request.error)
-        job = self._fenced(job_id, expression, written, keys, entry=entry)
+        job = self._fenced(job_id, expression, written, keys, entry=request.entry)
         if request.kind in ("next", "sleep", "wait", "map"):
             return job.model_copy(update={"checkpoint": request.checkpoint})
         if request.kind == "done":
@@ -293,18 +290,25 @@ class Jobs:
         written: Written,
         new_keys: set[str],
         *,
-        entry: dict[str, Any] | None = None,
+        entry: Checkpoint | None = None,
+        state_keys: set[str] | None = None,
     ) -> Job:
-        """Write the holder's history (with the ``entry`` checkpoint it sets), then its update.
+        """Write the holder's history (with the state of the ``entry`` checkpoint it sets), then its update.
 
-        A refused update means the claim was lost.
+        A refused update means the claim was lost. ``state_keys``: the S3 objects of a state the
+        write set elsewhere (a save's item).
         """
         token = written.job.write_token
         assert token is not None
         if written.history is not None:
             expires = ttl.side_expires_at(written.job.updated_at, written.job.ttl_seconds)
-            item = self.table.codec.history_item(job_id, written.history, expires_at=expires, entry=entry)
+            item, entry_keys = self.table.codec.history_item(
+                job_id, written.history, expires_at=expires, checkpoint=entry
+            )
             self.table.put_items([item])
+            new_keys = new_keys | entry_keys
+            if entry is not None:
+                state_keys = entry_keys
         try:
             item = self.job_item.update(job_id, expression, now_ms=written.job.updated_at, token=token)
         except ConditionFailed as failed:
@@ -319,5 +323,5 @@ class Jobs:
                 )
                 raise ClaimLostError(job_id, reason) from None
         job = self.table.codec.decode_job(item, with_payloads=False)
-        self.job_item.written(job_id, item)
+        self.job_item.written(job_id, item, state_keys)
         return Written(job, written.history).returned()

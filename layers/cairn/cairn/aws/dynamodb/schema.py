@@ -2,7 +2,12 @@
 
 - Job item: ``pk = JOB#<owner>#<jobId>``, ``sk = JOB``.
 - Under the same ``pk``: history items ``sk = HIST#<write token>`` (what one write added to the log
-  and phase records, linked from the job's ``historyHead``) and the input ``sk = INPUT#<write token>``.
+  and phase records, linked from the job's ``historyHead``), the input ``sk = INPUT#<write token>``,
+  and a mid-phase save's state ``sk = SAVE#<write token>``.
+- The state is written once per transition, in the item of the write that set it: a start's or a
+  commit's history item (its ``entry``, the checkpoint the phase was entered with) or a save's
+  item. The job item's ``checkpoint`` is ``{nextPhase, createdAt, stateAt}``, ``stateAt`` naming
+  that item's sort key, so the job item stays small and its claim and commit cost one write unit.
 - ``expiresAt`` (epoch seconds) is the TTL attribute on every item.
 - Index ``ByStatus`` (``statusKey = <owner>#<status>#<shard>``, ``createdAt``): one owner's jobs by
   status, spread over ``LIST_SHARDS`` partitions per owner and status.
@@ -40,6 +45,7 @@ if TYPE_CHECKING:
 JOB_SK = "JOB"
 HISTORY_PREFIX = "HIST#"
 INPUT_PREFIX = "INPUT#"
+SAVE_PREFIX = "SAVE#"
 TTL_ATTRIBUTE = "expiresAt"
 BY_STATUS_INDEX = "ByStatus"
 BY_OWNER_INDEX = "ByOwner"
@@ -114,6 +120,11 @@ def map_record_sk(fan_out: str) -> str:
 def history_sk(token: str) -> str:
     """Sort key of the history item written by the write ``token``."""
     return f"{HISTORY_PREFIX}{token}"
+
+
+def save_sk(token: str) -> str:
+    """Sort key of the state saved mid-phase by the write ``token``."""
+    return f"{SAVE_PREFIX}{token}"
 
 
 def input_sk(token: str) -> str:
