@@ -2,7 +2,8 @@
 
 cairn: a middle transition of a one-phase loop (the phase hands its state on to itself) through
 ``advance_phase`` with :class:`~cairn.aws.dynamodb.DynamoDBStorage` on in-process moto (S3 on moto
-for large states): claim, run, history item, commit. The scheduler only keeps the next advance.
+for large states): claim, the read of the state it refers to, run, history item (with the new state),
+commit. The scheduler only keeps the next advance.
 
 The floor: what any crash-safe checkpoint of the phase's output needs at least, with raw boto3 on
 the same table and bucket in the same run. The state is serialised (compact JSON); while it fits in
@@ -409,10 +410,10 @@ def _reason(label: str, entry: dict[str, Any]) -> str:
         inside = hotspots["inside moto"]
         more = cairn["requests"] - floor["requests"]
         return (
-            f"mostly moto: {extra_moto:+.1f} ms of CPU inside moto ({requests}: the claim, the history item and "
-            f"the commit, whose long condition and update expressions moto parses slowly; {inside:.0%} of a cairn "
-            f"transition is inside moto) and {extra_client:+.1f} ms client-side ({more:.0f} more requests through "
-            "botocore)"
+            f"mostly moto: {extra_moto:+.1f} ms of CPU inside moto ({requests}: the claim, the read of the state, "
+            "the history item and the commit, whose long condition and update expressions moto parses slowly; "
+            f"{inside:.0%} of a cairn transition is inside moto) and {extra_client:+.1f} ms client-side "
+            f"({more:.0f} more requests through botocore)"
         )
     named = ", ".join(f"{name} {hotspots[name]:.0%}" for name, _, _ in _CLIENT_SIDE)
     return (
@@ -538,7 +539,7 @@ def build_result(figures: dict[str, Any], repeats: int, load: dict[str, Any]) ->
         "call, so read its shares, not its milliseconds.",
         "Not measured here: on AWS each request is a network round trip to DynamoDB or S3 instead of moto's "
         "work, and cairn's requests are sequential, so for a small state the ratio should approach the "
-        "ratio of requests (3 to 1 against the floor, 3 to 2 against the read + write floor and the claim + "
+        "ratio of requests (4 to 1 against the floor, 4 to 2 against the read + write floor and the claim + "
         "commit floor).",
         f"Machine load while measuring (1-minute load average, {load['cpus']} CPUs): {load['before']:.1f} before, "
         f"{load['after']:.1f} after.",
