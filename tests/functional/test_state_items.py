@@ -1,0 +1,138 @@
+"""Where the state lives on DynamoDB: once, in the item of the write that set it, named by the job item.
+
+A start's or a commit's history item keeps the state the phase was entered with; a mid-phase save
+writes a ``SAVE#`` item of its own, removed once replaced; a job item stored before states had
+items of their own (the state inline) is still read and run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
+from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb.schema import job_pk
+from tests.functional.conftest import Moto
+from tests.support import FakeClock, job_of, make_scheduler
+
+
+def _partition(moto: Moto, job_id: str) -> dict[str, dict[str, Any]]:
+    response = moto.dynamodb.query(
+        TableName=moto.table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": job_pk("default", job_id)}},
+        ConsistentRead=True,
+    )
+    return {item["sk"]["S"]: item for item in response["Items"]}
+
+
+def _storage(moto: Moto, clock: FakeClock) -> DynamoDBStorage:
+    return DynamoDBStorage(moto.table, client=moto.dynamodb, clock=clock)
+
+
+def test_the_job_item_names_the_history_item_that_keeps_the_state(moto: Moto, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("named")
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Next:
+        return Next("second", {"n": ctx.state["n"] + 1})
+
+    @pipeline.phase
+    def second(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("named-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"n": 1})
+    scheduler.drain(max_steps=1)
+
+    items = _partition(moto, "named-1")
+    checkpoint = items["JOB"]["checkpoint"]["M"]
+    assert set(checkpoint) == {"nextPhase", "createdAt", "stateAt"}  # no state in the job item
+    holder = items[checkpoint["stateAt"]["S"]]
+    assert checkpoint["stateAt"]["S"].startswith("HIST#")
+    assert json.loads(holder["entry"]["M"]["state"]["M"]["json"]["S"]) == {"n": 2}
+    assert sum("entry" in item and '"n":2' in str(item) for item in items.values()) == 1  # written once
+    assert job_of(storage, "named-1").checkpoint.state == {"n": 2}  # type: ignore[union-attr]
+
+    scheduler.drain()
+    assert job_of(storage, "named-1").result == {"n": 2}
+    assert storage.entered("named-1", "second").state == {"n": 2}  # type: ignore[union-attr]
+
+
+def test_a_retry_after_a_save_starts_from_the_saved_state_and_replaced_saves_are_removed(
+    moto: Moto, clock: FakeClock
+) -> None:
+    pipeline: Pipeline[Any] = Pipeline("saves")
+    seen: list[Any] = []
+
+    @pipeline.phase(retry=RetryPolicy(max_attempts=2, backoff=0.01, jitter=False))
+    def work(ctx: PhaseContext[Any]) -> Done:
+        seen.append(ctx.state)
+        if ctx.attempt == 1:
+            for step in range(3):
+                ctx.save_state({"step": step})
+            raise RuntimeError("the worker fails after its saves")
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("saves-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"step": -1})
+    scheduler.drain()
+
+    job = job_of(storage, "saves-1")
+    assert job.status == JobStatus.COMPLETE, job.error
+    assert seen == [{"step": -1}, {"step": 2}]  # the retry read the last save, from its own item
+    assert job.result == {"step": 2}
+    saves = [sk for sk in _partition(moto, "saves-1") if sk.startswith("SAVE#")]
+    assert saves == []  # each save's item is removed once the job no longer refers to it
+
+
+def test_a_job_item_with_its_state_inline_is_still_read_and_run(moto: Moto, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("older")
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Next:
+        return Next("second", ctx.state)
+
+    @pipeline.phase
+    def second(ctx: PhaseContext[Any]) -> Done:
+        return Done({"seen": ctx.state})
+
+    storage = _storage(moto, clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("older-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"a": 1})
+    scheduler.drain(max_steps=1)
+    # the job item as it was stored before states had items of their own
+    moto.dynamodb.update_item(
+        TableName=moto.table,
+        Key={"pk": {"S": job_pk("default", "older-1")}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET checkpoint.#state = :state REMOVE checkpoint.stateAt",
+        ExpressionAttributeNames={"#state": "state"},
+        ExpressionAttributeValues={":state": {"M": {"json": {"S": '{"a": "inline"}'}}}},
+    )
+
+    assert job_of(storage, "older-1").checkpoint.state == {"a": "inline"}  # type: ignore[union-attr]
+    scheduler.drain()
+    assert job_of(storage, "older-1").result == {"seen": {"a": "inline"}}
+
+
+def test_a_missing_state_item_is_named_not_a_crash(moto: Moto, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("lost")
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("lost-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"a": 1})
+    items = _partition(moto, "lost-1")
+    state_at = items["JOB"]["checkpoint"]["M"]["stateAt"]["S"]
+    moto.dynamodb.delete_item(TableName=moto.table, Key={"pk": items["JOB"]["pk"], "sk": {"S": state_at}})
+
+    with pytest.raises(CorruptJobError, match=state_at):
+        storage.get_job("lost-1")
