@@ -136,3 +136,34 @@ def test_a_missing_state_item_is_named_not_a_crash(moto: Moto, clock: FakeClock)
 
     with pytest.raises(CorruptJobError, match=state_at):
         storage.get_job("lost-1")
+
+
+def test_a_phase_output_is_serialised_once_per_transition(
+    moto: Moto, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Admission serialises the state; the store writes that text instead of encoding it again."""
+    blob = {"blob": "x" * 600_000}
+    pipeline: Pipeline[Any] = Pipeline("once")
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Next:
+        return Next("first", {"blob": ctx.state["blob"][::-1]})
+
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("once-1", pipeline, storage=storage, scheduler=scheduler, initial_state=blob)
+    encode = json.dumps
+    large: list[int] = []
+
+    def counting(value: Any, *args: Any, **kwargs: Any) -> str:
+        text = encode(value, *args, **kwargs)
+        if len(text) >= 600_000:
+            large.append(len(text))
+        return text
+
+    monkeypatch.setattr(json, "dumps", counting)
+    for _ in range(3):
+        large.clear()
+        scheduler.drain(max_steps=1)
+        assert len(large) == 1, large
+    assert job_of(storage, "once-1").checkpoint.state == blob  # type: ignore[union-attr]

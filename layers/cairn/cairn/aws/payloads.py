@@ -83,13 +83,14 @@ class PayloadCodec:
             self._s3 = default_s3_client()
         return self._s3
 
-    def encode(self, value: Any, *, key: str, budget: int | None = None) -> EncodedPayload:
+    def encode(self, value: Any, *, key: str, budget: int | None = None, text: str | None = None) -> EncodedPayload:
         """The attribute map for ``value``; ``key`` is the S3 key used if it must go to S3.
 
         ``budget`` is the room (bytes) the value has in its item: a larger value
         goes to S3, or without a bucket is refused with its size and the limit.
+        ``text`` is the value's compact JSON when the caller has it (it is not serialised again).
         """
-        raw = json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+        raw = (text if text is not None else json.dumps(value, separators=(",", ":"), allow_nan=False)).encode()
         room = self.inline_limit if budget is None else max(0, min(budget, self.inline_limit))
         if len(raw) <= min(self.offload_from, room) and len(raw) < GZIP_FROM_BYTES:
             return EncodedPayload({"json": raw.decode()})

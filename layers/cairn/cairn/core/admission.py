@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -125,6 +126,29 @@ def _encoded(value: Any, what: str, max_bytes: int | None) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Admitted:
+    """An admitted value: its JSON data, and the compact JSON text it was admitted as (for a store to write)."""
+
+    value: Any
+    text: str
+
+
+def admit(value: Any, what: str = "Value", *, max_bytes: int | None = None) -> Admitted:
+    """``value`` admitted (pydantic models dumped, tuples as arrays), with its compact JSON; else InvalidInputError.
+
+    The value is serialised once, here: a store writes :attr:`Admitted.text` rather than encoding it again.
+    """
+    if isinstance(value, BaseModel):
+        _check_depth(value, what)
+        try:
+            value = value.model_dump(mode="json")
+        except ValueError as exc:
+            raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
+    text = _encoded(value, what, max_bytes)
+    return Admitted(json.loads(text), text)
+
+
 def check_json(value: Any, what: str, *, max_bytes: int | None = None) -> None:
     """Admit JSON data ``value`` (parsed, or about to be stored); else InvalidInputError naming ``what``.
 
@@ -138,10 +162,4 @@ def json_value(value: Any, what: str = "Value", *, max_bytes: int | None = None)
 
     The value is walked before it is encoded, so no depth or cycle reaches the encoder.
     """
-    if isinstance(value, BaseModel):
-        _check_depth(value, what)
-        try:
-            value = value.model_dump(mode="json")
-        except ValueError as exc:
-            raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
-    return json.loads(_encoded(value, what, max_bytes))
+    return admit(value, what, max_bytes=max_bytes).value

@@ -9,10 +9,11 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 from . import ttl
+from .admission import Admitted
 
 
 class WireModel(BaseModel):
@@ -72,6 +73,28 @@ class Checkpoint(WireModel):
     next_phase: str
     state: Any = None
     created_at: int = Field(description="Unix time in milliseconds")
+    _admitted: Admitted | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of_admitted(cls, next_phase: str, admitted: Admitted, created_at: int) -> Checkpoint:
+        """A checkpoint of an admitted state, which keeps the JSON text the state was admitted as."""
+        checkpoint = cls(next_phase=next_phase, state=admitted.value, created_at=created_at)
+        checkpoint._admitted = admitted
+        return checkpoint
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the fields are (the admitted JSON text it may keep is not part of its value)."""
+        if not isinstance(other, Checkpoint):
+            return NotImplemented
+        return (self.next_phase, self.created_at, self.state) == (other.next_phase, other.created_at, other.state)
+
+    __hash__ = WireModel.__hash__
+
+    @property
+    def state_json(self) -> str | None:
+        """The compact JSON the state was admitted as (None: not admitted, or the state was replaced since)."""
+        admitted = self._admitted
+        return admitted.text if admitted is not None and admitted.value is self.state else None
 
 
 EntryKind = Literal["log", "observation", "decision", "insight", "error"]

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from .admission import json_value
+from .admission import Admitted, admit, json_value
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
+from .models import Checkpoint
 from .retry import RetryPolicy
 from .text import validation_problems
 
@@ -210,14 +211,23 @@ class Pipeline(Generic[S]):
 
     def dump_state(self, state: Any) -> Any:
         """The JSON form of ``state``; a state that is not valid is refused clearly."""
+        return self.admit_state(state).value
+
+    def admit_state(self, state: Any) -> Admitted:
+        """``state`` validated and admitted, with the JSON text it was serialised to (once)."""
+        what = f'State for pipeline "{self.name}"'
         if self.state_model is not None and issubclass(self.state_model, BaseModel):
             try:
                 model = state if isinstance(state, self.state_model) else self.state_model.model_validate(state)
             except ValidationError as exc:
                 problems = validation_problems(exc)
                 raise InvalidInputError(f'Invalid state for pipeline "{self.name}": {problems}') from exc
-            return to_json(model, what=f'State for pipeline "{self.name}"')
-        return to_json(state, what=f'State for pipeline "{self.name}"')
+            return admit(model, what)
+        return admit(state, what)
+
+    def checkpoint(self, next_phase: str, state: Any, created_at: int) -> Checkpoint:
+        """The checkpoint entering ``next_phase`` with ``state`` admitted (see :meth:`admit_state`)."""
+        return Checkpoint.of_admitted(next_phase, self.admit_state(state), created_at)
 
     def load_state(self, raw: Any) -> Any:
         """The state a phase sees: the model instance when the pipeline has one."""

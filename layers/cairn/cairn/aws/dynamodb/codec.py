@@ -132,7 +132,7 @@ class ItemCodec:
         """
         room = None if budget is None else budget - _PAYLOAD_OVERHEAD - len(checkpoint.next_phase.encode())
         key = f"{ENTRY_STATES if entry else SAVED_STATES}{self.owner}/{job_id}/{token}.json"
-        state = self.payloads.encode(checkpoint.state, key=key, budget=room)
+        state = self.payloads.encode(checkpoint.state, key=key, budget=room, text=checkpoint.state_json)
         value = {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "state": state.attribute}
         return value, _key_of(state)
 

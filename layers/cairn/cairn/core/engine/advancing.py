@@ -11,7 +11,7 @@ from typing import Any
 
 from ..context import PhaseContext
 from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError
-from ..models import Checkpoint, Job, JobStatus
+from ..models import Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from ..pipeline import Phase, Pipeline, to_json
 from ..scheduler_port import Scheduler
@@ -142,11 +142,7 @@ def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Sc
         return run.commit("error", error=outcome.error)
     try:
         if isinstance(outcome, Next):
-            checkpoint = Checkpoint(
-                next_phase=outcome.next_phase,
-                state=run.pipeline.dump_state(outcome.state),
-                created_at=run.storage.clock(),
-            )
+            checkpoint = run.pipeline.checkpoint(outcome.next_phase, outcome.state, run.storage.clock())
             job = run.commit("next", checkpoint=checkpoint)
             if job.status == JobStatus.RUNNING:
                 scheduler.schedule_advance(job.job_id, phase=outcome.next_phase, sequence=job.sequence)

@@ -78,7 +78,7 @@ class ClaimedRun:
         now = self.storage.clock()
         request = Save(
             seen=self.job,
-            checkpoint=Checkpoint(next_phase=self.phase_name, state=self.pipeline.dump_state(state), created_at=now),
+            checkpoint=self.pipeline.checkpoint(self.phase_name, state, now),
             now_ms=now,
             lease_expires_at=now + int(lease_seconds * 1000),
             expires_at=job_expires_at(self.pipeline, now),

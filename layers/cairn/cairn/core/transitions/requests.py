@@ -17,6 +17,12 @@ from ..admission import MAX_SIGNAL_PAYLOAD_BYTES, check_json
 from ..models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord
 
 
+def admit_checkpoint(checkpoint: Checkpoint) -> None:
+    """Admit a checkpoint's state, unless it was admitted when the checkpoint was made (it keeps its JSON)."""
+    if checkpoint.state_json is None:
+        check_json(checkpoint.state, "Checkpoint state")
+
+
 def new_token() -> str:
     """A fresh write token."""
     return uuid.uuid4().hex[:16]
@@ -88,7 +94,7 @@ class StartJob:
     token: str = field(default_factory=new_token)
 
     def __post_init__(self) -> None:
-        check_json(self.checkpoint.state, "Checkpoint state")
+        admit_checkpoint(self.checkpoint)
         check_json(self.input, "Job input")
 
     @property
@@ -175,7 +181,7 @@ class Save:
     token: str = field(default_factory=new_token)
 
     def __post_init__(self) -> None:
-        check_json(self.checkpoint.state, "Checkpoint state")
+        admit_checkpoint(self.checkpoint)
 
 
 @dataclass(frozen=True)
@@ -212,7 +218,7 @@ class Commit:
 
     def __post_init__(self) -> None:
         if self.checkpoint is not None:
-            check_json(self.checkpoint.state, "Checkpoint state")
+            admit_checkpoint(self.checkpoint)
         check_json(self.result, "Result")
 
     @property
