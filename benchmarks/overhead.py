@@ -418,7 +418,8 @@ def _reason(label: str, entry: dict[str, Any]) -> str:
     named = ", ".join(f"{name} {hotspots[name]:.0%}" for name, _, _ in _CLIENT_SIDE)
     return (
         f"mostly client-side: {extra_client:+.1f} ms of CPU in the Lambda's own process, where the floor "
-        f"serialises the state once and cairn handles it three times (shares of a cairn transition: {named}), and "
+        f"serialises the state once and cairn serialises it once too but also copies, gzips and hashes it (shares of "
+        f"a cairn transition: {named}), and "
         f"{extra_moto:+.1f} ms inside moto ({requests})"
     )
 
