@@ -671,7 +671,8 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
             Target(
                 f"Write units and reads per transition, {label}",
                 f"at most {ceiling} write units and {_number(MAX_READ_UNITS)} read unit",
-                f"{_number(worst_units)} write units, {_number(worst_reads)} read units (worst of "
+                f"{_number(worst_units)} write units, {_number(worst_reads)} read "
+                f"unit{'' if worst_reads == 1 else 's'} (worst of "
                 f"{middle['transitions']} transitions)",
                 not reasons,
                 "; ".join(reasons),
