@@ -167,3 +167,31 @@ def test_a_phase_output_is_serialised_once_per_transition(
         scheduler.drain(max_steps=1)
         assert len(large) == 1, large
     assert job_of(storage, "once-1").checkpoint.state == blob  # type: ignore[union-attr]
+
+
+def test_a_read_racing_a_save_that_removes_the_state_it_named_reads_again(
+    moto: Moto, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline: Pipeline[Any] = Pipeline("racing")
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("racing-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"a": 1})
+    table = storage._table  # the query a concurrent save races
+    query = table.query_partition
+    calls: list[int] = []
+
+    def racing(job_id: str, **kwargs: Any) -> Any:
+        calls.append(1)
+        items = list(query(job_id, **kwargs))
+        if len(calls) == 1:  # the first answer: the job item read, its state's item already replaced
+            return [item for item in items if not item["sk"]["S"].startswith("HIST#")]
+        return items
+
+    monkeypatch.setattr(table, "query_partition", racing)
+    assert job_of(storage, "racing-1").checkpoint.state == {"a": 1}  # type: ignore[union-attr]
+    assert len(calls) == 2

@@ -24,7 +24,7 @@ from ...core.storage_port import Route
 from ...core.transitions import Claim, Commit, Fence, Save, StartJob, Written
 from . import schema
 from .attributes import Item, from_item
-from .codec import state_reference
+from .codec import state_at, state_reference
 from .expressions import Expression
 from .history import History
 from .job_item import JobItem, set_status
@@ -47,19 +47,29 @@ class Jobs:
         self.history = history
 
     def get_job(self, job_id: str) -> Job | None:
-        """The job with its input, log and phase records (one consistent query), or None if absent or expired."""
-        now = self.table.clock()
-        job_item: Item | None = None
-        others: list[Item] = []
-        for item in self.table.query_partition(job_id):
-            if str(item["sk"].get("S", "")) == schema.JOB_SK:
-                job_item = item
-            else:
-                others.append(item)
-        if job_item is None or self.table.expired(job_item, now):
-            return None
-        job = self.table.codec.decode_job(job_item, partition=others)
-        self.job_item.remember(job_id, job_item)
+        """The job with its input, log and phase records (one consistent query), or None if absent or expired.
+
+        A save that lands while the query runs may remove the item holding the state the job item
+        read named: the query is made once more, then a missing state item is a CorruptJobError.
+        """
+        for _ in range(2):
+            now = self.table.clock()
+            job_item: Item | None = None
+            others: dict[str, Item] = {}
+            for item in self.table.query_partition(job_id):
+                sk = str(item["sk"].get("S", ""))
+                if sk == schema.JOB_SK:
+                    job_item = item
+                else:
+                    others[sk] = item
+            if job_item is None or self.table.expired(job_item, now):
+                return None
+            holder = state_at(job_item)
+            if holder is None or holder in others:
+                break
+        assert job_item is not None
+        job = self.table.codec.decode_job(job_item, partition=others.values())
+        self.job_item.remember(job_id, job_item, others.get(holder) if holder else None)
         return job
 
     def get_route(self, job_id: str) -> Route | None:
