@@ -33,6 +33,25 @@ def _storage(moto: Moto, clock: FakeClock) -> DynamoDBStorage:
     return DynamoDBStorage(moto.table, client=moto.dynamodb, clock=clock)
 
 
+def _started_one_phase_job(moto: Moto, clock: FakeClock, name: str) -> DynamoDBStorage:
+    """A store holding the job ``<name>-1`` of a one-phase pipeline ``name``, started with ``{"a": 1}``."""
+    pipeline: Pipeline[Any] = Pipeline(name)
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    run_pipeline(
+        f"{name}-1",
+        pipeline,
+        storage=storage,
+        scheduler=make_scheduler(pipeline, storage, clock),
+        initial_state={"a": 1},
+    )
+    return storage
+
+
 def test_the_job_item_names_the_history_item_that_keeps_the_state(moto: Moto, clock: FakeClock) -> None:
     pipeline: Pipeline[Any] = Pipeline("named")
 
@@ -121,15 +140,7 @@ def test_a_job_item_with_its_state_inline_is_still_read_and_run(moto: Moto, cloc
 
 
 def test_a_missing_state_item_is_named_not_a_crash(moto: Moto, clock: FakeClock) -> None:
-    pipeline: Pipeline[Any] = Pipeline("lost")
-
-    @pipeline.phase
-    def first(ctx: PhaseContext[Any]) -> Done:
-        return Done(ctx.state)
-
-    storage = _storage(moto, clock)
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline("lost-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"a": 1})
+    storage = _started_one_phase_job(moto, clock, "lost")
     items = _partition(moto, "lost-1")
     state_at = items["JOB"]["checkpoint"]["M"]["stateAt"]["S"]
     moto.dynamodb.delete_item(TableName=moto.table, Key={"pk": items["JOB"]["pk"], "sk": {"S": state_at}})
@@ -172,15 +183,7 @@ def test_a_phase_output_is_serialised_once_per_transition(
 def test_a_read_racing_a_save_that_removes_the_state_it_named_reads_again(
     moto: Moto, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pipeline: Pipeline[Any] = Pipeline("racing")
-
-    @pipeline.phase
-    def first(ctx: PhaseContext[Any]) -> Done:
-        return Done(ctx.state)
-
-    storage = _storage(moto, clock)
-    scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline("racing-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"a": 1})
+    storage = _started_one_phase_job(moto, clock, "racing")
     table = storage._table  # the query a concurrent save races
     query = table.query_partition
     calls: list[int] = []
