@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -71,3 +72,22 @@ def test_a_size_limit_counts_the_compact_utf8_json() -> None:
     check_json({"é": "ü"}, "Payload", max_bytes=len('{"é":"ü"}'.encode()))
     with pytest.raises(InvalidInputError, match="Payload is 12 bytes as JSON; at most 11"):
         check_json({"é": "üx"}, "Payload", max_bytes=11)
+
+
+def test_plain_json_data_is_kept_as_it_is_and_anything_else_becomes_what_its_json_parses_to() -> None:
+    from collections import OrderedDict
+
+    from cairn.core.admission import admit
+
+    plain = {"records": [{"id": 1, "tags": ["a"]}], "note": None}
+    admitted = admit(plain, "State")
+    assert admitted.value is plain  # nothing parsed back: the text is the only copy made
+    assert json.loads(admitted.text) == plain
+    for value, parsed in [
+        ({"a": (1, 2)}, {"a": [1, 2]}),
+        ({"a": {2: "x"}}, {"a": {"2": "x"}}),
+        (OrderedDict(a=1), {"a": 1}),
+    ]:
+        admitted = admit(value, "State")
+        assert admitted.value == parsed, value
+        assert type(admitted.value) is type(parsed), value

@@ -63,6 +63,11 @@ _SCALARS = (str, int, float, type(None))
 
 def _children(value: Any) -> Iterable[Any] | None:
     """The values (or items) of a container as the JSON encoder writes it; None for anything else."""
+    kind = type(value)
+    if kind is dict:
+        return value.values()  # type: ignore[no-any-return]
+    if kind is list or kind is tuple:
+        return value  # type: ignore[no-any-return]
     if isinstance(value, dict):
         return value.values()
     if isinstance(value, list | tuple):
@@ -72,13 +77,51 @@ def _children(value: Any) -> Iterable[Any] | None:
     return None
 
 
-def _containers(items: Iterable[Any]) -> list[tuple[Any, Iterable[Any]]]:
-    """The containers among ``items``, each with its children."""
-    found = []
-    for item in items:
-        if not isinstance(item, _SCALARS) and (children := _children(item)) is not None:
-            found.append((item, children))
-    return found
+@dataclass
+class _Walk:
+    """What a walk of a value found: its depth (None: it contains itself) and whether it is plain JSON data."""
+
+    depth: int | None
+    plain: bool
+
+
+def _walk(value: Any) -> _Walk:
+    """Walk ``value`` one level at a time, without recursion (see :func:`nesting_depth`).
+
+    ``plain`` says whether the value is already what parsing its JSON gives back: dicts with string
+    keys, lists and scalars only (no tuple, no model, no other mapping or sequence).
+    """
+    depth, level, plain = 0, [value], True
+    seen: set[int] = set()
+    while True:
+        found: list[Any] = []
+        below: list[Any] = []
+        for item in level:
+            children = _children(item)
+            if children is None:
+                continue
+            if plain:
+                kind = type(item)
+                plain = kind is list or (kind is dict and _has_text_keys(item))
+            found.append(item)
+            below += [child for child in children if not isinstance(child, _SCALARS)]
+        if not found:
+            return _Walk(depth, plain)
+        depth += 1
+        if depth > MAX_JSON_DEPTH:
+            if any(id(item) in seen for item in found):
+                return _Walk(None, False)
+            seen.update(id(item) for item in found)
+        level = below
+
+
+def _has_text_keys(mapping: dict[Any, Any]) -> bool:
+    """Whether every key of ``mapping`` is a string (joining them, in C, refuses any other)."""
+    try:
+        "".join(mapping)
+    except TypeError:
+        return False
+    return True
 
 
 def nesting_depth(value: Any) -> int | None:
@@ -88,31 +131,23 @@ def nesting_depth(value: Any) -> int | None:
     The walk goes one level at a time, without recursion; past :data:`MAX_JSON_DEPTH` it notes each
     container it meets, so a container inside itself ends it.
     """
-    depth, level = 0, _containers([value])
-    seen: set[int] = set()
-    while level:
-        depth += 1
-        if depth > MAX_JSON_DEPTH:
-            if any(id(item) in seen for item, _ in level):
-                return None
-            seen.update(id(item) for item, _ in level)
-        level = _containers(child for _, children in level for child in children)
-    return depth
+    return _walk(value).depth
 
 
-def _check_depth(value: Any, what: str) -> None:
-    depth = nesting_depth(value)
-    if depth is None or depth > MAX_JSON_DEPTH:
-        raise InvalidInputError(depth_refusal(what, depth))
+def _check_depth(value: Any, what: str) -> _Walk:
+    walk = _walk(value)
+    if walk.depth is None or walk.depth > MAX_JSON_DEPTH:
+        raise InvalidInputError(depth_refusal(what, walk.depth))
+    return walk
 
 
-def _encoded(value: Any, what: str, max_bytes: int | None) -> str:
+def _encoded(value: Any, what: str, max_bytes: int | None) -> tuple[str, bool]:
     """``value`` as compact JSON text, once its depth is known to be within the limit; else InvalidInputError.
 
     The text is encoded as UTF-8 (as the stores write it), which refuses unpaired surrogates and
-    gives the size ``max_bytes`` bounds.
+    gives the size ``max_bytes`` bounds. The flag says whether ``value`` is plain JSON data already.
     """
-    _check_depth(value, what)
+    plain = _check_depth(value, what).plain
     try:
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -123,7 +158,7 @@ def _encoded(value: Any, what: str, max_bytes: int | None) -> str:
         raise InvalidInputError(text_refusal(what)) from None
     if max_bytes is not None and size > max_bytes:
         raise InvalidInputError(f"{what} is {size} bytes as JSON; at most {max_bytes}")
-    return text
+    return text, plain
 
 
 @dataclass(frozen=True)
@@ -138,6 +173,8 @@ def admit(value: Any, what: str = "Value", *, max_bytes: int | None = None) -> A
     """``value`` admitted (pydantic models dumped, tuples as arrays), with its compact JSON; else InvalidInputError.
 
     The value is serialised once, here: a store writes :attr:`Admitted.text` rather than encoding it again.
+    A value that is plain JSON data already (dicts with string keys, lists, scalars) is kept as it is;
+    any other is replaced by what its JSON parses to.
     """
     if isinstance(value, BaseModel):
         _check_depth(value, what)
@@ -145,8 +182,8 @@ def admit(value: Any, what: str = "Value", *, max_bytes: int | None = None) -> A
             value = value.model_dump(mode="json")
         except ValueError as exc:
             raise InvalidInputError(f"{what} is not JSON: {exc}") from exc
-    text = _encoded(value, what, max_bytes)
-    return Admitted(json.loads(text), text)
+    text, plain = _encoded(value, what, max_bytes)
+    return Admitted(value if plain else json.loads(text), text)
 
 
 def check_json(value: Any, what: str, *, max_bytes: int | None = None) -> None:
