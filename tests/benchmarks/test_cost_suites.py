@@ -102,9 +102,11 @@ def test_the_overhead_suite_compares_a_transition_with_the_floor_and_splits_off_
         assert 0 < figures["moto_ms"]["median"] < figures["cpu_ms"]["median"]
         assert figures["client_ms"]["median"] > 0
     assert entry["ratio"]["cpu"]["median"] > 1
-    (target,) = written["targets"]
+    target, client = written["targets"]
     assert target["name"] == "Overhead over the floor, 1 KB"
     assert target["met"] or "over:" in target["note"]
+    assert client["name"] == "Client-side CPU against the read + write floor, 1 KB"
+    assert client["met"] or "over in the worst run:" in client["note"]
     assert entry["profile"]["top_functions"]
 
 
