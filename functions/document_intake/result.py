@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from decimal import Decimal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from .fields import Amount, DateField, LineItem, Party, page_heading
 from .state import PageResult
@@ -19,7 +19,14 @@ _KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 _TOTAL_LABEL = re.compile(r"\b(?:sub)?total\b|\btax\b|\bvat\b|\bdiscount\b|\bdue\b|\bpaid\b|\bbalance\b", re.I)
 
 
-class DocumentInfo(BaseModel):
+class ResultPart(BaseModel):
+    """Base of the published result's parts."""
+
+    # defer_build: the validator is built when a result is first published, not when a phase function starts.
+    model_config = ConfigDict(defer_build=True)
+
+
+class DocumentInfo(ResultPart):
     """What the document is."""
 
     title: str
@@ -42,7 +49,7 @@ class PageAmount(Amount):
     page: int
 
 
-class Check(BaseModel):
+class Check(ResultPart):
     """A consistency check on the extracted figures."""
 
     name: str
@@ -50,7 +57,7 @@ class Check(BaseModel):
     detail: str
 
 
-class DocumentFields(BaseModel):
+class DocumentFields(ResultPart):
     """Fields merged across pages; ``totals`` keeps the last amount for each total-like label."""
 
     references: dict[str, str]
@@ -63,7 +70,7 @@ class DocumentFields(BaseModel):
     headings: list[str]
 
 
-class PageSummary(BaseModel):
+class PageSummary(ResultPart):
     """One line per page: its heading, size and how many fields it gave."""
 
     page: int
@@ -72,7 +79,7 @@ class PageSummary(BaseModel):
     fields: int
 
 
-class IntakeResult(BaseModel):
+class IntakeResult(ResultPart):
     """The JSON the pipeline publishes."""
 
     document: DocumentInfo

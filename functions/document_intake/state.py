@@ -10,7 +10,8 @@ from .fields import PageFields
 class PageResult(BaseModel):
     """What the extract phase found on one page."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: the validator is built on first use, not at import (most phase functions never use it).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     page: int
     heading: str | None = None
@@ -27,8 +28,11 @@ class IntakeState(BaseModel):
     ``extract`` appends one entry to ``results`` per page, in page order.
     """
 
-    # The example is the sample initial state the API's GET /pipelines offers (the dashboard's start form).
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"document": "invoice.txt"}]})
+    # The example is the sample initial state the API's GET /pipelines offers (the dashboard's start form);
+    # defer_build: the validator is built on first use, not at import (another pipeline's functions never use it).
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"document": "invoice.txt"}]}, defer_build=True
+    )
 
     document: str | None = None
     text: str | None = None

@@ -1,20 +1,26 @@
 """The documents a brief is researched from: the samples shipped with this package, and the tools over them.
 
-Each tool is a plain typed function; an agent or a plan calls it by name with validated arguments.
+Each tool is a typed function made a tool once (``@tool``: its input model and spec are built when this module
+is imported), which the agent and plan phases share; an agent or a plan calls it by name with validated
+arguments, and Python code calls it as the function it is.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from cairn.agents import tool
+
 SAMPLES = Path(__file__).resolve().parent / "samples"
 
 
+@tool
 def list_documents() -> list[str]:
     """The names of the documents that can be read, in order."""
     return sorted(path.name for path in SAMPLES.glob("*.md"))
 
 
+@tool
 def read_document(name: str) -> str:
     """The text of one document, by the name list_documents gives."""
     if name not in list_documents():
@@ -22,6 +28,7 @@ def read_document(name: str) -> str:
     return (SAMPLES / name).read_text(encoding="utf-8")
 
 
+@tool
 def search_documents(query: str) -> list[dict[str, str]]:
     """The sentences of every document that contain one of the query's words (of four letters or more)."""
     words = {word.lower().strip(".,:;") for word in query.split() if len(word) >= 4}

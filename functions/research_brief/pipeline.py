@@ -23,7 +23,7 @@ from cairn import Done, Next, PhaseContext, Pipeline, WaitFor
 from cairn.agents import Plan
 
 from .library import list_documents, read_document, search_documents
-from .models import AGENT_MODEL_ID, PLAN_SCRIPT, WRITE_SCRIPT, model_for
+from .models import AGENT_MODEL_ID, model_for, plan_script, write_script
 from .state import BriefState, Review
 
 pipeline = Pipeline("research-brief", state=BriefState)
@@ -98,7 +98,7 @@ def _keep_plan(state: BriefState, answer: str) -> BriefState:
 
 pipeline.agent_phase(
     "plan",
-    model=model_for(PLAN_SCRIPT),
+    model=model_for(plan_script),
     tools=[list_documents],
     prompt=_plan_prompt,
     system="You plan research over a small library of documents. Be brief.",
@@ -137,7 +137,7 @@ def _keep_draft(state: BriefState, answer: str) -> BriefState:
 
 pipeline.agent_phase(
     "write",
-    model=model_for(WRITE_SCRIPT),
+    model=model_for(write_script),
     tools=[search_documents, read_document],
     prompt=_write_prompt,
     system="You write short, sourced research briefs.",

@@ -10,7 +10,8 @@ from cairn.agents import AgentRun, Plan, PlanProgress
 class Review(BaseModel):
     """The reviewer's answer, delivered as the ``approval`` signal's payload."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: the validator is built on first use, not at import (most phase functions never use it).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     approved: bool
     note: str | None = Field(default=None, max_length=2000)
@@ -20,8 +21,11 @@ class Review(BaseModel):
 class BriefState(BaseModel):
     """The question in, and what each phase adds: the plan, its progress, the draft and its reviews."""
 
+    # defer_build: the validator is built on first use, not at import (another pipeline's functions never use it).
     model_config = ConfigDict(
-        extra="forbid", json_schema_extra={"examples": [{"question": "Why do long jobs need checkpoints?"}]}
+        extra="forbid",
+        json_schema_extra={"examples": [{"question": "Why do long jobs need checkpoints?"}]},
+        defer_build=True,
     )
 
     question: str = Field(min_length=3, max_length=500)

@@ -12,7 +12,8 @@ CENT = Decimal("0.01")
 class FieldModel(BaseModel):
     """Base of the extracted fields: immutable, no unknown keys."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: the validator is built on first use, not at import (most phase functions never use it).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Reference(FieldModel):

@@ -31,7 +31,6 @@ from .core.registry import PipelineRegistry
 from .core.scheduler_port import Scheduler
 from .core.storage_port import Storage
 from .scheduling.inline import InlineScheduler
-from .storage.memory import MemoryStorage
 
 DEAD_PROCESS = "the process running it stopped before the phase ended (its claim expired)"
 """The error a recovered crash records: no report came, only the expired claim tells of it."""
@@ -62,7 +61,11 @@ class Cairn:
             self.pipelines = PipelineRegistry([pipelines])
         else:
             self.pipelines = PipelineRegistry(pipelines)
-        self.storage: Storage = storage if storage is not None else MemoryStorage()
+        if storage is None:
+            from .storage.memory import MemoryStorage  # lazy: a deployment brings its store; tests keep jobs in memory
+
+            storage = MemoryStorage()
+        self.storage: Storage = storage
         if scheduler is None:
             scheduler = InlineScheduler()
         # An inline scheduler nobody has bound yet is this object's to run; one bound elsewhere is not.

@@ -30,7 +30,8 @@ STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
 class _Data(BaseModel):
     """Base of the conversation models: immutable, and strict about unknown fields."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: the validator is built on first use, not at import (a cold start uses few of these models).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class TextBlock(_Data):

@@ -24,7 +24,8 @@ def empty_schema() -> dict[str, JsonValue]:
 class ToolSpec(BaseModel):
     """A tool as the model sees it: its name, what it does, and the JSON schema of its input."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: the validator is built on first use, not at import (a cold start uses few of these models).
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str = Field(pattern=TOOL_NAME_PATTERN)
     description: str = ""

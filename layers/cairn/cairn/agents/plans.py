@@ -56,7 +56,8 @@ DEFAULT_RETRY = RetryPolicy(max_attempts=3, backoff=2.0, retry_on=(PlanStepFaile
 class PlanStep(BaseModel):
     """One step of a plan: a tool call, a phase run in-process, or a group of steps."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: the validator is built on first use, not at import (a cold start uses few of these models).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str = Field(pattern=STEP_ID_PATTERN)
     tool: str | None = None
@@ -81,7 +82,8 @@ class PlanStep(BaseModel):
 class Plan(BaseModel):
     """A typed plan: its id (a resume continues only the same plan) and its top-level steps."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: the validator is built on first use, not at import (a cold start uses few of these models).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     id: str = Field(pattern=STEP_ID_PATTERN)
     goal: str = ""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..core.errors import PipelineError
 from ..core.pipeline import PhaseFunction, Pipeline
@@ -28,6 +28,9 @@ R = TypeVar("R", bound="PhaseRun")
 
 class PhaseRun(BaseModel):
     """What an agent's or a plan's progress records to tell a resume of its run from a later entry of its phase."""
+
+    # defer_build: the validator is built on first use, not at import (a cold start uses few of these models).
+    model_config = ConfigDict(defer_build=True)
 
     phase: str = ""
     """The phase whose run this is ("" in progress saved before it was recorded: taken as the reader's)."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core import recovery
 from ..core.engine import record_crash
@@ -41,7 +41,14 @@ EARLY_MS = 1000
 """How early a delayed advance may be invoked rather than queued again (not a wait's timeout)."""
 
 
-class ResolveRequest(BaseModel):
+class _ActionRequest(BaseModel):
+    """Base of the ``{"action": ...}`` events (from the state machine, or a trusted caller)."""
+
+    # defer_build: the validator is built on first use, not at import (an event is one of these, at most).
+    model_config = ConfigDict(defer_build=True)
+
+
+class ResolveRequest(_ActionRequest):
     """The state machine asks which phase runs next; with ``sequence``, only if the job is still there."""
 
     jobId: str
@@ -50,7 +57,7 @@ class ResolveRequest(BaseModel):
     sequence: int | None = None
 
 
-class StartRequest(BaseModel):
+class StartRequest(_ActionRequest):
     """Start a new job (never touching an existing one) with ``state`` as its initial state."""
 
     jobId: str
@@ -59,7 +66,7 @@ class StartRequest(BaseModel):
     state: Any = None
 
 
-class RetryRequest(BaseModel):
+class RetryRequest(_ActionRequest):
     """Retry a job: ``resume`` from its checkpoint or start it ``full``y over."""
 
     jobId: str
@@ -69,7 +76,7 @@ class RetryRequest(BaseModel):
     state: Any = None
 
 
-class FailureReport(BaseModel):
+class FailureReport(_ActionRequest):
     """The state machine's Catch: the phase task failed (``error`` is Step Functions' Error/Cause)."""
 
     jobId: str
