@@ -104,7 +104,7 @@ MAX_WRITE_UNITS = {
 }
 #: The most a middle transition may read: the state, once, after the claim (one read unit up to 4 KB).
 MAX_READ_UNITS = 1.0
-#: The finish (its status change moves index entries) may cost this many write units more than a middle one.
+#: The finish (its status change rewrites the Listing entry, leaves Stalled) may cost this many write units more.
 FINISH_ABOVE_MIDDLE = 2
 
 _WORDS = (
@@ -576,8 +576,8 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
             "history item (PutItem), the commit (UpdateItem), above the break-even size the S3 GET of the "
             "state the claim returns and the S3 PUT of the state committed, and the direct driver's async "
             "invoke of the next phase. The start also writes the input item (a batch with its history "
-            "item) and reads the partition once (Query) to refuse an existing job id; the finish moves the "
-            "job's index entries (its status changes) and invokes nothing."
+            "item) and reads the partition once (Query) to refuse an existing job id; the finish rewrites the "
+            "job's Listing entry and removes its Stalled one (its status changes) and invokes nothing."
         ),
     )
     for label in labels:
@@ -687,8 +687,8 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
                 above <= FINISH_ABOVE_MIDDLE,
                 ""
                 if above <= FINISH_ABOVE_MIDDLE
-                else f"missed by {_number(above - FINISH_ABOVE_MIDDLE)}: the status index moves (a delete and a put) "
-                "and the entry leaves the sweep's index",
+                else f"missed by {_number(above - FINISH_ABOVE_MIDDLE)}: the finish rewrites the job's Listing entry "
+                "and leaves the sweep's index",
             )
         )
     dearer = [

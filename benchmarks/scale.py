@@ -8,6 +8,7 @@ transitions and its finish, index writes included. Then, at N jobs in the table:
 
 - the index keys the jobs were spread over (the hottest key's share against an even spread);
 - the first page of a listing (50 jobs): requests, read units per job listed, client CPU;
+- a count of the owner's jobs per status: requests, read units, whether it was exact;
 - the sweep over ``STALLED`` running jobs left unclaimed: read units per running job it reads;
 - the throughput of this one process (jobs and transitions a second, the meter off).
 
@@ -81,20 +82,19 @@ class StepCosts:
 
 
 def index_spread(client: DynamoDBClient) -> dict[str, dict[str, float]]:
-    """Per index key (``statusKey`` per status): how many partitions the jobs use, the hottest one over the mean."""
+    """Per index key (``owner`` of ``Listing``, ``sweepKey`` of ``Stalled``): how many partitions the jobs use, the
+    hottest one over the mean."""
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     paginator = client.get_paginator("scan")
     for page in paginator.paginate(
-        TableName=TABLE, ProjectionExpression="sk, #o, statusKey, sweepKey", ExpressionAttributeNames={"#o": "owner"}
+        TableName=TABLE, ProjectionExpression="sk, #o, sweepKey", ExpressionAttributeNames={"#o": "owner"}
     ):
         for item in page["Items"]:
             if item["sk"]["S"] != "JOB":
                 continue
-            for name in ("owner", "statusKey", "sweepKey"):
+            for name in ("owner", "sweepKey"):
                 if name in item:
-                    key = item[name]["S"]
-                    group = f"statusKey {key.split('#')[-2]}" if name == "statusKey" else name
-                    counts[group][key] += 1
+                    counts[name][item[name]["S"]] += 1
     spread = {}
     for name, counter in counts.items():
         if counter:
@@ -162,6 +162,8 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
         meter.take()
         page, listing_cpu = timed_cpu(lambda: storage.list_page(limit=50))
         listing = meter.take()
+        counted = storage.count_jobs()
+        counting = meter.take()
         clock.now_ms += 3_600_000
         swept, sweep_cpu = timed_cpu(lambda: storage.stalled_jobs(idle_seconds=600, limit=stalled + 10))
         sweep = meter.take()
@@ -186,6 +188,11 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
         listing_read_units=listing.read_units,
         listing_jobs=len(page.jobs),
         listing_cpu_ms=listing_cpu * 1000,
+        listing_item_reads=listing.dynamodb["BatchGetItem"],
+        count_requests=counting.read_requests,
+        count_read_units=counting.read_units,
+        count_total=counted.total,
+        count_exact=counted.exact,
         sweep_running=stalled,
         sweep_read_units=sweep.read_units,
         sweep_requests=sweep.read_requests,
@@ -205,6 +212,12 @@ def build_result(measured: Measured) -> Result:
             "listing, first page of 50",
             f"{measured.listing_read_units:.1f} read units",
             f"{measured.listing_requests} requests, {measured.listing_cpu_ms:.0f} ms CPU",
+        ],
+        [
+            "count per status",
+            f"{measured.count_read_units:.1f} read units",
+            f"{measured.count_requests} requests, {measured.count_total:,} jobs, "
+            f"{'exact' if measured.count_exact else 'a lower bound'}",
         ],
         [
             "sweep of running jobs",

@@ -109,7 +109,10 @@ SHOTS = (
     Shot(
         "jobs.png",
         "#/",
-        tuple(f'tr[data-job-id="{seed.job_id}"][data-status="{seed.status}"]' for seed in SEEDS),
+        (
+            *(f'tr[data-job-id="{seed.job_id}"][data-status="{seed.status}"]' for seed in SEEDS),
+            "ul.status-counts > li",
+        ),
     ),
     _job_shot("job-running.png", RUNNING, "running"),
     _job_shot("job-error.png", "missing-scan", "error", ".timeline-error"),

@@ -208,10 +208,11 @@ def test_health_is_503_when_the_table_cannot_be_read(api: Api) -> None:
 
 
 def test_an_unexpected_error_is_a_500_that_reveals_nothing(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(self: DynamoDBStorage, job_id: str) -> None:
+    def broken(self: DynamoDBStorage, job_id: str, **_: object) -> None:
         raise RuntimeError("internal detail: table cairn-secret, key JOB#alice")
 
-    monkeypatch.setattr(DynamoDBStorage, "get_job", broken)
+    for read in ("get_job", "get_job_view"):  # the whole job, and the view GET /jobs/{jobId} reads
+        monkeypatch.setattr(DynamoDBStorage, read, broken)
 
     reply = api.call("get-job")
 
@@ -221,10 +222,11 @@ def test_an_unexpected_error_is_a_500_that_reveals_nothing(api: Api, monkeypatch
 
 
 def test_a_store_that_is_throttled_is_503_with_retry_after(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    def throttled(self: DynamoDBStorage, job_id: str) -> None:
+    def throttled(self: DynamoDBStorage, job_id: str, **_: object) -> None:
         raise StorageError("DynamoDB GetItem failed: ProvisionedThroughputExceededException", retryable=True)
 
-    monkeypatch.setattr(DynamoDBStorage, "get_job", throttled)
+    for read in ("get_job", "get_job_view"):
+        monkeypatch.setattr(DynamoDBStorage, read, throttled)
 
     reply = api.call("get-job")
 
@@ -280,8 +282,10 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     assert routes == {
         ("POST", "/jobs"),
         ("GET", "/jobs"),
+        ("GET", "/jobs/counts"),
         ("GET", "/jobs/{jobId}"),
         ("GET", "/jobs/{jobId}/log"),
+        ("GET", "/jobs/{jobId}/history"),
         ("POST", "/jobs/{jobId}/retry"),
         ("POST", "/jobs/{jobId}/pause"),
         ("POST", "/jobs/{jobId}/cancel"),
@@ -299,10 +303,15 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     assert not any("422" in op["responses"] for op in operations.values())
     schemas = document["components"]["schemas"]
     assert {"CreateJobRequest", "RetryRequest", "JobView", "JobPage", "JobLog", "ErrorBody", "Health"} <= set(schemas)
+    assert set(schemas["JobCounts"]["properties"]) == {"counts", "total", "exact", "unreadable"}
     assert set(schemas["CreateJobRequest"]["properties"]) == {"pipeline", "jobId", "state"}
     assert {"jobId", "nextPhase", "createdAt", "state"} <= set(schemas["JobView"]["properties"])
     parameters = {param["name"] for param in operations["GET", "/jobs"]["parameters"]}
     assert parameters == {"status", "pipeline", "createdFrom", "createdTo", "idPrefix", "cursor", "limit"}
     log_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/log"]["parameters"]}
     assert log_parameters == {"jobId", "limit", "cursor"}
+    history_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/history"]["parameters"]}
+    assert history_parameters == {"jobId", "limit", "cursor"}
+    assert {"JobHistory", "HistoryWrite"} <= set(schemas)
+    assert "historyCursor" in schemas["JobView"]["properties"]
     assert [param["name"] for param in operations["GET", "/jobs/{jobId}"]["parameters"]] == ["jobId", "includeState"]

@@ -57,10 +57,12 @@ CASES = {
     "api/get-job": Case(complete, 200, job=JobStatus.COMPLETE),
     "api/get-job-with-state": Case(running, 200, job=JobStatus.RUNNING),
     "api/get-job-log": Case(complete, 200),
+    "api/get-job-history": Case(complete, 200),
     "api/list-jobs": Case(complete, 200),
     "api/list-jobs-by-status": Case(complete, 200),
     "api/list-jobs-bad-status": Case(nothing, 400, "invalid_request"),
     "api/list-jobs-bad-cursor": Case(complete, 400, "invalid_request"),
+    "api/count-jobs": Case(complete, 200),
     "api/retry-job-resume": Case(paused, 202, job=JobStatus.RUNNING),
     "api/retry-job-full": Case(complete, 202, job=JobStatus.RUNNING),
     "api/retry-job-bad-mode": Case(complete, 400, "invalid_request"),
@@ -88,9 +90,16 @@ def check_body(name: str, reply: Reply, api: Api) -> None:
         assert body["state"] == checkpoint.state
     elif name == "api/get-job-log":
         assert body["entries"] == [entry.to_wire() for entry in api.stored().log]
+    elif name == "api/get-job-history":  # the whole history of the short sample job, newest first
+        writes = body["writes"][::-1]
+        assert [entry for write in writes for entry in write["log"]] == [entry.to_wire() for entry in api.stored().log]
+        assert [write["record"] for write in writes if write["record"]] == [r.to_wire() for r in api.stored().phases]
+        assert body["cursor"] is None
     elif name.startswith("api/list-jobs"):
         assert [summary["jobId"] for summary in body["jobs"]] == [JOB]
         assert body["jobs"][0]["status"] == "complete"
+    elif name == "api/count-jobs":
+        assert (body["counts"]["complete"], body["total"], body["exact"]) == (1, 1, True)
     elif name == "api/create-job-jwt":
         assert api.stored(body["jobId"], owner=CAROL).status == JobStatus.RUNNING
     elif name == "api/list-pipelines":

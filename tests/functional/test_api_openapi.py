@@ -12,6 +12,7 @@ import pytest
 from cairn import JobStatus
 from cairn.aws.api import MAX_PAGE_SIZE
 from cairn.aws.api_models import CURSOR_PATTERN, JOB_ID_MAX_LENGTH, MAX_CURSOR_CHARS, PIPELINE_MAX_LENGTH
+from cairn.aws.api_reads import MAX_HISTORY_PAGE, MAX_LOG_PAGE
 from cairn.aws.api_request import MAX_JSON_DEPTH
 from cairn.core.engine import SIGNAL_NAME_PATTERN
 from cairn.core.ids import JOB_ID_PATTERN, validate_job_id
@@ -53,7 +54,7 @@ def parameter(operation: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_every_job_id_path_parameter_declares_the_job_id_rule(document: dict[str, Any]) -> None:
     with_job_id = [(method, path, op) for method, path, op in operations(document) if "{jobId}" in path]
-    assert len(with_job_id) == 6
+    assert len(with_job_id) == 7
 
     for method, path, operation in with_job_id:
         job_id = parameter(operation, "jobId")
@@ -87,6 +88,17 @@ def test_the_listing_declares_its_bounds_and_the_status_enum(document: dict[str,
     cursor = resolve(document, parameter(listing, "cursor")["schema"])
     assert (cursor["type"], cursor["pattern"]) == ("string", CURSOR_PATTERN)
     assert (cursor["minLength"], cursor["maxLength"]) == (1, MAX_CURSOR_CHARS)
+
+
+def test_the_history_and_log_pages_declare_their_bounds_and_cursor(document: dict[str, Any]) -> None:
+    for path, most in (("/jobs/{jobId}/history", MAX_HISTORY_PAGE), ("/jobs/{jobId}/log", MAX_LOG_PAGE)):
+        operation = document["paths"][path]["get"]
+        limit = resolve(document, parameter(operation, "limit")["schema"])
+        assert (limit["type"], limit["minimum"], limit["maximum"]) == ("integer", 1, most), path
+        cursor = resolve(document, parameter(operation, "cursor")["schema"])
+        assert (cursor["type"], cursor["pattern"], cursor["maxLength"]) == ("string", CURSOR_PATTERN, MAX_CURSOR_CHARS)
+    view = document["components"]["schemas"]["JobView"]["properties"]
+    assert "GET /jobs/{jobId}/history" in view["historyCursor"]["description"]
 
 
 def test_a_cursor_outside_the_declared_alphabet_is_refused_by_the_declaration(api: Api) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from cairn import CorruptJobError, JobStatus, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
-from cairn.aws.dynamodb.schema import input_sk, job_pk
+from cairn.aws.dynamodb.schema import history_sk, input_sk, job_pk
 from cairn.testing.stack import LocalStack
 from tests.functional.api_client import Api
 from tests.functional.conftest import Moto
@@ -152,31 +152,40 @@ BAD_ATTRIBUTES: dict[str, tuple[str, dict[str, Any] | None]] = {
 }
 
 
-#: The attributes a listing reads: a bad one shows as a corrupt summary.
-SUMMARY_FIELDS = {"status", "attempt", "updatedAt", "expiresAt", "jobId", "pipeline", "error"}
+#: What only a listing reads (reading the job does not): the status-time fields its index projects.
+LISTED_ONLY: dict[str, tuple[str, dict[str, Any] | None]] = {
+    "statusAt a string": ("statusAt", {"S": "yesterday"}),
+    "statusExpiresAt enormous": ("statusExpiresAt", {"N": "1E+30"}),
+    "statusExpiresAt a string": ("statusExpiresAt", {"S": "soon"}),
+}
+
+#: The attributes a listing reads (those its index projects): a bad one shows as a corrupt summary.
+SUMMARY_FIELDS = {"status", "pipeline", "error", "statusAt", "statusExpiresAt"}
 
 
 def test_a_job_item_of_the_wrong_shape_is_named_and_listed_as_corrupt(
     moto: Moto, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    cases = sorted(BAD_ATTRIBUTES)
+    shapes = BAD_ATTRIBUTES | LISTED_ONLY
+    cases = sorted(shapes)
     bad = {f"bad-{number:02}": case for number, case in enumerate(cases)}
     storage = started(moto, clock, "good", *bad, "newer")
     for job_id, case in bad.items():
-        name, value = BAD_ATTRIBUTES[case]
+        name, value = shapes[case]
         if value is None:
             remove_attribute(moto, job_id, name)
         else:
             set_attribute(moto, job_id, name, value)
 
     for job_id, case in bad.items():
-        assert job_pk(OWNER, job_id) in str(read_error(storage, job_id, case)), case
+        if case not in LISTED_ONLY:
+            assert job_pk(OWNER, job_id) in str(read_error(storage, job_id, case)), case
     assert [job.job_id for job in storage.list_jobs()] == ["newer", "good"]
     with caplog.at_level(logging.WARNING, logger="cairn.aws.dynamodb"):
         page = storage.list_page(limit=100)
     assert [summary.job_id for summary in page.jobs] == ["newer", *sorted(bad, reverse=True), "good"]
     corrupt = {summary.job_id: summary for summary in page.jobs if summary.corrupt}
-    assert {bad[job_id] for job_id in corrupt} == {case for case in cases if BAD_ATTRIBUTES[case][0] in SUMMARY_FIELDS}
+    assert {bad[job_id] for job_id in corrupt} == {case for case in cases if shapes[case][0] in SUMMARY_FIELDS}
     for job_id, summary in corrupt.items():
         assert summary.error is not None
         assert summary.error.startswith("unreadable: ")
@@ -203,7 +212,7 @@ def test_a_corrupt_input_or_history_item_is_named(moto: Moto, clock: FakeClock) 
     assert worse.history_head is not None
     moto.dynamodb.update_item(
         TableName=moto.table,
-        Key=job_key("worse", f"HIST#{worse.history_head}"),
+        Key=job_key("worse", history_sk(worse.run, worse.sequence, worse.history_head)),  # the start's own item
         UpdateExpression="SET #h = :v",
         ExpressionAttributeNames={"#h": "history"},
         ExpressionAttributeValues={":v": {"S": DEEP}},
@@ -213,6 +222,8 @@ def test_a_corrupt_input_or_history_item_is_named(moto: Moto, clock: FakeClock) 
     for job_id in ("bad", "worse"):
         with pytest.raises(CorruptJobError, match=job_pk(OWNER, job_id)):
             storage.get_job(job_id)
+        with pytest.raises(CorruptJobError, match=job_pk(OWNER, job_id)):
+            storage.get_job_view(job_id)  # the view reads the same items: it names them too
     assert [job.job_id for job in storage.list_jobs()] == ["good"]
 
 

@@ -107,6 +107,8 @@ def test_jobs_are_listed_by_status_newest_first_page_by_page(moto: Moto, clock: 
     for number in range(7):
         clock.advance(1)
         stop_after_first_phase(pipeline, storage, clock, f"job-{number}")
+    clock.advance(1)
+    paused_at = clock.now_ms
     pause_job("job-3", storage=storage)
 
     seen: list[str] = []
@@ -125,7 +127,14 @@ def test_jobs_are_listed_by_status_newest_first_page_by_page(moto: Moto, clock: 
 
     everything = storage.list_page(limit=100)
     assert [summary.job_id for summary in everything.jobs] == [f"job-{n}" for n in range(6, -1, -1)]
-    assert {summary.job_id: summary.next_phase for summary in everything.jobs}["job-3"] == "split"
+    job_3 = {summary.job_id: summary for summary in everything.jobs}["job-3"]
+    # a listing shows what changes with the status only: when it last changed, no phase, no attempt
+    assert (job_3.status, job_3.updated_at, job_3.next_phase, job_3.attempt) == (
+        JobStatus.PAUSED,
+        paused_at,
+        None,
+        None,
+    )
     assert [summary.job_id for summary in storage.list_page(status=JobStatus.PAUSED).jobs] == ["job-3"]
 
 

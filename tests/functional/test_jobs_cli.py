@@ -251,14 +251,15 @@ def test_list_prints_a_table_newest_first_and_json_prints_the_apis_page(
 
     assert (status, err) == (0, "")
     header, *rows = out.splitlines()
-    assert header.split() == ["JOB", "PIPELINE", "STATUS", "PHASE", "UPDATED", "CREATED"]
-    assert [row.split()[:4] for row in rows] == [
-        ["fourth", "document-intake", "running", "fetch"],
-        ["third", "document-intake", "complete", "-"],
-        ["second", "document-intake", "complete", "-"],
-        ["first", "document-intake", "complete", "-"],
+    # a listing shows what changes with the status only: when it last changed, not the phase or the attempt
+    assert header.split() == ["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED"]
+    assert [row.split()[:3] for row in rows] == [
+        ["fourth", "document-intake", "running"],
+        ["third", "document-intake", "complete"],
+        ["second", "document-intake", "complete"],
+        ["first", "document-intake", "complete"],
     ]
-    for column in ("PIPELINE", "STATUS", "PHASE", "UPDATED"):  # columns line up under their headings
+    for column in ("PIPELINE", "STATUS", "CHANGED", "CREATED"):  # columns line up under their headings
         start_at = header.index(column)
         assert all(row[start_at - 2 : start_at] == "  " and row[start_at] != " " for row in rows), column
     assert all(re.search(r"\d+[smhd] ago\s+\d+[smhd] ago$", row) for row in rows)
@@ -268,7 +269,7 @@ def test_list_prints_a_table_newest_first_and_json_prints_the_apis_page(
     assert status == 0
     assert [job["jobId"] for job in page["jobs"]] == ["fourth", "third", "second", "first"]
     assert page["cursor"] is None
-    assert {"jobId", "pipeline", "status", "nextPhase", "createdAt", "updatedAt"} <= set(page["jobs"][0])
+    assert {"jobId", "pipeline", "status", "createdAt", "updatedAt", "expiresAt"} <= set(page["jobs"][0])
 
 
 def test_list_filters_by_status_and_pipeline_and_pages_with_all(

@@ -60,7 +60,7 @@ def test_a_waiting_job_shows_its_signal_and_a_signal_without_payload_lets_it_com
     assert re.search(r"^Waiting for:\s+approval$", out, flags=re.MULTILINE)
     status, out, _ = run_cli(capsys, "list", "--status", "waiting")
     assert status == 0
-    assert [row.split()[:4] for row in out.splitlines()[1:]] == [["asks", "approval", "waiting", "decide"]]
+    assert [row.split()[:3] for row in out.splitlines()[1:]] == [["asks", "approval", "waiting"]]
 
     status, out, err = run_cli(capsys, "signal", "asks", "approval")
 

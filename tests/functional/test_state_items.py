@@ -72,7 +72,7 @@ def test_the_job_item_names_the_history_item_that_keeps_the_state(moto: Moto, cl
     checkpoint = items["JOB"]["checkpoint"]["M"]
     assert set(checkpoint) == {"nextPhase", "createdAt", "stateAt"}  # no state in the job item
     holder = items[checkpoint["stateAt"]["S"]]
-    assert checkpoint["stateAt"]["S"].startswith("HIST#")
+    assert checkpoint["stateAt"]["S"] == f"H#1#{3:012d}#{job_of(storage, 'named-1').history_head}"  # run, sequence
     assert json.loads(holder["entry"]["M"]["state"]["M"]["json"]["S"]) == {"n": 2}
     assert sum("entry" in item and '"n":2' in str(item) for item in items.values()) == 1  # written once
     assert job_of(storage, "named-1").checkpoint.state == {"n": 2}  # type: ignore[union-attr]
@@ -192,7 +192,7 @@ def test_a_read_racing_a_save_that_removes_the_state_it_named_reads_again(
         calls.append(1)
         items = list(query(job_id, **kwargs))
         if len(calls) == 1:  # the first answer: the job item read, its state's item already replaced
-            return [item for item in items if not item["sk"]["S"].startswith("HIST#")]
+            return [item for item in items if not item["sk"]["S"].startswith("H#")]
         return items
 
     monkeypatch.setattr(table, "query_partition", racing)

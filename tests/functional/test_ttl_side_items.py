@@ -141,9 +141,9 @@ def test_a_normal_transition_renews_nothing(moto: Moto, clock: FakeClock) -> Non
 
     assert job_of(storage, JOB).status == JobStatus.COMPLETE
     assert set(expiry.writes.values()) == {1}, "every object written once, none copied"
-    assert {item["sk"]["S"][:5] for item in moto.dynamodb.scan(TableName=moto.table)["Items"]} == {
+    assert {item["sk"]["S"].split("#")[0] for item in moto.dynamodb.scan(TableName=moto.table)["Items"]} == {
         "JOB",
-        "HIST#",
+        "H",  # the history items, H#<run>#<sequence>#<token>
         "INPUT",
     }
 

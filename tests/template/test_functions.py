@@ -30,8 +30,10 @@ from tests.template.stacks import DEPLOYMENTS, JWT, phase_functions, registered_
 ROUTES = {
     ("post", "/jobs"),
     ("get", "/jobs"),
+    ("get", "/jobs/counts"),
     ("get", "/jobs/{jobId}"),
     ("get", "/jobs/{jobId}/log"),
+    ("get", "/jobs/{jobId}/history"),
     ("post", "/jobs/{jobId}/retry"),
     ("post", "/jobs/{jobId}/pause"),
     ("post", "/jobs/{jobId}/cancel"),

@@ -70,14 +70,20 @@ def test_every_property_create_table_sends_is_in_the_template_unchanged(
         assert normalised(key, table.get(key)) == normalised(key, value), key
 
 
-def test_the_indexes_are_the_ones_the_storage_queries_and_project_keys_only(table: dict[str, Any]) -> None:
-    names = {index["IndexName"] for index in table["GlobalSecondaryIndexes"]}
-    assert names == {dynamodb_schema.BY_STATUS_INDEX, dynamodb_schema.BY_OWNER_INDEX, dynamodb_schema.STALLED_INDEX}
-    for index in table["GlobalSecondaryIndexes"]:
-        # A phase transition changes no index key and no projected attribute: it writes no index.
-        assert index["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+def test_the_indexes_are_the_ones_the_storage_queries_and_project_what_only_a_status_change_writes(
+    table: dict[str, Any],
+) -> None:
+    indexes = {index["IndexName"]: index for index in table["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {dynamodb_schema.LISTING_INDEX, dynamodb_schema.STALLED_INDEX}
+    for index in indexes.values():
         keys = {part["AttributeName"] for part in index["KeySchema"]}
-        assert keys <= {"statusKey", "owner", "sweepKey", "createdAt"}
+        assert keys <= {"owner", "sweepKey", "createdAt"}
+    # A phase transition changes no index key and no projected attribute: it writes no index. The listing's
+    # summary is projected: what a status change writes, never what every transition does.
+    assert indexes[dynamodb_schema.STALLED_INDEX]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    listing = indexes[dynamodb_schema.LISTING_INDEX]["Projection"]
+    assert listing == {"ProjectionType": "INCLUDE", "NonKeyAttributes": dynamodb_schema.LISTING_ATTRIBUTES}
+    assert not {"updatedAt", "expiresAt", "nextPhase", "attempt", "sequence"} & set(listing["NonKeyAttributes"])
 
 
 def test_the_table_has_the_ttl_create_table_turns_on(

@@ -4,8 +4,10 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 
 - ``POST /jobs`` starts a job (202); an existing ``jobId`` is never reset (409 with that job).
 - ``GET /jobs`` lists the caller's jobs, newest first, a page at a time (``status``, ``cursor``, ``limit``).
+- ``GET /jobs/counts`` counts the caller's jobs per status (exact up to a bound, else "at least").
 - ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
-- ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations.
+- ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations (a page with ``limit`` or ``cursor``).
+- ``GET /jobs/{jobId}/history`` pages what the job's writes added, newest first (``limit``, ``cursor``).
 - ``POST /jobs/{jobId}/retry`` restarts a job (202): ``resume`` from its checkpoint, or ``full``;
   a resume of a complete job is refused (409) and changes nothing.
   A ``state`` that a resume would ignore (the job has a checkpoint) is refused (409), as the front door
@@ -43,10 +45,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..app import Cairn
 from ..core.errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
-from ..core.fan_out import rerun_phases
 from ..core.ids import validate_job_id
 from ..core.listing import JobFilter
-from ..core.models import Job, JobPage, JobStatus
+from ..core.models import Job, JobCounts, JobPage, JobStatus
 from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
 from ..dashboard.assets import HEADERS as ASSET_HEADERS
@@ -54,7 +55,6 @@ from ..dashboard.assets import INDEX, asset
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
-from .api_log_pages import MAX_LOG_PAGE, log_page
 from .api_models import (
     CreatedTime,
     CreateJobRequest,
@@ -62,6 +62,7 @@ from .api_models import (
     ErrorBody,
     Health,
     IdPrefix,
+    JobHistory,
     JobId,
     JobLog,
     JobView,
@@ -72,6 +73,7 @@ from .api_models import (
     SignalName,
     epoch_ms,
 )
+from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view, shown
 from .api_request import MAX_BODY_BYTES, admit
 from .api_services import ApiServices, checked_input, current_services
 from .entry import Handler, entry_point
@@ -85,7 +87,6 @@ API_DESCRIPTION = (
     "authorizer) owns the jobs it starts and sees no one else's."
 )
 DEFAULT_PAGE_SIZE = 50
-DEFAULT_LOG_PAGE = 200
 MAX_PAGE_SIZE = 100
 HEALTH_OWNER = "cairn-health"
 
@@ -107,18 +108,13 @@ def _responses(success: HTTPStatus, description: str, *failures: HTTPStatus) -> 
     return {success.value: {"description": description}, **_errors(*common, *failures)}
 
 
-def _job_response(status: HTTPStatus, job: Job) -> Response[JobView]:
+def _job_response(status: HTTPStatus, view: JobView) -> Response[JobView]:
     return Response(
         status_code=status.value,
         content_type=content_types.APPLICATION_JSON,
-        body=JobView.of(job),
-        headers={"Location": f"/jobs/{job.job_id}"},
+        body=view,
+        headers={"Location": f"/jobs/{view.job_id}"},
     )
-
-
-def _current(jobs: Cairn, job: Job) -> Job:
-    """The job as stored after a transition (a transition's own result may hold only what it wrote)."""
-    return jobs.storage.get_job(job.job_id) or job
 
 
 def _started_anyway(jobs: Cairn, job_id: str, exc: SchedulingError) -> Job:
@@ -173,7 +169,7 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=1)
-    return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
+    return _job_response(HTTPStatus.ACCEPTED, shown(jobs, job))
 
 
 PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
@@ -211,6 +207,18 @@ def list_jobs(
 
 
 @app.get(
+    "/jobs/counts",
+    summary="How many of your jobs have each status",
+    description="Read from the listing index, not from every job: exact while the caller has up to about 4,000 "
+    "jobs (1,000 a listing shard); above that each count is a lower bound and exact is false.",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.OK, "A count per status; exact says whether each is exact or at least so"),
+)
+def count_jobs() -> JobCounts:
+    return current_services().storage(caller()).count_jobs()
+
+
+@app.get(
     "/jobs/<jobId>",
     summary="Show a job",
     tags=["jobs"],
@@ -220,21 +228,7 @@ def get_job(
     job_id: JobIdPath,
     include_state: Annotated[bool, Query(alias="includeState", description="Include the checkpoint's state")] = False,
 ) -> JobView:
-    jobs = current_services().cairn(caller())
-    job = existing(jobs, job_id)
-    return JobView.of(job, include_state=include_state, rerun_phases=_rerun_phases(jobs, job))
-
-
-def _rerun_phases(jobs: Cairn, job: Job) -> list[str] | None:
-    """The phases a rerun of ``job`` may start from (None: this deployment does not run its pipeline).
-
-    A phase the job runs only as a map's items is left out: a rerun from it is refused (the records
-    of the job's maps say which; one small query).
-    """
-    if job.pipeline not in jobs.pipelines.names:
-        return None
-    pipeline = jobs.pipelines.get(job.pipeline)
-    return rerun_phases(pipeline.phase_names, job, jobs.storage.get_maps(job.job_id), pipeline.resolve_name)
+    return job_view(current_services().cairn(caller()), job_id, include_state=include_state)
 
 
 @app.get(
@@ -252,11 +246,23 @@ def get_job_log(
     ] = None,
     cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page of this job's log")] = None,
 ) -> JobLog:
-    job = existing(current_services().cairn(caller()), job_id)
-    if limit is None and cursor is None:
-        return JobLog(job_id=job.job_id, entries=list(job.log))
-    page = log_page(job, limit=limit or DEFAULT_LOG_PAGE, cursor=cursor)
-    return JobLog(job_id=job.job_id, entries=page.entries, cursor=page.cursor)
+    return job_log(current_services().cairn(caller()), job_id, limit=limit, cursor=cursor)
+
+
+@app.get(
+    "/jobs/<jobId>/history",
+    summary="A job's history, newest first",
+    description="What each of the job's writes added, newest first: its log entries and the record of the phase "
+    "run it ended. A page costs what it holds; GET /jobs/{jobId} holds the newest and historyCursor reads on.",
+    tags=["jobs"],
+    responses=_responses(HTTPStatus.OK, "One page of writes; pass its cursor to get older ones", HTTPStatus.NOT_FOUND),
+)
+def get_job_history(
+    job_id: JobIdPath,
+    limit: Annotated[int, Query(ge=1, le=MAX_HISTORY_PAGE, description="Writes a page")] = DEFAULT_HISTORY_PAGE,
+    cursor: Annotated[Cursor | None, Query(description="A cursor this job's history or view returned")] = None,
+) -> JobHistory:
+    return job_history(current_services().cairn(caller()), job_id, limit=limit, cursor=cursor)
 
 
 @app.post(
@@ -299,7 +305,7 @@ def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()]
     except InvalidInputError as exc:  # the body fits the document: what is refused now is the job as it is
         raise ApiError(HTTPStatus.CONFLICT, "conflict", exc.message) from exc
     metrics.add_metric(name="JobsRetried", unit=MetricUnit.Count, value=1)
-    return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
+    return _job_response(HTTPStatus.ACCEPTED, shown(jobs, job))
 
 
 def _deployment_has_phase(name: str) -> bool:
@@ -313,7 +319,7 @@ def change_status(job_id: str, change: Callable[[Cairn, str], Job], metric: str)
     logger.append_keys(job_id=validate_job_id(job_id))
     job = change(jobs, job_id)
     metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
-    return JobView.of(_current(jobs, job))
+    return shown(jobs, job)
 
 
 @app.post(
@@ -359,7 +365,7 @@ def send_signal(
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="SignalsDelivered", unit=MetricUnit.Count, value=1)
-    return _job_response(HTTPStatus.ACCEPTED, _current(jobs, job))
+    return _job_response(HTTPStatus.ACCEPTED, shown(jobs, job))
 
 
 @app.get(

@@ -138,7 +138,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 class RequestModel(BaseModel):
     """Base for request bodies: camelCase names only, and unknown fields are refused (a typo is not ignored)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True)
+    # defer_build: the validator is built on first use, not at import (a cold start uses few of these models).
+    model_config = ConfigDict(alias_generator=to_camel, extra="forbid", frozen=True, defer_build=True)
 
 
 class CreateJobRequest(RequestModel):
@@ -219,7 +220,16 @@ class JobView(WireModel):
     error: str | None = None
     result: Any = None
     usage: dict[str, int | float] = Field(default_factory=dict)
-    phases: list[PhaseRecord] = Field(default_factory=list)
+    phases: list[PhaseRecord] = Field(
+        default_factory=list,
+        description="The phase records of the job's newest writes (about ten), oldest first; historyCursor reads "
+        "the older ones",
+    )
+    history_cursor: str | None = Field(
+        default=None,
+        description="The cursor of the job's older history, for GET /jobs/{jobId}/history?cursor=; null: phases "
+        "holds every record",
+    )
     created_at: int = Field(description="Unix time in milliseconds")
     updated_at: int = Field(description="Unix time in milliseconds")
     expires_at: int = Field(description="Unix time in seconds after which the job is gone")
@@ -237,8 +247,19 @@ class JobView(WireModel):
     )
 
     @classmethod
-    def of(cls, job: Job, *, include_state: bool = False, rerun_phases: list[str] | None = None) -> JobView:
-        """The view of a stored job (with ``rerun_phases`` when the caller worked them out)."""
+    def of(
+        cls,
+        job: Job,
+        *,
+        include_state: bool = False,
+        rerun_phases: list[str] | None = None,
+        history_cursor: str | None = None,
+    ) -> JobView:
+        """The view of a stored job (with ``rerun_phases`` when the caller worked them out).
+
+        ``history_cursor`` is the cursor of the history older than ``job.phases`` (a job view read
+        with only its newest history: :meth:`cairn.core.storage_port.Storage.get_job_view`).
+        """
         checkpoint = job.checkpoint
         return cls(
             job_id=job.job_id,
@@ -261,7 +282,23 @@ class JobView(WireModel):
             expires_at=job.expires_at,
             state=checkpoint.state if include_state and checkpoint else None,
             rerun_phases=rerun_phases,
+            history_cursor=history_cursor,
         )
+
+
+class HistoryWrite(WireModel):
+    """What one write added to a job's history: its log entries, and the record of the phase run it ended."""
+
+    log: list[LogEntry]
+    record: PhaseRecord | None = Field(default=None, description="The phase run this write ended; null: none")
+
+
+class JobHistory(WireModel):
+    """What a job's writes added to its history, newest first (the current run's only, after a full retry)."""
+
+    job_id: str
+    writes: list[HistoryWrite]
+    cursor: str | None = Field(default=None, description="The next (older) page's cursor; null: the history begins")
 
 
 class JobLog(WireModel):

@@ -276,10 +276,12 @@ def api_events(pipeline: PipelineOutline, registered: Sequence[str], *, job_id: 
         "get-job": _Request("GET", "/jobs/{jobId}", job),
         "get-job-with-state": _Request("GET", "/jobs/{jobId}", job, {"includeState": "true"}),
         "get-job-log": _Request("GET", "/jobs/{jobId}/log", job),
+        "get-job-history": _Request("GET", "/jobs/{jobId}/history", job, {"limit": "20"}),
         "list-jobs": _Request("GET", "/jobs", query={"limit": "20"}),
         "list-jobs-by-status": _Request("GET", "/jobs", query={"status": "complete"}),
         "list-jobs-bad-status": _Request("GET", "/jobs", query={"status": "finished"}),
         "list-jobs-bad-cursor": _Request("GET", "/jobs", query={"cursor": "bm90LWEtY3Vyc29y"}),
+        "count-jobs": _Request("GET", "/jobs/counts"),
         "retry-job-resume": _Request("POST", "/jobs/{jobId}/retry", job, body=_json({"mode": "resume"})),
         "retry-job-full": _Request("POST", "/jobs/{jobId}/retry", job, body=_json({"mode": "full"})),
         "retry-job-from": _Request(

@@ -1,4 +1,4 @@
-"""``cairn jobs``: start, list, show, follow, retry, rerun, signal, pause and cancel jobs through the jobs HTTP API.
+"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs through the HTTP API.
 
 Exit status: 0 on success; 1 when the API answered with an error or could not be reached (one
 line on stderr); 2 for a usage error; 130 when interrupted (Ctrl-C).
@@ -19,7 +19,7 @@ from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_json
-from .render import final_line, job_details, jobs_table, log_line, status_line
+from .render import counts_table, final_line, job_details, jobs_table, log_line, status_line
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -158,6 +158,11 @@ def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
     return 0
 
 
+def run_count(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs count``: how many of the caller's jobs have each status."""
+    return _output(arguments, client.counts(), counts_table)
+
+
 def run_show(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs show ID [--state]``: the job's details and phase timeline."""
     job = client.get(arguments.job_id, include_state=arguments.state)
@@ -234,10 +239,10 @@ def run_health(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 
 def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
-    """Add ``cairn jobs start|list|show|log|retry|restart|rerun|signal|pause|cancel|health`` to the subcommands."""
+    """Add ``cairn jobs start|list|count|show|log|retry|restart|rerun|signal|pause|cancel|health`` as subcommands."""
     jobs = commands.add_parser(
         "jobs",
-        help="start, list, show, follow, retry, rerun, signal, pause and cancel jobs through the jobs HTTP API",
+        help="start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs through the jobs HTTP API",
         description="Call the jobs HTTP API: a local `cairn dev` server (the default) or a deployed stack "
         "(--api https://..., signed with your AWS credentials, or --token for a JWT authorizer).",
     )
@@ -271,6 +276,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     listing.add_argument("--limit", type=_positive(int), metavar="N", help="jobs a page (the API's default: 50)")
     listing.add_argument("--all", action="store_true", help="follow the cursor through every page")
     listing.add_argument("--cursor", help="the page after the one that printed this cursor")
+    action("count", run_count, "count your jobs by status (exact up to a bound, else at least so many)")
     show = action("show", run_show, "show a job: status, phase timeline, usage, error")
     job_argument(show)
     show.add_argument("--state", action="store_true", help="also print the checkpoint's state")

@@ -173,9 +173,20 @@ class ApiClient:
                 return {"jobs": jobs, "cursor": None}
             seen.add(cursor)
 
+    def counts(self) -> Json:
+        """How many of the caller's jobs have each status (``GET /jobs/counts``): ``{"counts", "total", "exact"}``."""
+        return self.request("GET", "/jobs/counts")
+
     def get(self, job_id: str, *, include_state: bool = False) -> Json:
         """The job's view (``GET /jobs/{id}``); its checkpoint's state too with ``include_state``."""
         return self.request("GET", self._job(job_id), query={"includeState": "true" if include_state else None})
+
+    def history(self, job_id: str, *, limit: int | None = None, cursor: str | None = None) -> Json:
+        """What the job's writes added, newest first (``GET /jobs/{id}/history``): ``{"jobId", "writes", "cursor"}``.
+
+        A job's view (:meth:`get`) holds its newest phase records; its ``historyCursor`` reads on from there.
+        """
+        return self.request("GET", self._job(job_id, "/history"), query={"limit": limit, "cursor": cursor})
 
     def log(self, job_id: str) -> Json:
         """The job's log, oldest first (``GET /jobs/{id}/log``): ``{"jobId", "entries": [...]}``; not paged."""

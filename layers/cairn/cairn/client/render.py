@@ -61,7 +61,10 @@ def _text(value: Any) -> str:
 
 
 def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
-    """The listing: job, pipeline, status, next phase, updated and created ages."""
+    """The listing: job, pipeline, status, when the status last changed, when the job was created.
+
+    A listing gives no next phase or attempt (they change between status changes: ``cairn jobs show`` has them).
+    """
     if not jobs:
         return "No jobs."
     rows = [
@@ -69,13 +72,28 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
             _text(job.get("jobId")),
             _text(job.get("pipeline")),
             _text(job.get("status")) + (" (unreadable)" if job.get("corrupt") else ""),
-            _text(job.get("nextPhase")),
             age(job.get("updatedAt"), now_ms),
             age(job.get("createdAt"), now_ms),
         ]
         for job in jobs
     ]
-    return table(["JOB", "PIPELINE", "STATUS", "PHASE", "UPDATED", "CREATED"], rows)
+    return table(["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED"], rows)
+
+
+def counts_table(counts: Json) -> str:
+    """``cairn jobs count``: each status and its count (``at least N`` where the API could only bound it)."""
+    exact = bool(counts.get("exact"))
+    by_status = counts.get("counts") or {}
+
+    def shown(value: Any) -> str:
+        return _text(value) if exact else f"at least {_text(value)}"
+
+    rows = [[str(status), shown(value)] for status, value in by_status.items()]
+    if counts.get("unreadable"):
+        rows.append(["unreadable", shown(counts["unreadable"])])
+    rows.append(["total", shown(counts.get("total"))])
+    note = "" if exact else "\nMore jobs than a count reads: each figure is a lower bound."
+    return table(["STATUS", "JOBS"], rows) + note
 
 
 def _outcome(record: Json) -> str:
@@ -141,9 +159,12 @@ def job_details(job: Json, now_ms: int) -> str:
     width = max(len(name) for name, _ in fields) + 2
     lines = [f"{name + ':':<{width}}{value}" for name, value in fields]
     phases = job.get("phases") or []
-    lines.append("Phases:" if phases else "Phases:  none finished yet")
+    older = job.get("historyCursor") is not None  # the view holds the newest records only
+    lines.append(("Phases (the newest runs):" if older else "Phases:") if phases else "Phases:  none finished yet")
     if phases:
         lines.append(timeline(phases))
+    if older:
+        lines.append(f"  Older runs: GET /jobs/{job.get('jobId')}/history?cursor=<historyCursor> (see --json)")
     if "state" in job:
         lines.append("State:")
         lines.append(json.dumps(job["state"], indent=2, ensure_ascii=False, default=str))

@@ -6,6 +6,7 @@ On the wire (API, DynamoDB, files) the seed's camelCase names are used:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -19,7 +20,8 @@ from .admission import Admitted
 class WireModel(BaseModel):
     """Base for stored models: camelCase on the wire, snake_case in Python."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+    # defer_build: each model's validator is built on its first use, not at import (a cold start uses few of them).
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, defer_build=True)
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict stored or sent for this model."""
@@ -287,17 +289,32 @@ class HistoryItem(WireModel):
 
 
 class JobSummary(WireModel):
-    """A job as listings show it: no state, no result, no log."""
+    """A job as listings show it: no state, no result, no log.
+
+    A listing reads what changes only with the job's status (an index that a phase transition never
+    writes), so it gives ``updated_at`` as the last status change and leaves out ``attempt`` and
+    ``next_phase``, which change between status changes; the job's own view has them all.
+    """
 
     job_id: str
     pipeline: str
     status: JobStatus
-    attempt: int = 1
+    attempt: int | None = Field(
+        default=None, description="The attempt of the phase in flight; a listing leaves it out (a retry changes it)"
+    )
     error: str | None = None
-    next_phase: str | None = None
+    next_phase: str | None = Field(
+        default=None, description="The phase to run next; a listing leaves it out (every phase transition moves it)"
+    )
     created_at: int
-    updated_at: int
-    expires_at: int
+    updated_at: int = Field(
+        description="Unix ms: in a listing, the job's last status change (for a job not written since listings "
+        "kept it, its last write); in a job's summary, its last write"
+    )
+    expires_at: int = Field(
+        description="Unix s: in a listing, at least this (the expiry its last status change set; a running job's "
+        "later writes push it on); in a job's summary, its expiry"
+    )
     corrupt: bool = Field(
         default=False, description="The stored job cannot be read; ``error`` says why (``unreadable: ...``)"
     )
@@ -323,3 +340,21 @@ class JobPage(WireModel):
 
     jobs: list[JobSummary]
     cursor: str | None = None
+
+
+class JobCounts(WireModel):
+    """How many of an owner's live jobs have each status: exact, or (``exact`` False) a lower bound of each."""
+
+    counts: dict[JobStatus, int] = Field(description="Every status, with the live jobs counted in it (0 for none)")
+    total: int = Field(description="Every job counted (the sum of ``counts`` and ``unreadable``)")
+    exact: bool = Field(
+        description='True: every count is exact. False: each is a lower bound ("at least"): the store counted '
+        "up to a bound of the newest jobs, or could not confirm whether some had expired"
+    )
+    unreadable: int = Field(default=0, description="Jobs whose stored status cannot be read (not in ``counts``)")
+
+    @classmethod
+    def of(cls, statuses: Mapping[JobStatus, int], *, exact: bool, unreadable: int = 0) -> JobCounts:
+        """The counts of ``statuses``, every status given (those absent as 0)."""
+        counts = {status: int(statuses.get(status, 0)) for status in JobStatus}
+        return cls(counts=counts, total=sum(counts.values()) + unreadable, exact=exact, unreadable=unreadable)

@@ -11,11 +11,14 @@ refused. The engine talks to storage only through this port.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import history_pages
 from .clock import Clock, system_clock_ms
-from .models import Checkpoint, FanOut, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
+from .models import Checkpoint, FanOut, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from .transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -54,9 +57,49 @@ class Storage(ABC):
         next_phase = job.checkpoint.next_phase if job.checkpoint else None
         return Route(job.pipeline, job.status, next_phase, job.sequence, job.fan_out)
 
+    def get_job_view(self, job_id: str, *, history: int = VIEW_HISTORY) -> RecentJob | None:
+        """The job with at least what its newest ``history`` writes added to its log and phase records.
+
+        For showing a job: an adapter reads only that much (its cost does not grow with the job's
+        history) and gives the cursor of the older history (``RecentJob.older``, for
+        :meth:`history_page`). Here the whole job is read: its whole history, no cursor. None when the
+        job is unknown or expired.
+        """
+        history_pages.checked_limit(history)
+        job = self.get_job(job_id)
+        return None if job is None else RecentJob(job)
+
+    def history_page(self, job_id: str, cursor: str | None = None, limit: int = HISTORY_PAGE) -> HistoryPage | None:
+        """What up to ``limit`` of the job's writes added to its history, newest first, from ``cursor``.
+
+        Without a cursor from the newest write; ``HistoryPage.cursor`` (or a job view's ``older``)
+        reads on. Read to the end, the pages hold every write of the job's history once, none that
+        never landed: their log entries and records, oldest first, are the job's ``log`` and ``phases``.
+        A cursor of another job, altered, or from before a full retry (``run``) is refused
+        (InvalidInputError). None when the job is unknown or expired. Here the whole job is read.
+        """
+        job = self.get_job(job_id)
+        return None if job is None else history_pages.history_page_of(job, cursor=cursor, limit=limit)
+
+    def log_page(self, job_id: str, cursor: str | None = None, limit: int = LOG_PAGE) -> LogPage | None:
+        """Up to ``limit`` of the job's log entries, oldest first, from ``cursor`` (from the first without one).
+
+        ``LogPage.cursor`` reads on (None: the log ends there, for now); cursors are refused as for
+        :meth:`history_page`. None when the job is unknown or expired. Here the whole job is read.
+        """
+        job = self.get_job(job_id)
+        return None if job is None else history_pages.log_page_of(job, cursor=cursor, limit=limit)
+
     @abstractmethod
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         """Live jobs, newest first, optionally only those with ``status``."""
+
+    def count_jobs(self) -> JobCounts:
+        """How many live jobs have each status: exact here (every job read); an adapter may bound its count.
+
+        An adapter with an index estimates instead (``JobCounts.exact`` False: each count a lower bound).
+        """
+        return JobCounts.of(Counter(job.status for job in self.list_jobs()), exact=True)
 
     @abstractmethod
     def start_job(self, request: StartJob) -> Job:

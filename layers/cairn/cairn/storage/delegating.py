@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from ..core.models import Checkpoint, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
+from ..core.models import Checkpoint, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.storage_port import Route, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
@@ -33,8 +34,20 @@ class DelegatingStorage(Storage):
     def get_route(self, job_id: str) -> Route | None:
         return self.around("get_route", lambda: self.inner.get_route(job_id))
 
+    def get_job_view(self, job_id: str, *, history: int = VIEW_HISTORY) -> RecentJob | None:
+        return self.around("get_job_view", lambda: self.inner.get_job_view(job_id, history=history))
+
+    def history_page(self, job_id: str, cursor: str | None = None, limit: int = HISTORY_PAGE) -> HistoryPage | None:
+        return self.around("history_page", lambda: self.inner.history_page(job_id, cursor, limit))
+
+    def log_page(self, job_id: str, cursor: str | None = None, limit: int = LOG_PAGE) -> LogPage | None:
+        return self.around("log_page", lambda: self.inner.log_page(job_id, cursor, limit))
+
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         return self.around("list_jobs", lambda: self.inner.list_jobs(status=status))
+
+    def count_jobs(self) -> JobCounts:
+        return self.around("count_jobs", self.inner.count_jobs)
 
     def start_job(self, request: StartJob) -> Job:
         return self.around("start_job", lambda: self.inner.start_job(request))

@@ -24,7 +24,6 @@ from ...core.models import (
     HistoryItem,
     Job,
     JobStatus,
-    JobSummary,
     LogEntry,
     MapItem,
     MapRecord,
@@ -112,12 +111,8 @@ class ItemCodec:
         """The partition key of ``job_id`` for this owner."""
         return schema.job_pk(self.owner, job_id)
 
-    def status_key(self, job_id: str, status: str) -> str:
-        """The ``ByStatus`` key of ``job_id`` with ``status`` (the job's own shard)."""
-        return schema.status_key(self.owner, status, schema.list_shard(self.owner, job_id))
-
     def owner_key(self, job_id: str) -> str:
-        """The ``ByOwner`` key of ``job_id`` (the job's own shard)."""
+        """The ``Listing`` key of ``job_id`` (the job's own shard)."""
         return schema.owner_key(self.owner, schema.list_shard(self.owner, job_id))
 
     def encode_checkpoint(
@@ -149,7 +144,7 @@ class ItemCodec:
         """
         values = self._job_values(job, token=token)
         if job.checkpoint is not None:
-            values["checkpoint"] = state_reference(job.checkpoint, schema.history_sk(token))
+            values["checkpoint"] = state_reference(job.checkpoint, schema.history_sk(job.run, job.sequence, token))
         budget = ITEM_BUDGET - item_size(to_item(values))
         s3_keys: set[str] = set()
         if job.result is not None:
@@ -175,7 +170,6 @@ class ItemCodec:
             "jobId": job.job_id,
             "pipeline": job.pipeline,
             "status": job.status.value,
-            "statusKey": self.status_key(job.job_id, job.status.value),
             "sweepKey": schema.sweep_key(self.owner, job.job_id) if job.status == JobStatus.RUNNING else None,
             "sequence": job.sequence,
             "run": job.run,
@@ -183,6 +177,8 @@ class ItemCodec:
             "createdAt": job.created_at,
             "updatedAt": job.updated_at,
             "expiresAt": job.expires_at,
+            "statusAt": job.updated_at,  # a start sets the status: what the Listing index shows (schema)
+            "statusExpiresAt": job.expires_at,
             "ttlSeconds": job.ttl_seconds,
             "leaseOwner": job.lease_owner,
             "leaseExpiresAt": job.lease_expires_at,
@@ -217,17 +213,19 @@ class ItemCodec:
         return to_item(values), _key_of(encoded)
 
     def history_item(
-        self, job_id: str, history: HistoryItem, *, expires_at: int, checkpoint: Checkpoint | None = None
+        self, job: Job, history: HistoryItem, *, expires_at: int, checkpoint: Checkpoint | None = None
     ) -> tuple[Item, set[str]]:
-        """The item of what one write added to the job's history, and the S3 keys it refers to.
+        """The item of what one write added to the history of ``job`` (as the write leaves it), and its S3 keys.
 
+        Its key holds the job's run and sequence (:func:`~cairn.aws.dynamodb.schema.history_sk`).
         ``checkpoint`` is the checkpoint the write set (a start, or a commit entering a phase): its
         state is kept here, once, as the item's ``entry`` (in S3 under ``states/`` when the item has
         no room for it), both for the job item that refers to it and for a rerun from that phase.
         """
+        job_id = job.job_id
         values: dict[str, Any] = {
             "pk": self.pk(job_id),
-            "sk": schema.history_sk(history.token),
+            "sk": schema.history_sk(job.run, job.sequence, history.token),
             "history": fitting_history(history.model_copy(update={"entry": None})),
             "expiresAt": expires_at,
         }
@@ -401,7 +399,7 @@ class ItemCodec:
         for item in items:
             sk = str(item["sk"].get("S", ""))
             try:
-                if sk.startswith(schema.HISTORY_PREFIX):
+                if schema.is_history_sk(sk):  # either form: ordered, or as written before
                     entry = HistoryItem.model_validate_json(from_item(item)["history"])
                     history[entry.token] = entry
                 elif job.input_token is not None and sk == schema.input_sk(job.input_token):
@@ -413,69 +411,31 @@ class ItemCodec:
 
     @staticmethod
     def side_items(job_item: Item, partition: Iterable[Item]) -> list[Item]:
-        """The items the job item links to: its input, its saved state and its history chain (from ``historyHead``)."""
+        """The items the job item links to: its input, its saved state and its history chain (from ``historyHead``).
+
+        The chain passes through history items of either form (ordered ``H#`` keys, or ``HIST#`` ones
+        written before), each found by its write token.
+        """
         head, input_token = job_item.get("historyHead", {}).get("S"), job_item.get("inputToken", {}).get("S")
         by_sk = {str(item["sk"].get("S", "")): item for item in partition}
+        by_token: dict[str, Item] = {}
+        for sk, item in sorted(by_sk.items()):  # an ordered key ("H#...") sorts first: it wins over an older form
+            if schema.is_history_sk(sk):
+                by_token.setdefault(schema.history_token(sk), item)
         linked = [by_sk[schema.input_sk(input_token)]] if input_token and schema.input_sk(input_token) in by_sk else []
         saved = state_at(job_item)
         if saved is not None and saved.startswith(schema.SAVE_PREFIX) and saved in by_sk:
             linked.append(by_sk[saved])
         seen: set[str] = set()
-        while head is not None and schema.history_sk(head) in by_sk and head not in seen:
+        while head is not None and head in by_token and head not in seen:
             seen.add(head)
-            item = by_sk[schema.history_sk(head)]
+            item = by_token[head]
             linked.append(item)
             try:
                 head = json.loads(from_item(item)["history"]).get("prev")
             except UNREADABLE:
                 break  # an unreadable item: the chain is renewed up to it
         return linked
-
-    def decode_summary(self, item: Item, *, status: JobStatus | None = None) -> JobSummary:
-        """The listing's summary of a job item (summary fields only); an unreadable one is marked ``corrupt``.
-
-        A corrupt summary keeps what can be read (the job id always: it is part of
-        the key); ``status`` stands in for an unreadable status.
-        """
-        try:
-            values = from_item(item)
-            return JobSummary(
-                job_id=values["jobId"],
-                pipeline=values["pipeline"],
-                status=JobStatus(values["status"]),
-                attempt=values.get("attempt", 1),
-                error=values.get("error"),
-                next_phase=values.get("nextPhase"),
-                created_at=values["createdAt"],
-                updated_at=values["updatedAt"],
-                expires_at=values["expiresAt"],
-            )
-        except UNREADABLE as exc:
-            return self.corrupt_summary(item, CorruptJobError(location(item), unreadable_reason(exc)), status=status)
-
-    def corrupt_summary(self, item: Item, error: CorruptJobError, *, status: JobStatus | None = None) -> JobSummary:
-        """A listing entry for a job item that cannot be read: its id, ``corrupt``, and why."""
-
-        def plain(name: str, kind: str) -> Any:
-            value = item.get(name)
-            return value.get(kind) if isinstance(value, dict) else None
-
-        def number(name: str) -> int:
-            text = plain(name, "N")
-            return int(text) if isinstance(text, str) and text.isdigit() and len(text) <= 16 else 0
-
-        pk = str(plain("pk", "S") or "")
-        stored_status = plain("status", "S")
-        return JobSummary(
-            job_id=pk.split("#", 2)[-1],
-            pipeline=str(plain("pipeline", "S") or ""),
-            status=JobStatus(stored_status) if stored_status in set(JobStatus) else status or JobStatus.ERROR,
-            error=f"unreadable: {error.reason}"[:1000],
-            created_at=number("createdAt"),
-            updated_at=number("updatedAt"),
-            expires_at=number("expiresAt"),
-            corrupt=True,
-        )
 
     @staticmethod
     def s3_keys_of(item: Item) -> set[str]:

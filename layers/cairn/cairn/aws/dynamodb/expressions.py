@@ -17,6 +17,8 @@ class Expression:
         self._conditions: list[str] = []
         self._names: dict[str, str] = {}
         self._values: dict[str, Any] = {}
+        self._assigned: dict[str, str] = {}
+        self._copies: dict[str, str] = {}
 
     def name(self, path: str) -> str:
         """The aliased form of an attribute path (``a.b`` aliases each part)."""
@@ -36,12 +38,18 @@ class Expression:
         """``SET attribute = value`` (a None value removes the attribute instead)."""
         if value is None:
             return self.remove(attribute)
-        self._sets.append(f"{self.name(attribute)} = {self.value(attribute, value)}")
-        return self
+        return self.set_to(attribute, self.value(attribute, value))
 
     def set_to(self, attribute: str, expression: str) -> Expression:
         """``SET attribute = <expression>`` (the expression uses ``name``/``value`` placeholders)."""
         self._sets.append(f"{self.name(attribute)} = {expression}")
+        self._assigned[attribute] = expression
+        return self
+
+    def set_as(self, attribute: str, source: str) -> Expression:
+        """``SET attribute`` to what this write sets ``source`` to, whenever that is set (before the write is sent)."""
+        self.name(attribute)
+        self._copies[attribute] = source
         return self
 
     def remove(self, *attributes: str) -> Expression:
@@ -57,8 +65,13 @@ class Expression:
     def update_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``update_item``."""
         clauses = []
-        if self._sets:
-            clauses.append("SET " + ", ".join(self._sets))
+        sets = list(self._sets)
+        for attribute, source in self._copies.items():
+            if source not in self._assigned:
+                raise ValueError(f"{attribute} takes the value of {source}, which this write does not set")
+            sets.append(f"{self.name(attribute)} = {self._assigned[source]}")
+        if sets:
+            clauses.append("SET " + ", ".join(sets))
         if self._removes:
             clauses.append("REMOVE " + ", ".join(self._removes))
         return self._with_placeholders({"UpdateExpression": " ".join(clauses)})

@@ -1,8 +1,9 @@
 """A job's history and input items: the entry checkpoints they keep, and their expiry kept ahead of the job's.
 
-History items (what one write added to the log and phase records) and the input item sit under
-the job's ``pk`` and are written once, with an expiry of their own. A job that lives on pushes that
-expiry forward before its own would pass it (:mod:`cairn.core.ttl`: at most once per TTL).
+History items (what one write added to the log and phase records, of either form: see
+:mod:`.schema`) and the input item sit under the job's ``pk`` and are written once, with an expiry of
+their own. A job that lives on pushes that expiry forward before its own would pass it
+(:mod:`cairn.core.ttl`: at most once per TTL), following its chain through items of both forms.
 """
 
 from __future__ import annotations
@@ -10,14 +11,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...core import transitions, ttl
-from ...core.models import Checkpoint, HistoryItem
+from ...core.models import Checkpoint
 from ...core.transitions import StartJob, Written
 from ..payloads import PayloadCodec
 from . import schema
-from .attributes import UNREADABLE, Item, from_item
+from .attributes import Item, from_item
 from .codec import ItemCodec, state_at
 from .expressions import Expression
+from .history_chain import NewestFirst, chain_of
 from .table import ConditionFailed, Table
+
+#: History items a rerun's search for the phase's entry reads at a time, newest first.
+ENTERED_PAGE = 10
 
 
 class History:
@@ -27,29 +32,20 @@ class History:
         self.table = table
 
     def entered(self, job_id: str, phase: str) -> Checkpoint | None:
-        """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one."""
+        """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one.
+
+        The job item, then its chain newest first, a page of items at a time, until an item that
+        entered ``phase`` (either form of history item; an unreadable one ends the chain there).
+        """
         table = self.table
-        now = table.clock()
-        job_item: Item | None = None
-        history: dict[str, HistoryItem] = {}
-        items: dict[str, Item] = {}
-        for item in table.query_partition(job_id):
-            sk = str(item["sk"].get("S", ""))
-            if sk == schema.JOB_SK:
-                job_item = item
-            elif sk.startswith(schema.HISTORY_PREFIX):
-                try:
-                    linked = HistoryItem.model_validate_json(from_item(item)["history"])
-                except UNREADABLE:
-                    continue  # an unreadable item ends the chain there, as when the job is read
-                history[linked.token] = linked
-                items[linked.token] = item
-        if job_item is None or table.expired(job_item, now):
+        response = table.call(table.client.get_item, TableName=table.name, Key=table.key(job_id), ConsistentRead=True)
+        job_item = response.get("Item")
+        if not job_item or table.expired(job_item, table.clock()):
             return None
-        head = from_item(job_item).get("historyHead")
-        for linked in transitions.history_chain(history, head if isinstance(head, str) else None):
-            where = f"{table.codec.pk(job_id)}/{schema.history_sk(linked.token)}"
-            found = table.codec.decode_entry(items[linked.token], where=where)
+        run, sequence, head = chain_of(job_item)
+        chain = NewestFirst(table, job_id, run=run, head=head, until=sequence, page=ENTERED_PAGE, strict=False)
+        for link in chain:
+            found = table.codec.decode_entry(link.item, where=f"{table.codec.pk(job_id)}/{link.sk}")
             if found is not None and found.next_phase == phase:
                 return found
         return None

@@ -35,9 +35,7 @@ class JobControls:
         for attribute in ("pk", "ttlSeconds"):
             expression.name(attribute)
         expression.value("running", JobStatus.RUNNING.value)
-        expression.set("status", JobStatus.PAUSED.value)
-        expression.set("statusKey", self.table.codec.status_key(job_id, JobStatus.PAUSED.value))
-        expression.remove("sweepKey")
+        set_status(expression, self.table.codec, job_id, JobStatus.PAUSED)
         return self._update(
             job_id, now, expression, outcome=lambda stored, token: transitions.pause(stored, job_id, now, token)
         )
@@ -52,9 +50,8 @@ class JobControls:
         expression.name("pk")
         expression.value("cancelled", JobStatus.CANCELLED.value)
         expression.value("complete", JobStatus.COMPLETE.value)
-        expression.set("status", JobStatus.CANCELLED.value)
-        expression.set("statusKey", self.table.codec.status_key(job_id, JobStatus.CANCELLED.value))
-        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt", "sweepKey")
+        set_status(expression, self.table.codec, job_id, JobStatus.CANCELLED)
+        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt")
         return self._update(
             job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token)
         )

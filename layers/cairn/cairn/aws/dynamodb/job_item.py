@@ -149,9 +149,15 @@ class JobItem:
 
 
 def set_status(expression: Expression, codec: ItemCodec, job_id: str, status: JobStatus) -> None:
-    """Set the job's status, its listing key, and its sweep key (only a running job has one)."""
+    """Set the job's status, its sweep key (only a running job has one), and what its ``Listing`` entry shows.
+
+    ``statusAt`` and ``statusExpiresAt`` take the ``updatedAt`` and ``expiresAt`` the same write sets: the
+    index projects them, so only a status change writes the index (:mod:`cairn.aws.dynamodb.schema`).
+    """
     expression.set("status", status.value)
-    expression.set("statusKey", codec.status_key(job_id, status.value))
+    expression.set_as("statusAt", "updatedAt")
+    expression.set_as("statusExpiresAt", "expiresAt")
+    expression.remove("statusKey")  # the key of the ByStatus index of earlier releases
     if status == JobStatus.RUNNING:
         expression.set("sweepKey", schema.sweep_key(codec.owner, job_id))
     else:

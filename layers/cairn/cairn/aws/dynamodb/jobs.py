@@ -110,7 +110,7 @@ class Jobs:
         if written.history is not None:
             expires = ttl.side_expires_at(request.now_ms, request.ttl_seconds)
             history, state_keys = self.table.codec.history_item(
-                job.job_id, written.history, expires_at=expires, checkpoint=job.checkpoint
+                job, written.history, expires_at=expires, checkpoint=job.checkpoint
             )
             side.append(history)
             new_keys |= state_keys
@@ -239,7 +239,9 @@ class Jobs:
             pass  # the claim is given back (above): nothing else changes
         elif request.kind in ("next", "sleep", "wait", "map"):
             assert request.checkpoint is not None
-            reference = state_reference(request.checkpoint, schema.history_sk(request.token))
+            reference = state_reference(
+                request.checkpoint, schema.history_sk(written.job.run, written.job.sequence, request.token)
+            )
             expression.set("checkpoint", reference)
             expression.set("nextPhase", request.checkpoint.next_phase)
             if request.kind == "sleep":
@@ -313,7 +315,7 @@ class Jobs:
         if written.history is not None:
             expires = ttl.side_expires_at(written.job.updated_at, written.job.ttl_seconds)
             item, entry_keys = self.table.codec.history_item(
-                job_id, written.history, expires_at=expires, checkpoint=entry
+                written.job, written.history, expires_at=expires, checkpoint=entry
             )
             self.table.put_items([item])
             new_keys = new_keys | entry_keys

@@ -1,14 +1,17 @@
-"""Listings and the sweep: jobs found through the sharded indexes, their fields read from the job items.
+"""Listings, counts and the sweep: jobs found through the sharded indexes.
 
-The indexes project keys only (:mod:`cairn.aws.dynamodb.schema`): a listing queries each of the
-owner's shards, merges their keys newest first (:mod:`cairn.aws.dynamodb.cursors`), and reads the
-few fields it shows from the job items in one consistent batch. The sweep reads the ``Stalled``
-index, over every owner, the same way.
+A listing queries each of the owner's ``Listing`` shards (:mod:`cairn.aws.dynamodb.schema`), merges
+their entries newest first (:mod:`cairn.aws.dynamodb.cursors`) and shows the summary the index
+projects (:mod:`cairn.aws.dynamodb.summaries`), reading a job item only where an entry cannot answer.
+A count reads the same entries up to a bound. The sweep reads the ``Stalled`` index, over every
+owner, and the few fields it needs from the job items.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,11 +19,12 @@ from typing import Any
 from ...core import recovery
 from ...core.errors import CorruptJobError, InvalidInputError, StorageError
 from ...core.listing import MAX_TIME_MS, JobFilter, with_status
-from ...core.models import Job, JobPage, JobStatus, JobSummary
+from ...core.models import Job, JobCounts, JobPage, JobStatus, JobSummary
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, location, to_item
 from .cursors import CURSOR_END, decode_cursor, encode_cursor, merge_newest_first, position_of
 from .expressions import Expression
+from .summaries import Verdict, corrupt_summary, summary_of, triage
 from .table import BATCH_ATTEMPTS, Table
 
 logger = logging.getLogger(__name__)
@@ -31,13 +35,40 @@ BATCH_GET_LIMIT = 100
 #: How many times a page of a filtered listing reads the index before it returns what it found.
 MAX_ROUNDS = 8
 
+#: The most entries of one shard a count reads: below it a count is exact, at it a lower bound.
+COUNT_BOUND = 1000
+
+#: The most job items one count reads to confirm entries it cannot decide alone (beyond: counted unconfirmed).
+MAX_CONFIRMED = 100
+
+
+#: The most entries one round of a filtered page reads from one shard (about 40 KB: 5 read units), so that a
+#: page of a narrow filter reads at most ``MAX_ROUNDS`` x ``LIST_SHARDS`` x this before it returns what it found.
+MAX_SHARD_READ = 250
+
+
+def shard_share(wanted: int, *, matching: float = 1.0) -> int:
+    """How many entries a round reads from each shard to find ``wanted`` more: its share, with a margin.
+
+    The owner's jobs are spread evenly over the shards, so a page of 50 takes about 12 from each; 21
+    covers nearly every page at once. ``matching`` is the share of the entries read so far that a
+    filter let through (a query's limit counts the entries it examines, not those it returns).
+    """
+    share = math.ceil(wanted * 3 / (2 * schema.LIST_SHARDS * max(matching, 1 / MAX_SHARD_READ))) + 2
+    return min(share, wanted if matching >= 1 else MAX_SHARD_READ)
+
+
+def _status_of(entry: Item) -> JobStatus | None:
+    """The status an index entry holds (None: one that cannot be read)."""
+    value = entry.get("status")
+    text = value.get("S") if isinstance(value, dict) else None
+    return JobStatus(text) if text in set(JobStatus) else None
+
 
 @dataclass(frozen=True)
 class _Listing:
-    """What one listing reads: its index, the index's key attribute, the owner's key and the filter."""
+    """What one listing reads: the owner's key (before the shard) and the filter."""
 
-    index: str
-    key_name: str
     scope: str
     where: JobFilter
 
@@ -91,57 +122,83 @@ class Listings:
         limit: int = 50,
         where: JobFilter | None = None,
     ) -> JobPage:
-        """One page of this owner's live jobs, newest first: keys from a listing index, fields from the items.
+        """One page of this owner's live jobs, newest first, from the ``Listing`` index's entries.
 
         The owner's jobs are spread over ``LIST_SHARDS`` index partitions. A page
-        queries each for up to ``limit`` keys, newest first, and merges them by
-        ``(createdAt, jobId)`` descending, always taking the next key of a shard,
-        so each shard is read in its own order; the cursor records, per shard,
-        the last key taken (a shard nothing was taken from stays where it was).
-        Paging therefore returns every job once, newest first.
+        queries each for its share of ``limit`` entries (:func:`first_share`),
+        newest first, and merges them by ``(createdAt, jobId)`` descending, always
+        taking the next entry of a shard, so each shard is read in its own order;
+        the cursor records, per shard, the last entry taken (a shard nothing was
+        taken from stays where it was). Paging therefore returns every job once,
+        newest first. A round that falls short (a shard held more of the newest
+        jobs than its share) is followed by one that reads every shard for all
+        that is missing.
 
-        A job item that cannot be read is listed as a summary with ``corrupt``
-        set and ``error`` saying why (and logged with its key); the rest of the
-        page is unaffected. A cursor this listing did not return (another
-        owner's, another status's, altered) is an InvalidInputError.
+        Each summary is the entry's (eventually consistent, as the index is):
+        ``updated_at`` is the last status change, ``attempt`` and ``next_phase``
+        are left out (:class:`~cairn.core.models.JobSummary`). A job item is read
+        (one consistent batch) only for an entry that cannot answer
+        (:func:`~cairn.aws.dynamodb.summaries.triage`): a job not written since
+        the index kept summaries, or a running job whose status-time expiry has
+        passed. A job whose expiry has passed is left out, whether or not
+        DynamoDB has deleted it yet. An entry or item that cannot be read is
+        listed as a summary with ``corrupt`` set and ``error`` saying why (and
+        logged with its key); the rest of the page is unaffected. A cursor this
+        listing did not return (another owner's, another filter's, altered) is an
+        InvalidInputError.
 
-        ``where`` filters on the server, across pages: its status picks the
-        index, its created-time range bounds the index's sort key, its id
-        prefix filters the index's keys, and its pipeline the items read. A
-        page reads on until it holds ``limit`` matches, the listing ends, or
-        it has read ``MAX_ROUNDS`` times (a page of a narrow filter may then
-        hold fewer, even none, and still have a cursor); the cursor is bound
-        to the filter.
+        ``where`` filters on the server, across pages: its created-time range
+        bounds the index's sort key; its status, pipeline and id prefix filter
+        the entries (a job item read is checked again). A page reads on until it
+        holds ``limit`` matches, the listing ends, or it has read ``MAX_ROUNDS``
+        times (a page of a narrow filter may then hold fewer, even none, and
+        still have a cursor); the cursor is bound to the filter.
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be between 1 and 1000, got {limit!r}")
         where = with_status(where, status)
-        index, key_name, scope = self._listing(where.status)
-        bound = scope if where == JobFilter(status=where.status) else f"{scope}?{where.fingerprint()}"
+        scope = self.table.owner
+        bound = scope if where.is_empty else f"{scope}?{where.fingerprint()}"
+        index = schema.LISTING_INDEX
         positions = (
             decode_cursor(cursor, index, bound, self.table.owner) if cursor is not None else [None] * schema.LIST_SHARDS
         )
         summaries: list[JobSummary] = []
-        for _ in range(MAX_ROUNDS):
-            found, positions = self._round(_Listing(index, key_name, scope, where), positions, limit - len(summaries))
+        filtered = where.status is not None or where.pipeline is not None or where.id_prefix is not None
+        examined = passed = 0
+        for round_number in range(MAX_ROUNDS):
+            wanted = limit - len(summaries)
+            if round_number == 0:
+                share = shard_share(wanted)
+            elif not filtered:  # every shard read for all that is missing: this round fills the page
+                share = wanted
+            else:
+                share = shard_share(wanted, matching=passed / max(examined, 1))
+            found, positions, counts = self._round(_Listing(scope, where), positions, wanted, share)
             summaries.extend(found)
+            examined, passed = examined + counts[0], passed + counts[1]
             if len(summaries) == limit or all(position == CURSOR_END for position in positions):
                 break
         done = all(position == CURSOR_END for position in positions)
         return JobPage(jobs=summaries, cursor=None if done else encode_cursor(index, bound, positions))
 
-    def _round(self, listing: _Listing, positions: list[Any], limit: int) -> tuple[list[JobSummary], list[Any]]:
-        """Up to ``limit`` more entries from the shards at ``positions``: the matches, and where each shard is then."""
+    def _round(
+        self, listing: _Listing, positions: list[Any], limit: int, share: int
+    ) -> tuple[list[JobSummary], list[Any], tuple[int, int]]:
+        """Up to ``limit`` more entries, ``share`` read from each shard at ``positions``: the matches, where each
+        shard is then, and how many entries the queries examined and let through."""
         fetched: list[list[Item]] = []
         frontiers: list[Item | None] = []
+        examined = 0
         for shard, position in enumerate(positions):
             if position == CURSOR_END:
                 fetched.append([])
                 frontiers.append(None)
                 continue
-            page = self.table.call(self.table.client.query, **self._shard_query(listing, shard, position, limit))
+            page = self.table.call(self.table.client.query, **self._shard_query(listing, shard, position, share))
             fetched.append(list(page.get("Items", [])))
             frontiers.append(page.get("LastEvaluatedKey") or None)
+            examined += int(page.get("ScannedCount", len(fetched[-1])))
         taken = merge_newest_first(fetched, frontiers, limit)
         where = listing.where
         listed = self._summaries([item for _, item in taken], where.status)
@@ -156,24 +213,18 @@ class Listings:
                 next_positions.append(CURSOR_END)
             else:  # every entry it returned was taken: on from the last one it examined (a filter may skip some)
                 next_positions.append(position_of(frontier))
-        return summaries, next_positions
-
-    def _listing(self, status: JobStatus | None) -> tuple[str, str, str]:
-        """The index, its key attribute and the owner's key (before the shard) for a listing."""
-        if status is None:
-            return schema.BY_OWNER_INDEX, "owner", self.table.owner
-        return schema.BY_STATUS_INDEX, "statusKey", f"{self.table.owner}#{JobStatus(status).value}"
+        return summaries, next_positions, (examined, sum(len(entries) for entries in fetched))
 
     def _shard_query(self, listing: _Listing, shard: int, position: Any, limit: int) -> dict[str, Any]:
         """The Query of one shard of a listing, newest first, after ``position`` when there is one.
 
-        The filter's created-time range is part of the key condition (the index's sort key), its id
-        prefix a filter on the keys the index holds: neither reads a job item.
+        The filter's created-time range is part of the key condition (the index's sort key); its status,
+        pipeline and id prefix filter the entries the index holds: none reads a job item.
         """
-        index, key_name, where = listing.index, listing.key_name, listing.where
-        key_value = f"{listing.scope}#{shard}"
+        where = listing.where
+        key_value = schema.owner_key(listing.scope, shard)
         condition = "#key = :key"
-        names = {"#key": key_name}
+        names = {"#key": "owner"}
         values: dict[str, Any] = {":key": key_value}
         if where.created_from is not None or where.created_to is not None:
             names["#created"] = "createdAt"
@@ -183,53 +234,147 @@ class Listings:
             values |= {":createdFrom": low, ":createdTo": high}
         kwargs: dict[str, Any] = {
             "TableName": self.table.name,
-            "IndexName": index,
+            "IndexName": schema.LISTING_INDEX,
             "KeyConditionExpression": condition,
             "ScanIndexForward": False,
             "Limit": limit,
         }
+        filters = []
+        if where.status is not None:
+            filters.append("#status = :status")
+            names["#status"] = "status"
+            values[":status"] = where.status.value
+        if where.pipeline is not None:
+            filters.append("#pipeline = :pipeline")
+            names["#pipeline"] = "pipeline"
+            values[":pipeline"] = where.pipeline
         if where.id_prefix is not None:
-            kwargs["FilterExpression"] = "begins_with(#pk, :idPrefix)"
+            filters.append("begins_with(#pk, :idPrefix)")
             names["#pk"] = "pk"
             values[":idPrefix"] = self.table.codec.pk(where.id_prefix)
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
         kwargs["ExpressionAttributeNames"] = names
         kwargs["ExpressionAttributeValues"] = to_item(values)
         if position is not None:
             created_at, job_id = position
             kwargs["ExclusiveStartKey"] = {
-                key_name: {"S": key_value},
+                "owner": {"S": key_value},
                 "createdAt": {"N": created_at},
                 "pk": {"S": self.table.codec.pk(job_id)},
                 "sk": {"S": schema.JOB_SK},
             }
         return kwargs
 
-    def _summaries(self, keys: list[Item], status: JobStatus | None) -> list[JobSummary]:
-        """The summaries of the job items the index ``keys`` name (expired ones left out, unreadable ones marked)."""
-        mine = f"JOB#{self.table.owner}#"
-        partition_keys = []
-        for key in keys:
-            pk = key.get("pk", {}).get("S")
-            if isinstance(pk, str) and pk.startswith(mine):
-                partition_keys.append(key["pk"])
-            else:  # an index entry that is not this owner's: never follow it
-                logger.warning("Left a foreign index entry out of a listing", extra={"key": location(key)})
+    def _summaries(self, entries: list[Item], status: JobStatus | None) -> list[JobSummary]:
+        """The summaries of index ``entries``, in order: from the entries, or from the job items where they cannot
+        answer (expired jobs left out, unreadable ones marked)."""
         now = self.table.clock()
+        decided: list[JobSummary | str] = []  # a summary, or the key of the job item that answers for it
+        unread: list[Any] = []
+        for entry in self._owned(entries):
+            verdict = triage(entry, now)
+            if verdict is Verdict.READ:
+                decided.append(str(entry["pk"].get("S")))
+                unread.append(entry["pk"])
+            elif verdict is Verdict.LIST:
+                decided.append(summary_of(entry, status=status))
+        items = {str(item["pk"].get("S")): item for item in self.summary_items(unread)}
         summaries = []
-        for item in self.summary_items(partition_keys):
-            try:
-                if self.table.expired(item, now):
-                    continue
-                summary = self.table.codec.decode_summary(item, status=status)
-            except CorruptJobError as exc:
-                summary = self.table.codec.corrupt_summary(item, exc, status=status)
+        for found in decided:
+            if isinstance(found, str):
+                item = items.get(found)
+                summary = self._item_summary(item, now, status) if item is not None else None
+                if summary is None:
+                    continue  # gone, or expired
+            else:
+                summary = found
             if summary.corrupt:
-                pk = item.get("pk", {}).get("S")
+                pk = f"JOB#{self.table.owner}#{summary.job_id}"
                 logger.warning("Listed an unreadable job %s: %s", pk, summary.error, extra={"key": pk})
-            elif status is not None and summary.status != status:
-                continue  # its status changed after the index was read
             summaries.append(summary)
         return summaries
+
+    def _owned(self, entries: list[Item]) -> list[Item]:
+        """The index entries that are this owner's jobs (another's is logged and never followed)."""
+        mine = f"JOB#{self.table.owner}#"
+        owned = []
+        for entry in entries:
+            pk = entry.get("pk", {}).get("S")
+            if isinstance(pk, str) and pk.startswith(mine) and len(pk) > len(mine):
+                owned.append(entry)
+            else:
+                logger.warning("Left a foreign index entry out of a listing", extra={"key": location(entry)})
+        return owned
+
+    def _item_summary(self, item: Item, now: int, status: JobStatus | None) -> JobSummary | None:
+        """The summary of a job item read for a listing (None: expired); an unreadable one marked corrupt."""
+        try:
+            if self.table.expired(item, now):
+                return None
+        except CorruptJobError as exc:
+            return corrupt_summary(item, exc, status=status)
+        return summary_of(item, status=status)
+
+    def count_jobs(self, *, bound: int | None = None) -> JobCounts:
+        """How many of this owner's live jobs have each status: one read of each shard's entries, up to ``bound``.
+
+        Exact when every shard holds fewer than ``bound`` entries (``COUNT_BOUND`` by default) and every
+        entry can be decided (``exact``); otherwise a lower bound of each count: a shard's newest ``bound``
+        entries are counted, and entries the index cannot decide (:func:`~.summaries.triage`) are confirmed
+        from their job items, up to ``MAX_CONFIRMED`` of them, the rest counted as their entry says. One
+        pass counts every status (a ``Select=COUNT`` query per status would read the entries once per
+        status); a shard's 1,000 entries are 130 to 200 KB: 16 to 25 read units.
+        """
+        bound = COUNT_BOUND if bound is None else bound
+        now = self.table.clock()
+        statuses: Counter[JobStatus | None] = Counter()  # None: a status that cannot be read
+        exact = True
+        doubtful: list[Item] = []
+        for shard in range(schema.LIST_SHARDS):
+            entries, complete = self._shard_entries(shard, bound)
+            exact = exact and complete
+            for entry in self._owned(entries):
+                verdict = triage(entry, now)
+                if verdict is Verdict.READ:
+                    doubtful.append(entry)
+                elif verdict is Verdict.LIST:
+                    statuses[_status_of(entry)] += 1
+        for item in self.summary_items([entry["pk"] for entry in doubtful[:MAX_CONFIRMED]]):
+            summary = self._item_summary(item, now, None)
+            if summary is not None:
+                statuses[None if summary.corrupt else summary.status] += 1
+        for entry in doubtful[MAX_CONFIRMED:]:  # counted as the entry says: the count is no longer exact
+            exact = False
+            statuses[_status_of(entry)] += 1
+        unreadable = statuses.pop(None, 0)
+        return JobCounts.of({status: n for status, n in statuses.items() if status}, exact=exact, unreadable=unreadable)
+
+    def _shard_entries(self, shard: int, bound: int) -> tuple[list[Item], bool]:
+        """Up to ``bound`` of one shard's entries, newest first (what a count reads), and whether that is all."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table.name,
+            "IndexName": schema.LISTING_INDEX,
+            "KeyConditionExpression": "#key = :key",
+            "ScanIndexForward": False,
+            "ProjectionExpression": "#pk, #status, #statusAt, #statusExpiresAt",
+            "ExpressionAttributeNames": {
+                "#key": "owner",
+                "#pk": "pk",
+                "#status": "status",
+                "#statusAt": "statusAt",
+                "#statusExpiresAt": "statusExpiresAt",
+            },
+            "ExpressionAttributeValues": to_item({":key": schema.owner_key(self.table.owner, shard)}),
+        }
+        entries: list[Item] = []
+        while len(entries) < bound:
+            page = self.table.call(self.table.client.query, Limit=bound - len(entries), **kwargs)
+            entries.extend(page.get("Items", []))
+            if not page.get("LastEvaluatedKey"):
+                return entries, True
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return entries, False
 
     def summary_items(self, partition_keys: list[Any]) -> list[Item]:
         """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out."""

@@ -1,34 +1,49 @@
 """The checkpoint table's layout: keys, attribute names, indexes. One table holds everything.
 
 - Job item: ``pk = JOB#<owner>#<jobId>``, ``sk = JOB``.
-- Under the same ``pk``: history items ``sk = HIST#<write token>`` (what one write added to the log
-  and phase records, linked from the job's ``historyHead``), the input ``sk = INPUT#<write token>``,
-  and a mid-phase save's state ``sk = SAVE#<write token>``.
+- Under the same ``pk``: history items ``sk = H#<run>#<sequence>#<write token>`` (what one write added
+  to the log and phase records, linked from the job's ``historyHead``, each naming its predecessor in
+  ``prev``), the input ``sk = INPUT#<write token>``, and a mid-phase save's state ``sk = SAVE#<write token>``.
+- A history item's key holds the job's run and the sequence the write gives the job (12 digits, zero
+  padded), so one run's items sort in the order of its writes, newest last. Reading the newest history
+  is one Query of ``H#<run>#`` up to ``H#<run>#<the job item's sequence>#~``, newest first: the chain
+  from ``historyHead`` through ``prev`` is walked down the page, skipping the items of writes that never
+  landed (none links them), and read on only while the page is short of linked items; the log, oldest
+  first, is the same range read forward (:mod:`.history_reads`). Every write's predecessor has a lower
+  sequence in its key (a write's key takes the sequence it gives the job as the writer saw it, never
+  above the stored one). The run is not padded: no read crosses runs (a full retry starts a new one).
+  Jobs written before history items were ordered keep theirs as ``HIST#<write token>``: a chain that
+  reaches a ``prev`` with no ``H#`` item reads it there (one GetItem each).
 - The state is written once per transition, in the item of the write that set it: a start's or a
   commit's history item (its ``entry``, the checkpoint the phase was entered with) or a save's
   item. The job item's ``checkpoint`` is ``{nextPhase, createdAt, stateAt}``, ``stateAt`` naming
   that item's sort key, so the job item stays small and its claim and commit cost one write unit.
 - ``expiresAt`` (epoch seconds) is the TTL attribute on every item.
-- Index ``ByStatus`` (``statusKey = <owner>#<status>#<shard>``, ``createdAt``): one owner's jobs by
-  status, spread over ``LIST_SHARDS`` partitions per owner and status.
-- Index ``ByOwner`` (``owner = <owner>#<shard>``, ``createdAt``): one owner's jobs, any status, spread
-  over ``LIST_SHARDS`` partitions per owner. (The attribute keeps its name so the index's key schema,
-  and a deployed table, stay as they were.)
+- A job item's status change (and only that) also writes ``statusAt`` (Unix ms of the change) and
+  ``statusExpiresAt`` (the ``expiresAt`` the change set): what a listing shows as the job's time and
+  checks its liveness with.
+- Index ``Listing`` (``owner = <owner>#<shard>``, ``createdAt``): one owner's jobs, spread over
+  ``LIST_SHARDS`` partitions per owner, projecting the summary a listing shows (``LISTING_ATTRIBUTES``:
+  ``pipeline``, ``status``, ``error``, ``statusAt``, ``statusExpiresAt``; the job id is in ``pk``).
 - Index ``Stalled`` (``sweepKey = running#<shard>``, ``createdAt``): sparse, only running jobs, spread
-  over ``SWEEP_SHARDS`` partitions; for the sweep.
+  over ``SWEEP_SHARDS`` partitions, keys only; for the sweep.
 
 A job's shard is fixed by a hash of its key, so no owner, however busy, sends all its index writes
-to one partition: an owner has ``LIST_SHARDS`` partitions in ``ByOwner`` and as many per status in
-``ByStatus`` (each partition takes about 1,000 writes/s), and the whole table has ``SWEEP_SHARDS``
-in ``Stalled``. A listing page queries each of the owner's ``LIST_SHARDS`` partitions for up to
-``limit`` keys and merges them newest first (:meth:`cairn.aws.dynamodb.DynamoDBStorage.list_page`):
-keys-only entries are about 150 bytes, so a page of 50 costs ``LIST_SHARDS`` queries of about
-1 read unit each (4 units, against 1 unsharded) plus the consistent BatchGetItem of the 50 job
-items (1 unit each up to 4 KB), as before.
+to one partition: an owner has ``LIST_SHARDS`` partitions in ``Listing`` (each takes about 1,000
+writes/s), and the whole table has ``SWEEP_SHARDS`` in ``Stalled``. A listing page queries each of
+the owner's partitions for about a share of ``limit`` entries and merges them newest first
+(:meth:`cairn.aws.dynamodb.DynamoDBStorage.list_page`); its filters (status, pipeline, id prefix) are
+filters on the entries, the created-time range a key condition. An entry is 120 to 200 bytes and an
+eventually consistent query costs half a read unit per 4 KB, so a page of 50 costs about 2 read units
+(0.04 a job listed) and reads no job item, but for the few the entries cannot answer: a job not
+written since the index kept its summary (no ``statusAt``), or a running job whose ``statusExpiresAt``
+has passed (its later writes may have pushed its expiry on).
 
-Every index key changes only when the status does and the indexes project keys only, so a phase
-transition writes no index at all; listings and the sweep read the few fields they show from the
-job items.
+Every index key and every projected attribute changes only when the status does, so a phase transition
+writes no index at all; a status change rewrites the job's ``Listing`` entry (one write) and puts or
+deletes its ``Stalled`` entry. (``attempt`` and ``nextPhase`` change between status changes: a listing
+leaves them out.) The indexes ``ByStatus`` and ``ByOwner`` of earlier releases (keys only) are gone:
+a table that has them is changed one index per deploy (docs/PROTOCOL.md, "Indexes").
 """
 
 from __future__ import annotations
@@ -40,29 +55,32 @@ from ...core.ids import validate_owner as validate_owner  # the rule lives in ca
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import GlobalSecondaryIndexTypeDef
+    from mypy_boto3_dynamodb.type_defs import GlobalSecondaryIndexTypeDef, ProjectionTypeDef
 
 JOB_SK = "JOB"
-HISTORY_PREFIX = "HIST#"
+HISTORY_PREFIX = "H#"
+LEGACY_HISTORY_PREFIX = "HIST#"
 INPUT_PREFIX = "INPUT#"
 SAVE_PREFIX = "SAVE#"
 TTL_ATTRIBUTE = "expiresAt"
-BY_STATUS_INDEX = "ByStatus"
-BY_OWNER_INDEX = "ByOwner"
+LISTING_INDEX = "Listing"
 STALLED_INDEX = "Stalled"
 SWEEP_KEY_RUNNING = "running"
 SWEEP_SHARDS = 8
 LIST_SHARDS = 4
 
+#: What the ``Listing`` index projects beside its keys: what a listing shows, written only by status changes.
+LISTING_ATTRIBUTES = ["pipeline", "status", "error", "statusAt", "statusExpiresAt"]
+
+#: The one status whose job item is rewritten without its status changing (claims, saves, commits): a
+#: listing confirms from the item that such a job whose ``statusExpiresAt`` has passed is gone.
+REWRITTEN_IN_STATUS = "running"
+
 #: The small attributes listings and the sweep read from job items (no state, no result).
 SUMMARY_ATTRIBUTES = [
     "pk",
-    "jobId",
-    "pipeline",
-    "status",
-    "attempt",
-    "error",
     "createdAt",
+    *LISTING_ATTRIBUTES,
     "updatedAt",
     "expiresAt",
     "nextPhase",
@@ -83,13 +101,8 @@ def list_shard(owner: str, job_id: str) -> int:
     return zlib.crc32(job_pk(owner, job_id).encode()) % LIST_SHARDS
 
 
-def status_key(owner: str, status: str, shard: int) -> str:
-    """The ``ByStatus`` partition of one shard of one owner's jobs with one status."""
-    return f"{owner}#{status}#{shard}"
-
-
 def owner_key(owner: str, shard: int) -> str:
-    """The ``ByOwner`` partition of one shard of one owner's jobs."""
+    """The ``Listing`` partition of one shard of one owner's jobs."""
     return f"{owner}#{shard}"
 
 
@@ -117,9 +130,42 @@ def map_record_sk(fan_out: str) -> str:
     return f"{MAP_RECORD_PREFIX}{fan_out}"
 
 
-def history_sk(token: str) -> str:
-    """Sort key of the history item written by the write ``token``."""
-    return f"{HISTORY_PREFIX}{token}"
+def history_sk(run: int, sequence: int, token: str) -> str:
+    """Sort key of the history item written by the write ``token``, which gives the job ``sequence`` in ``run``."""
+    return f"{run_history_prefix(run)}{sequence:012d}#{token}"
+
+
+def run_history_prefix(run: int) -> str:
+    """The sort-key prefix of every history item of the job's run ``run``."""
+    return f"{HISTORY_PREFIX}{run}#"
+
+
+def run_history_until(run: int, sequence: int) -> str:
+    """The highest sort key a history item of ``run`` written at ``sequence`` or before can have."""
+    return f"{run_history_prefix(run)}{sequence:012d}#~"
+
+
+def legacy_history_sk(token: str) -> str:
+    """Sort key of a history item written before history items were ordered: ``HIST#<write token>``."""
+    return f"{LEGACY_HISTORY_PREFIX}{token}"
+
+
+def is_history_sk(sk: str) -> bool:
+    """Whether ``sk`` is a history item's, of either form."""
+    return sk.startswith((HISTORY_PREFIX, LEGACY_HISTORY_PREFIX))
+
+
+def history_token(sk: str) -> str:
+    """The write token a history item's sort key ends with (either form)."""
+    return sk.rsplit("#", 1)[-1]
+
+
+def history_sequence(sk: str) -> int | None:
+    """The sequence in an ordered history item's sort key (None for another key)."""
+    parts = sk.split("#")
+    if len(parts) != 4 or parts[0] != HISTORY_PREFIX[:-1] or not parts[2].isdigit():
+        return None
+    return int(parts[2])
 
 
 def save_sk(token: str) -> str:
@@ -145,11 +191,14 @@ def sweep_keys() -> list[str]:
 def create_table(client: DynamoDBClient, table_name: str) -> None:
     """Create the table as the SAM template does (on-demand, TTL on ``expiresAt``). For tests and local runs."""
 
-    def index(name: str, pk: str, sk: str) -> GlobalSecondaryIndexTypeDef:
+    def index(name: str, pk: str, sk: str, projected: list[str] | None = None) -> GlobalSecondaryIndexTypeDef:
+        projection: ProjectionTypeDef = {"ProjectionType": "KEYS_ONLY"}
+        if projected:
+            projection = {"ProjectionType": "INCLUDE", "NonKeyAttributes": projected}
         return {
             "IndexName": name,
             "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
-            "Projection": {"ProjectionType": "KEYS_ONLY"},
+            "Projection": projection,
         }
 
     client.create_table(
@@ -158,15 +207,13 @@ def create_table(client: DynamoDBClient, table_name: str) -> None:
         AttributeDefinitions=[
             {"AttributeName": "pk", "AttributeType": "S"},
             {"AttributeName": "sk", "AttributeType": "S"},
-            {"AttributeName": "statusKey", "AttributeType": "S"},
             {"AttributeName": "owner", "AttributeType": "S"},
             {"AttributeName": "createdAt", "AttributeType": "N"},
             {"AttributeName": "sweepKey", "AttributeType": "S"},
         ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         GlobalSecondaryIndexes=[
-            index(BY_STATUS_INDEX, "statusKey", "createdAt"),
-            index(BY_OWNER_INDEX, "owner", "createdAt"),
+            index(LISTING_INDEX, "owner", "createdAt", LISTING_ATTRIBUTES),
             index(STALLED_INDEX, "sweepKey", "createdAt"),
         ],
     )

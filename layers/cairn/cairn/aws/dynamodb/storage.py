@@ -14,8 +14,8 @@ domain outcome follows. It never escapes as a ``ClientError``.
 :class:`DynamoDBStorage` implements the port by composing the parts, each over one shared
 :class:`~cairn.aws.dynamodb.table.Table` (client, table name, owner, item codec, clock): the jobs
 and their transitions (:mod:`.jobs`, :mod:`.job_controls`, :mod:`.job_item`), their history
-(:mod:`.history`), the listings and the sweep (:mod:`.listings`), the maps (:mod:`.map_items`) and
-the lessons (:mod:`.lessons`).
+(:mod:`.history`; read a page at a time by :mod:`.history_reads`), the listings and the sweep
+(:mod:`.listings`), the maps (:mod:`.map_items`) and the lessons (:mod:`.lessons`).
 """
 
 from __future__ import annotations
@@ -25,15 +25,17 @@ from typing import TYPE_CHECKING
 
 from ...core.clock import Clock, system_clock_ms
 from ...core.errors import ConfigurationError
+from ...core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ...core.ids import validate_owner
 from ...core.listing import JobFilter
-from ...core.models import Checkpoint, Job, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ...core.models import Checkpoint, Job, JobCounts, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ...core.settings import Settings
 from ...core.storage_port import Route, Storage
 from ...core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from ..payloads import PayloadCodec
 from .codec import ItemCodec
 from .history import History
+from .history_reads import HistoryReads
 from .job_controls import JobControls
 from .job_item import JobItem
 from .jobs import Jobs
@@ -92,6 +94,7 @@ class DynamoDBStorage(Storage):
         self._jobs = Jobs(table, job_item, history)
         self._controls = JobControls(table, job_item)
         self._history = history
+        self._reads = HistoryReads(table, job_item)
         self._listings = Listings(table)
         self._maps = MapItems(table)
         self._lessons = Lessons(table)
@@ -121,6 +124,21 @@ class DynamoDBStorage(Storage):
     def get_job(self, job_id: str) -> Job | None:
         """The job with its input, log and phase records (one consistent query), or None if absent or expired."""
         return self._jobs.get_job(job_id)
+
+    def get_job_view(self, job_id: str, *, history: int = VIEW_HISTORY) -> RecentJob | None:
+        """The job with its newest ``history`` writes' history: the same few reads after ten writes or a thousand.
+
+        See :meth:`.history_reads.HistoryReads.view`.
+        """
+        return self._reads.view(job_id, history)
+
+    def history_page(self, job_id: str, cursor: str | None = None, limit: int = HISTORY_PAGE) -> HistoryPage | None:
+        """What up to ``limit`` writes added, newest first: the job item and about ``limit`` history items read."""
+        return self._reads.page(job_id, cursor, limit)
+
+    def log_page(self, job_id: str, cursor: str | None = None, limit: int = LOG_PAGE) -> LogPage | None:
+        """Up to ``limit`` log entries, oldest first: the job item and the history items holding them read."""
+        return self._reads.log(job_id, cursor, limit)
 
     def get_route(self, job_id: str) -> Route | None:
         """The job's pipeline, status, next phase and sequence: one small consistent read of the job item."""
@@ -181,6 +199,13 @@ class DynamoDBStorage(Storage):
         See :meth:`.listings.Listings.list_page`.
         """
         return self._listings.list_page(status=status, cursor=cursor, limit=limit, where=where)
+
+    def count_jobs(self) -> JobCounts:
+        """How many of this owner's live jobs have each status: exact up to a bound, else a lower bound of each.
+
+        See :meth:`.listings.Listings.count_jobs`.
+        """
+        return self._listings.count_jobs()
 
     def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
         """Running jobs of every owner with no live claim and no write for ``idle_seconds``."""

@@ -17,6 +17,9 @@ import { openRerun, openStartOver } from "./restart-dialogs.js";
 import { openSignal } from "./signal-dialog.js";
 import { renderTimeline } from "./timeline.js";
 
+/** The most older phase records the view reads for its timeline (which shows the last 300 runs). */
+const MAX_OLDER_PHASES = 300;
+
 /**
  * One job, live: status banner, actions, timeline, log, usage, checkpoint and result.
  * @param {HTMLElement} main
@@ -24,7 +27,7 @@ import { renderTimeline } from "./timeline.js";
  */
 export function jobView(main, route) {
   const jobId = route.id;
-  const view = { job: null, log: [], logKey: null, phases: [], schema: null, stateKey: null, busy: false };
+  const view = { job: null, log: [], older: [], logKey: null, phases: [], schema: null, stateKey: null, busy: false };
 
   const banner = h(
     "div",
@@ -120,10 +123,11 @@ export function jobView(main, route) {
     const key = `${job.sequence}:${job.updatedAt}:${job.status}`;
     if (key !== view.logKey) {
       view.log = await readLog(job, signal);
+      view.older = await readOlderPhases(job, signal);
       view.logKey = key;
     }
     if (!view.phases.length || view.job?.pipeline !== job.pipeline) await readPipeline(job);
-    view.job = job;
+    view.job = view.older.length ? { ...job, phases: [...view.older, ...(job.phases ?? [])] } : job;
     show();
     if (stateDetails.open && view.stateKey !== key) await readState(signal, key);
   }
@@ -135,6 +139,28 @@ export function jobView(main, route) {
       if (error instanceof ApiError && error.status === 404 && Array.isArray(job.log)) return job.log;
       throw error;
     }
+  }
+
+  /**
+   * The phase records before the view's own (it holds the newest writes' only, historyCursor reading on), up to
+   * the timeline's rows; none from an API without the history route, or once the job was started over.
+   */
+  async function readOlderPhases(job, signal) {
+    const older = [];
+    let cursor = job.historyCursor;
+    while (cursor && older.length < MAX_OLDER_PHASES) {
+      let page;
+      try {
+        page = await api(`${jobPath(jobId)}/history?limit=100&cursor=${encodeURIComponent(cursor)}`, { signal });
+      } catch (error) {
+        if (error instanceof ApiError && [400, 404].includes(error.status)) break;
+        throw error;
+      }
+      const records = (page?.writes ?? []).map((write) => write.record).filter(Boolean);
+      older.unshift(...records.reverse());
+      cursor = page?.cursor;
+    }
+    return older;
   }
 
   async function readPipeline(job) {

@@ -3,7 +3,7 @@
  */
 
 import { announce } from "./alerts.js";
-import { api, loadPipelines } from "./api.js";
+import { ApiError, api, loadPipelines } from "./api.js";
 import { h, heading, setChildren } from "./dom.js";
 import { clockFormat, timeElement } from "./format.js";
 import { statusBadge } from "./icons.js";
@@ -14,7 +14,10 @@ import { jsonEqual } from "./schema.js";
 const PAGE_SIZE = 50;
 /** What a job id may start with (the API's rule for a job id): a prefix outside it matches nothing. */
 const ID_PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Phase", "Attempt", "Created", "Updated"];
+/** A listing shows what changes with the status only: no phase or attempt (the job's page has them). */
+const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed"];
+/** The totals per status are read again at most this often (a count reads up to 1,000 entries a shard). */
+const COUNTS_MS = 30_000;
 
 /**
  * Every job of the caller, newest first; the filters (status, pipeline, the start of the job id) are the
@@ -29,7 +32,7 @@ export function jobsView(main, route) {
     pipeline: route.params.get("pipeline") ?? "",
     prefix: ID_PREFIX.test(route.params.get("prefix") ?? "") ? route.params.get("prefix") : "",
   };
-  const view = { jobs: [], pages: 1, cursor: null, loaded: false, known: new Map() };
+  const view = { jobs: [], pages: 1, cursor: null, loaded: false, known: new Map(), counts: null, countedAt: 0 };
 
   const statusSelect = h(
     "select",
@@ -54,6 +57,7 @@ export function jobsView(main, route) {
   });
   prefixInput.value = filters.prefix;
   const liveNote = h("p", { class: "live-note muted" }, "Loading…");
+  const totals = h("ul", { class: "status-counts", "aria-label": "Job totals", hidden: true });
   const tbody = h("tbody");
   const table = h(
     "table",
@@ -84,6 +88,7 @@ export function jobsView(main, route) {
       h("div", { class: "field inline" }, h("label", { for: "filter-prefix" }, "Job id starts with"), prefixInput),
       liveNote,
     ),
+    totals,
     h("div", { class: "table-wrap" }, table),
     empty,
     h("div", { class: "more-row" }, moreButton),
@@ -101,6 +106,8 @@ export function jobsView(main, route) {
 
   /** Every filter is the API's: a change reads again from the first page. */
   function refilter() {
+    statusSelect.value = filters.status;
+    showCounts();
     rememberFilters();
     view.pages = 1;
     view.loaded = false;
@@ -154,12 +161,59 @@ export function jobsView(main, route) {
     } while (cursor && page < view.pages);
     view.pages = page;
     view.cursor = cursor;
+    if (Date.now() - view.countedAt >= COUNTS_MS) await loadCounts(signal);
     announceChanges(jobs);
     const seen = new Set();
     view.jobs = jobs.filter((job) => !seen.has(job.jobId) && seen.add(job.jobId));
     view.loaded = true;
     show();
     fillPipelines();
+  }
+
+  /** The caller's totals per status (every job, whatever the filters); none from an API without the route. */
+  async function loadCounts(signal) {
+    try {
+      view.counts = await api("jobs/counts", { signal });
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) throw error;
+      view.counts = null;
+    }
+    view.countedAt = Date.now();
+    showCounts();
+  }
+
+  /** Each status with jobs as a button that filters by it (pressed while it does), then the total. */
+  function showCounts() {
+    const data = view.counts;
+    totals.hidden = !data;
+    if (!data) return;
+    const atLeast = data.exact === false ? "at least " : "";
+    const title = atLeast ? "More jobs than a count reads: each figure is a lower bound" : null;
+    const numbers = new Intl.NumberFormat();
+    const badge = ([status, count]) =>
+      h(
+        "li",
+        {},
+        h(
+          "button",
+          {
+            type: "button",
+            class: `badge status-${status}`,
+            title,
+            "aria-pressed": String(filters.status === status),
+            onclick: () => {
+              filters.status = filters.status === status ? "" : status;
+              refilter();
+            },
+          },
+          `${STATUS_LABELS[status] ?? status} ${atLeast}${numbers.format(count)}`,
+        ),
+      );
+    const counted = Object.entries(data.counts ?? {}).filter(([, count]) => count > 0);
+    totals.replaceChildren(
+      ...counted.map(badge),
+      h("li", { class: "muted", title }, `Total ${atLeast}${numbers.format(data.total ?? 0)}`),
+    );
   }
 
   /** Announce new jobs and status changes since the last read (not on the first read). */
@@ -239,14 +293,7 @@ function renderJobRows(tbody, jobs) {
     let row = rows.get(job.jobId);
     rows.delete(job.jobId);
     if (!row) row = h("tr", { dataset: { jobId: job.jobId } });
-    const signature = JSON.stringify([
-      job.status,
-      job.pipeline,
-      job.nextPhase,
-      job.attempt,
-      job.updatedAt,
-      job.corrupt,
-    ]);
+    const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt]);
     if (row.dataset.signature !== signature) {
       row.dataset.signature = signature;
       row.dataset.status = job.status;
@@ -278,9 +325,7 @@ function jobCells(job) {
       statusBadge(job.status),
       job.corrupt ? h("span", { class: "badge status-error", title: job.error ?? "" }, "unreadable") : null,
     ),
-    cell("Phase", job.nextPhase ? h("span", { class: "mono" }, job.nextPhase) : h("span", { class: "muted" }, "—")),
-    cell("Attempt", String(job.attempt ?? 1)),
     cell("Created", timeElement(job.createdAt)),
-    cell("Updated", timeElement(job.updatedAt)),
+    cell("Status changed", timeElement(job.updatedAt)),
   ];
 }

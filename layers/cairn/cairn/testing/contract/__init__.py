@@ -9,14 +9,17 @@ In a test file::
             return MyStorage(clock=clock)
 
 pytest collects the inherited tests: start (idempotent by write token, refusing a live job it has not
-seen), claims and their fences, save, commit, pause, cancel, signals, waits, history and listings, map
-items and records, lessons, TTL, and requests sent again after a lost response. Each test gets a new,
-empty store from ``make_storage`` on a clock that moves only when the test says.
+seen), claims and their fences, save, commit, pause, cancel, signals, waits, history and listings, the
+job view and the pages of its history and log (every write once, none that never landed, cursors bound
+to the job and its run), map items and records, lessons, TTL, and requests sent again after a lost
+response. Each test gets a new, empty store from ``make_storage`` on a clock that moves only when the
+test says.
 """
 
 from __future__ import annotations
 
 from .base import ContractBase
+from .history import HistoryContract
 from .jobs import JobContract
 from .lessons import LessonContract
 from .maps import MapContract
@@ -24,12 +27,13 @@ from .pipeline import PipelineContract
 from .waits import WaitContract
 
 
-class StorageContract(JobContract, WaitContract, MapContract, LessonContract, PipelineContract):
+class StorageContract(JobContract, HistoryContract, WaitContract, MapContract, LessonContract, PipelineContract):
     """Every promise of the Storage port; subclass it and implement ``make_storage(self, clock)``."""
 
 
 __all__ = [
     "ContractBase",
+    "HistoryContract",
     "JobContract",
     "LessonContract",
     "MapContract",

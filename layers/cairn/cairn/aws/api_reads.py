@@ -1,0 +1,111 @@
+"""What the API shows of one job, read a bounded part at a time: the job view, its history, its log.
+
+- The view (``GET /jobs/{jobId}``, and the job every write route answers with) reads the job with only
+  its newest history (:meth:`~cairn.core.storage_port.Storage.get_job_view`): its cost does not grow with
+  the job's. ``phases`` holds the newest records and ``historyCursor`` reads the older ones.
+- ``GET /jobs/{jobId}/history?limit=&cursor=``: what the job's writes added, newest first, a page at a time.
+- ``GET /jobs/{jobId}/log``: without ``limit`` or ``cursor`` the whole log (as before); with them a
+  page, oldest first, which costs what the page holds.
+
+A cursor is opaque and bound to the job and its run: one of another job, altered, or from before a
+full retry is refused (400, :mod:`cairn.core.history_pages`).
+"""
+
+from __future__ import annotations
+
+from ..app import Cairn
+from ..core.errors import InvalidInputError, JobNotFoundError
+from ..core.fan_out import item_only_phases, rerun_phases
+from ..core.history_pages import RecentJob
+from ..core.ids import validate_job_id
+from ..core.models import Job, PhaseRecord
+from .api_models import HistoryWrite, JobHistory, JobLog, JobView
+from .observability import logger
+
+#: The most entries one page of a log holds.
+MAX_LOG_PAGE = 1000
+#: The entries of a page of the log when a cursor is given without a limit.
+DEFAULT_LOG_PAGE = 200
+#: The most writes one page of history holds, and how many one holds unless asked for fewer.
+MAX_HISTORY_PAGE = 100
+DEFAULT_HISTORY_PAGE = 20
+#: Writes of older history read at a time when the view must look further back (below).
+_RERUN_LOOKUP_PAGE = 100
+
+
+def _view(jobs: Cairn, job_id: str) -> RecentJob:
+    """The caller's job with its newest history; 404 when it is absent (or another owner's)."""
+    logger.append_keys(job_id=validate_job_id(job_id))
+    view = jobs.storage.get_job_view(job_id)
+    if view is None:
+        raise JobNotFoundError(job_id)
+    return view
+
+
+def job_view(jobs: Cairn, job_id: str, *, include_state: bool) -> JobView:
+    """``GET /jobs/{jobId}``: the job with its newest phase records, the phases a rerun may start from."""
+    view = _view(jobs, job_id)
+    phases = _rerun_phases(jobs, view)
+    return JobView.of(view.job, include_state=include_state, rerun_phases=phases, history_cursor=view.older)
+
+
+def shown(jobs: Cairn, job: Job) -> JobView:
+    """The view of ``job`` as stored after a transition (the transition's own result holds only what it wrote)."""
+    view = jobs.storage.get_job_view(job.job_id)
+    if view is None:
+        return JobView.of(job)
+    return JobView.of(view.job, history_cursor=view.older)
+
+
+def _rerun_phases(jobs: Cairn, view: RecentJob) -> list[str] | None:
+    """The phases a rerun of the job may start from (None: this deployment does not run its pipeline).
+
+    A phase the job runs only as a map's items is left out: a rerun from it is refused (the records of
+    the job's maps say which; one small query). A map's item phase that the view's newest records do
+    not show run as a phase of its own may have run so earlier: only then, and only for a job with
+    maps, is older history read, until each such phase is found or the history ends.
+    """
+    job = view.job
+    if job.pipeline not in jobs.pipelines.names:
+        return None
+    pipeline = jobs.pipelines.get(job.pipeline)
+    maps = jobs.storage.get_maps(job.job_id)
+    older: list[PhaseRecord] = []
+    cursor = view.older
+
+    def with_older() -> Job:
+        return job.model_copy(update={"phases": older + job.phases})
+
+    while cursor is not None and item_only_phases(with_older(), maps, pipeline.resolve_name):
+        try:
+            page = jobs.storage.history_page(job.job_id, cursor, _RERUN_LOOKUP_PAGE)
+        except InvalidInputError:  # started over since the view was read: that history is gone
+            break
+        if page is None:
+            break
+        older = [item.record for item in reversed(page.items) if item.record is not None] + older
+        cursor = page.cursor
+    return rerun_phases(pipeline.phase_names, with_older(), maps, pipeline.resolve_name)
+
+
+def job_history(jobs: Cairn, job_id: str, *, limit: int, cursor: str | None) -> JobHistory:
+    """``GET /jobs/{jobId}/history``: what up to ``limit`` writes added, newest first, from ``cursor``."""
+    logger.append_keys(job_id=validate_job_id(job_id))
+    page = jobs.storage.history_page(job_id, cursor, limit)
+    if page is None:
+        raise JobNotFoundError(job_id)
+    writes = [HistoryWrite(log=list(item.log), record=item.record) for item in page.items]
+    return JobHistory(job_id=job_id, writes=writes, cursor=page.cursor)
+
+
+def job_log(jobs: Cairn, job_id: str, *, limit: int | None, cursor: str | None) -> JobLog:
+    """``GET /jobs/{jobId}/log``: the whole log without ``limit`` and ``cursor`` (the whole job read), else a page."""
+    if limit is None and cursor is None:
+        job = jobs.get(validate_job_id(job_id))
+        logger.append_keys(job_id=job_id)
+        return JobLog(job_id=job.job_id, entries=list(job.log))
+    logger.append_keys(job_id=validate_job_id(job_id))
+    page = jobs.storage.log_page(job_id, cursor, limit or DEFAULT_LOG_PAGE)
+    if page is None:
+        raise JobNotFoundError(job_id)
+    return JobLog(job_id=job_id, entries=page.entries, cursor=page.cursor)

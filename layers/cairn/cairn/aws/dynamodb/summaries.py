@@ -1,0 +1,115 @@
+"""A listing's summaries: read from ``Listing`` index entries, or from job items where an entry cannot answer.
+
+An index entry and a job item name the listed fields alike (the index projects them:
+:data:`~cairn.aws.dynamodb.schema.LISTING_ATTRIBUTES`), so one reading serves both. An entry answers
+for its job unless it was written before the index kept summaries (no ``statusAt``) or the job is
+running and its ``statusExpiresAt`` has passed: a running job's item is rewritten between status
+changes, each write pushing its expiry on, so only the item says whether it is gone. Any other job
+whose ``statusExpiresAt`` has passed is gone (nothing else writes it), whether or not DynamoDB has
+deleted it yet.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from ...core import ttl
+from ...core.errors import CorruptJobError
+from ...core.models import JobStatus, JobSummary
+from . import schema
+from .attributes import UNREADABLE, Item, from_item, location, unreadable_reason
+
+
+class Verdict(Enum):
+    """What a listing does with an index entry."""
+
+    LIST = "list"
+    """The entry answers: its summary is listed (a corrupt one as corrupt)."""
+    READ = "read"
+    """Only the job item answers: it is read, and listed if it is live."""
+    SKIP = "skip"
+    """The job is gone (its expiry passed): left out."""
+
+
+def _seconds(item: Item, name: str) -> int | None:
+    """The Unix seconds an item holds in ``name`` (None when absent); a value that is not a time is corrupt."""
+    value = item.get(name)
+    if value is None:
+        return None
+    text = str(value.get("N")) if isinstance(value, dict) else ""
+    if not text.isdigit() or len(text) > 16:
+        raise CorruptJobError(location(item), f"its {name} is not a time ({text[:40]!r})")
+    return int(text)
+
+
+def triage(entry: Item, now_ms: int) -> Verdict:
+    """Whether an index entry is listed as it is, read from its job item, or left out (expired)."""
+    if "statusAt" not in entry or "statusExpiresAt" not in entry:
+        return Verdict.READ  # written before the index kept summaries
+    try:
+        expires = _seconds(entry, "statusExpiresAt")
+    except CorruptJobError:
+        return Verdict.LIST  # listed as corrupt, with why
+    if expires is None or not ttl.is_past(expires, now_ms):
+        return Verdict.LIST
+    status = entry.get("status")
+    running = isinstance(status, dict) and status.get("S") == schema.REWRITTEN_IN_STATUS
+    return Verdict.READ if running else Verdict.SKIP
+
+
+def summary_of(item: Item, *, status: JobStatus | None = None) -> JobSummary:
+    """A listing's summary of an index entry or a job item; an unreadable one is marked ``corrupt``.
+
+    ``updated_at`` is the last status change (a job item written before ``statusAt`` existed: its last
+    write); ``expires_at`` the item's expiry when the item was read, else the one the last status change
+    set (a lower bound). ``status`` stands in for an unreadable status.
+    """
+    try:
+        expires = _seconds(item, schema.TTL_ATTRIBUTE)
+        if expires is None:
+            expires = _seconds(item, "statusExpiresAt")
+        if expires is None:
+            raise CorruptJobError(location(item), "it has no expiresAt")
+        values = from_item(item)
+        return JobSummary(
+            job_id=str(values["pk"]).split("#", 2)[2],
+            pipeline=values["pipeline"],
+            status=JobStatus(values["status"]),
+            error=values.get("error"),
+            created_at=values["createdAt"],
+            updated_at=values["statusAt"] if "statusAt" in values else values["updatedAt"],
+            expires_at=expires,
+        )
+    except CorruptJobError as exc:
+        return corrupt_summary(item, exc, status=status)
+    except (*UNREADABLE, IndexError) as exc:
+        return corrupt_summary(item, CorruptJobError(location(item), unreadable_reason(exc)), status=status)
+
+
+def corrupt_summary(item: Item, error: CorruptJobError, *, status: JobStatus | None = None) -> JobSummary:
+    """A listing entry for a job that cannot be read: its id (from its key), ``corrupt``, and why."""
+
+    def plain(name: str, kind: str) -> Any:
+        value = item.get(name)
+        return value.get(kind) if isinstance(value, dict) else None
+
+    def number(*names: str) -> int:
+        for name in names:
+            text = plain(name, "N")
+            if isinstance(text, str) and text.isdigit() and len(text) <= 16:
+                return int(text)
+        return 0
+
+    pipeline = plain("pipeline", "S")
+    stored_status = plain("status", "S")
+    return JobSummary(
+        job_id=str(plain("pk", "S") or "").split("#", 2)[-1],
+        pipeline=pipeline if isinstance(pipeline, str) else "",
+        status=JobStatus(stored_status) if stored_status in set(JobStatus) else status or JobStatus.ERROR,
+        error=f"unreadable: {error.reason}"[:1000],
+        created_at=number("createdAt"),
+        updated_at=number("statusAt", "updatedAt"),
+        expires_at=number(schema.TTL_ATTRIBUTE, "statusExpiresAt"),
+        corrupt=True,
+    )
