@@ -61,7 +61,7 @@ def with_history(storage: DynamoDBStorage, job_id: str, count: int) -> None:
         head = token
     client = storage.client
     for start in range(0, len(items), 25):
-        batch = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+        batch: list[Any] = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
         assert not client.batch_write_item(RequestItems={storage.table_name: batch}).get("UnprocessedItems")
     client.update_item(
         TableName=storage.table_name,
