@@ -198,3 +198,41 @@ def test_a_read_racing_a_save_that_removes_the_state_it_named_reads_again(
     monkeypatch.setattr(table, "query_partition", racing)
     assert job_of(storage, "racing-1").checkpoint.state == {"a": 1}  # type: ignore[union-attr]
     assert len(calls) == 2
+
+
+def test_a_job_view_racing_saves_reads_again_while_the_job_item_names_another_state(
+    moto: Moto, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each save replaces the item holding the state; a view between two reads finds the one it read gone."""
+    storage = _started_one_phase_job(moto, clock, "view-racing")
+    reads = storage._reads  # the reads a run of concurrent saves races
+    job_item, get = reads._job_item, reads._get
+    replaced: list[str] = []
+
+    def job_item_of_a_job_saving_again(job_id: str) -> Any:
+        item = job_item(job_id)
+        if item is not None and len(replaced) < 3:  # a save landed: the job item names a newer item
+            replaced.append(f"SAVE#replaced{len(replaced)}")
+            item["checkpoint"]["M"]["stateAt"] = {"S": replaced[-1]}
+        return item
+
+    def without_replaced(job_id: str, sort_keys: list[str]) -> Any:
+        return get(job_id, [sk for sk in sort_keys if sk not in replaced])  # deleted by the next save
+
+    monkeypatch.setattr(reads, "_job_item", job_item_of_a_job_saving_again)
+    monkeypatch.setattr(reads, "_get", without_replaced)
+    view = storage.get_job_view("view-racing-1")
+    assert view is not None
+    assert view.job.checkpoint is not None
+    assert view.job.checkpoint.state == {"a": 1}
+    assert len(replaced) == 3
+
+
+def test_a_job_view_naming_a_missing_state_item_twice_names_it(moto: Moto, clock: FakeClock) -> None:
+    storage = _started_one_phase_job(moto, clock, "view-lost")
+    items = _partition(moto, "view-lost-1")
+    state_at = items["JOB"]["checkpoint"]["M"]["stateAt"]["S"]
+    moto.dynamodb.delete_item(TableName=moto.table, Key={"pk": items["JOB"]["pk"], "sk": {"S": state_at}})
+
+    with pytest.raises(CorruptJobError, match=state_at):
+        storage.get_job_view("view-lost-1")

@@ -43,6 +43,8 @@ from .table import Table
 _TOKEN = re.compile(r"^[^#]{1,128}$")
 #: The most entries of one item's log a log cursor may skip (an item holds far fewer).
 _MOST_ENTRIES = 100_000
+#: How many times a job view is read while saves keep replacing the item holding its state.
+VIEW_ATTEMPTS = 10
 #: Items read past a page's size, for writes that never landed in between.
 _SLACK = 1
 _HISTORY_SHAPES = [frozenset({"t", "s"})]
@@ -82,12 +84,20 @@ class HistoryReads:
         """The job with what its newest ``history`` writes added to its history, and the cursor of the older.
 
         A save that lands between the reads may remove the item holding the state the job item
-        named: the view is read once more, then a missing state item is a CorruptJobError.
+        named (a save deletes the item it replaced once the job item names the new one): the view is
+        read again while the job item names another item each time, up to ``VIEW_ATTEMPTS`` reads.
+        A state item still missing when the job item names it twice in a row is a CorruptJobError.
         """
         checked_limit(history)
         read = self._view_once(job_id, history)
-        if read is not None and read.state_missing:
-            read = self._view_once(job_id, history)
+        for _ in range(VIEW_ATTEMPTS - 1):
+            if read is None or not read.state_missing:
+                break
+            again = self._view_once(job_id, history)
+            named_twice = again is not None and state_at(again.job_item) == state_at(read.job_item)
+            read = again
+            if named_twice:
+                break
         if read is None:
             return None
         holder = state_at(read.job_item)
