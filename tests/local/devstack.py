@@ -51,6 +51,20 @@ class DevStack(DevProcess):
         """The job once its status is one of ``statuses``; fails the test after ``timeout`` seconds."""
         return self.wait_until(job_id, lambda view: view["status"] in statuses, timeout)
 
+    def phases(self, job_id: str) -> list[dict[str, Any]]:
+        """Every phase record of the job's current run, oldest first, paged from ``GET /jobs/{id}/history``.
+
+        A job's view holds only its newest records (its ``historyCursor`` reads on); this reads them all.
+        """
+        records: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            page = self.api.history(job_id, limit=50, cursor=cursor)
+            records += [write["record"] for write in page["writes"] if write.get("record")]
+            cursor = page.get("cursor")
+            if cursor is None:
+                return records[::-1]
+
     def running(self, job_id: str, phase: str, timeout: float = 30.0) -> dict[str, Any]:
         """The invocation running ``phase`` of ``job_id``, once one is."""
         deadline = time.monotonic() + timeout

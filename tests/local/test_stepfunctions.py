@@ -51,6 +51,6 @@ def test_a_rerun_from_a_phase_runs_a_new_execution_from_there(stepfunctions_stac
     assert rerun["nextPhase"] == "extract"
     view = stepfunctions_stack.wait_for("sfn-rerun")
     assert view["status"] == "complete", view
-    phases = [record["phase"] for record in view["phases"]]
+    phases = [record["phase"] for record in stepfunctions_stack.phases("sfn-rerun")]
     assert phases == ["fetch", "split", "extract", "publish", "extract", "publish"]
     assert view["result"] == first["result"]
