@@ -213,7 +213,8 @@ def test_a_job_view_racing_saves_reads_again_while_the_job_item_names_another_st
         item = job_item(job_id)
         if item is not None and len(replaced) < 3:  # a save landed: the job item names a newer item
             replaced.append(f"SAVE#replaced{len(replaced)}")
-            item["checkpoint"]["M"]["stateAt"] = {"S": replaced[-1]}
+            checkpoint = {**item["checkpoint"]["M"], "stateAt": {"S": replaced[-1]}}
+            return {**item, "checkpoint": {"M": checkpoint}}
         return item
 
     def without_replaced(job_id: str, sort_keys: list[str]) -> Any:
