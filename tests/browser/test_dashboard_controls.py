@@ -183,6 +183,7 @@ def test_a_button_the_job_no_longer_allows_shows_the_apis_refusal_in_the_alert(
     banner = open_job(page, gated_stack.base_url, "stale-pause")
     expect(banner).to_have_attribute("data-status", "running")
     page.clock.pause_at(page.evaluate("() => Date.now() + 100"))  # no refresh from now on: the page is stale
+    page.wait_for_load_state("networkidle")  # a refresh already in flight must not see the cancel
     gated_stack.api.cancel("stale-pause")
 
     with page.expect_response(lambda response: response.request.method == "POST") as refused:
