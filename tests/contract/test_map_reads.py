@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 from moto import mock_aws
 
-from cairn import Cairn, Done, FileStorage, InlineScheduler, JobStatus, Map, MemoryStorage, PhaseContext, Pipeline
+from cairn import Cairn, Done, FileStorage, InlineScheduler, JobStatus, Map, MemoryStorage, Next, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.core.storage_port import Storage
 from cairn.storage.delegating import DelegatingStorage
@@ -123,3 +123,61 @@ def test_records_read_per_item_do_not_grow_from_10_to_100_items(
     assert all_reads(large) <= all_reads(small)
     if measured[small][1]:  # DynamoDB: the items the service returned, per map item
         assert measured[large][1] / large <= measured[small][1] / small
+
+
+def _after_history(transitions: int, size: int) -> Pipeline[Any]:
+    """``count`` loops ``transitions`` times (each a transition, each a history item), then maps ``size`` items."""
+    pipeline: Pipeline[Any] = Pipeline("mapped")
+
+    @pipeline.phase
+    def count(ctx: PhaseContext[Any]) -> Next | Map:
+        if ctx.state["n"] < transitions:
+            return Next("count", state={"n": ctx.state["n"] + 1})
+        return Map(list(range(size)), phase="item", then="total", max_concurrency=CONCURRENCY)
+
+    @pipeline.phase
+    def item(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    @pipeline.phase
+    def total(ctx: PhaseContext[Any]) -> Done:
+        return Done(len(ctx.results or []))
+
+    return pipeline
+
+
+def test_what_dynamodb_returns_per_map_item_does_not_grow_with_the_jobs_history(
+    clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each item advance reads its route, its records and the job's view, never the job's whole history."""
+    size = 20
+    # no worker dies here: the test kit's recovery pass (which reads each running job whole) is left out
+    monkeypatch.setattr(Cairn, "recover", lambda self, **_: [])
+
+    def returned_per_item(transitions: int) -> float:
+        with mock_aws():
+            client = dynamodb_client()
+            store = DynamoDBStorage(new_table(client), client=client, clock=clock)
+            jobs = Cairn(
+                _after_history(transitions, size),
+                storage=store,
+                scheduler=InlineScheduler(now=clock.monotonic, sleep=clock.sleep),
+            )
+            jobs.start("mapped", "long-1", state={"n": 0})
+            while (route := store.get_route("long-1")) is not None and route.next_phase == "count":  # not counted
+                jobs.run_until_idle(max_steps=1)
+            returned = Counter[str]()
+
+            def count(parsed: dict[str, Any] | None = None, **_: Any) -> None:
+                if parsed:
+                    returned["items"] += len(parsed.get("Items", [])) + (1 if parsed.get("Item") else 0)
+                    returned["items"] += sum(len(found) for found in parsed.get("Responses", {}).values())
+
+            client.meta.events.register("after-call.dynamodb", count, unique_id="history-reads")
+            jobs.run_until_idle()
+            client.meta.events.unregister("after-call.dynamodb", unique_id="history-reads")
+            assert jobs.get("long-1").result == size
+            return returned["items"] / size
+
+    short, long = returned_per_item(2), returned_per_item(120)
+    assert long <= short * 1.1, f"{short:.2f} items returned per map item after 2 transitions, {long:.2f} after 120"

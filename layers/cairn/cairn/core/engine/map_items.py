@@ -39,7 +39,10 @@ def advance_item(
     item: int,
     worker: str | None,
 ) -> Job | None:
-    """Run one item of the job's map, while the job runs that map; None when there is nothing to run."""
+    """Run one item of the job's map, while the job runs that map; None when there is nothing to run.
+
+    Returns the job as its view reads it (the newest history only: see :meth:`Storage.get_job_view`).
+    """
     validate_job_id(job_id)
     if not isinstance(scheduler, ItemScheduler):
         raise InvalidInputError("An item advance needs a scheduler that runs items (schedule_item)")
@@ -69,7 +72,8 @@ def advance_item(
     )
     if runner.run(item, worker or uuid.uuid4().hex) is None:
         return None
-    return storage.get_job(job_id)
+    view = storage.get_job_view(job_id, history=1)  # a bounded read: an item's cost never grows with the job
+    return None if view is None else view.job
 
 
 def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
