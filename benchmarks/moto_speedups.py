@@ -149,7 +149,7 @@ def _partition_items(original: Callable[[Table], list[Item]]) -> Callable[[Table
             items = [
                 item for item in items if item.range_key and item.range_key.compare(asked.comparison, asked.bounds)
             ]
-        return sorted(items, key=lambda item: item.range_key)
+        return sorted(items, key=lambda item: item.range_key)  # type: ignore[arg-type,return-value]  # always set here
 
     return all_items
 
