@@ -1,13 +1,16 @@
 """Benchmark suite "scale": a load test of N jobs on moto that checks the measured side of docs/SCALE.md.
 
 N jobs (10,000 by default) of a four-phase no-op pipeline run to completion on
-:class:`~cairn.aws.dynamodb.DynamoDBStorage` on in-process moto, one owner, the inline scheduler,
+:class:`~cairn.aws.dynamodb.DynamoDBStorage` on in-process moto (under
+:func:`benchmarks.moto_speedups.proportional_moto`, so moto's time per request does not grow with the
+table), one owner, the inline scheduler,
 each with 1 KB of incompressible state (random text). Every ``N / SAMPLES``-th job runs under
 :class:`benchmarks.dynamodb_meter.DynamoDBMeter`: the write and read units of its start, its middle
 transitions and its finish, index writes included. Then, at N jobs in the table:
 
 - the index keys the jobs were spread over (the hottest key's share against an even spread);
-- the first page of a listing (50 jobs): requests, read units per job listed, client CPU;
+- the first page of a listing (50 jobs): requests, read units per job listed, client CPU (this
+  process's CPU outside moto's request handler) and CPU with moto's share;
 - a count of the owner's jobs per status: requests, read units, whether it was exact;
 - the sweep over ``STALLED`` running jobs left unclaimed: read units per running job it reads;
 - the throughput of this one process (jobs and transitions a second, the meter off).
@@ -31,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.common import Result, Table, git_commit, machine, versions, write_result
 from benchmarks.cost import PHASES, TABLE, measure_job, moto_backend, noop_pipeline, progress
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
+from benchmarks.moto_speedups import proportional_moto
+from benchmarks.overhead import MotoClock
 from benchmarks.scale_model import Measured, render
 from cairn import InlineScheduler, JobStatus, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
@@ -112,11 +117,12 @@ def bound_scheduler(pipeline: Pipeline[Any], storage: DynamoDBStorage) -> Inline
     return scheduler
 
 
-def timed_cpu(action: Callable[[], Any]) -> tuple[Any, float]:
-    """``action``'s result and the CPU seconds this process spent on it (moto's share included)."""
-    started = time.process_time()
+def timed_cpu(action: Callable[[], Any], moto: MotoClock) -> tuple[Any, float, float]:
+    """``action``'s result, the CPU seconds this process spent on it, and those outside moto (the client's)."""
+    started, inside = time.process_time(), moto.cpu
     result = action()
-    return result, time.process_time() - started
+    spent = time.process_time() - started
+    return result, spent, spent - (moto.cpu - inside)
 
 
 def measure(jobs: int, samples: int, stalled: int) -> Measured:
@@ -125,7 +131,8 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
     pipeline = noop_pipeline()
     every = max(1, jobs // max(1, samples))
     costs = StepCosts()
-    with moto_backend() as aws:
+    moto = MotoClock()
+    with proportional_moto(), moto_backend() as aws, moto.installed():
         client = aws.dynamodb
         storage = DynamoDBStorage(TABLE, owner=OWNER, client=client, clock=clock)
         meter = DynamoDBMeter(client)
@@ -160,12 +167,12 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
         spread = index_spread(client)
         meter.enabled = True
         meter.take()
-        page, listing_cpu = timed_cpu(lambda: storage.list_page(limit=50))
+        page, listing_cpu, listing_client_cpu = timed_cpu(lambda: storage.list_page(limit=50), moto)
         listing = meter.take()
         counted = storage.count_jobs()
         counting = meter.take()
         clock.now_ms += 3_600_000
-        swept, sweep_cpu = timed_cpu(lambda: storage.stalled_jobs(idle_seconds=600, limit=stalled + 10))
+        swept, sweep_cpu, _ = timed_cpu(lambda: storage.stalled_jobs(idle_seconds=600, limit=stalled + 10), moto)
         sweep = meter.take()
         meter.enabled = False
         meter.detach()
@@ -188,6 +195,7 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
         listing_read_units=listing.read_units,
         listing_jobs=len(page.jobs),
         listing_cpu_ms=listing_cpu * 1000,
+        listing_client_cpu_ms=listing_client_cpu * 1000,
         listing_item_reads=listing.dynamodb["BatchGetItem"],
         count_requests=counting.read_requests,
         count_read_units=counting.read_units,
@@ -211,7 +219,8 @@ def build_result(measured: Measured) -> Result:
         [
             "listing, first page of 50",
             f"{measured.listing_read_units:.1f} read units",
-            f"{measured.listing_requests} requests, {measured.listing_cpu_ms:.0f} ms CPU",
+            f"{measured.listing_requests} requests, {measured.listing_client_cpu_ms:.0f} ms client CPU "
+            f"({measured.listing_cpu_ms:.0f} ms with moto's)",
         ],
         [
             "count per status",
