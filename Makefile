@@ -120,8 +120,9 @@ PROOF_SCALE ?= 10
 proof: $(STAMP)
 	CAIRN_PROOF_SCALE=$(PROOF_SCALE) $(BIN)/pytest tests/contract/test_fault_schedules.py
 
-# The load test behind docs/SCALE.md: SCALE_JOBS jobs on moto (10,000 take about 3.5 hours; moto reads its whole
-# table for every query), then the scale model written again from the figures it measured.
+# The load test behind docs/SCALE.md: SCALE_JOBS jobs on moto (10,000 take about half an hour; moto runs under
+# benchmarks/moto_speedups.py, so its time per request does not grow with the table), then the scale model written
+# again from the figures it measured.
 SCALE_JOBS ?= 10000
 scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale --jobs $(SCALE_JOBS)
