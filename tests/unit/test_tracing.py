@@ -125,7 +125,8 @@ def handler(event, context):
 
 answer = entry_point(handler)({}, LocalContext("cairn-document-intake-fetch"))
 loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("aws_xray_sdk", "filelock"))
-print(json.dumps({"answer": answer, "loaded": loaded}))
+listing = "cairn.aws.dynamodb.listings" in sys.modules
+print(json.dumps({"answer": answer, "loaded": loaded, "listing": listing}))
 """
 
 
@@ -145,3 +146,4 @@ def test_where_tracing_is_off_the_entry_points_never_import_the_xray_sdk(
 
     assert seen["answer"] == {"ok": True}
     assert seen["loaded"] == []  # nor FileStorage's filelock: a Lambda function stores jobs in DynamoDB
+    assert seen["listing"] is False  # a phase function never lists: the listing reads load on first use

@@ -27,7 +27,6 @@ from ...core.clock import Clock, system_clock_ms
 from ...core.errors import ConfigurationError
 from ...core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ...core.ids import validate_owner
-from ...core.listing import JobFilter
 from ...core.models import Checkpoint, Job, JobCounts, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ...core.settings import Settings
 from ...core.storage_port import Route, Storage
@@ -40,13 +39,15 @@ from .job_controls import JobControls
 from .job_item import JobItem
 from .jobs import Jobs
 from .lessons import Lessons
-from .listings import Listings, StalledJob
 from .map_items import MapItems
 from .table import Table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
+
+    from ...core.listing import JobFilter
+    from .listings import Listings, StalledJob
 
 
 class DynamoDBStorage(Storage):
@@ -95,7 +96,7 @@ class DynamoDBStorage(Storage):
         self._controls = JobControls(table, job_item)
         self._history = history
         self._reads = HistoryReads(table, job_item)
-        self._listings = Listings(table)
+        self._listing_reads: Listings | None = None
         self._maps = MapItems(table)
         self._lessons = Lessons(table)
 
@@ -181,6 +182,15 @@ class DynamoDBStorage(Storage):
         return self._history.entered(job_id, phase)
 
     # -- listings ----------------------------------------------------------------------------
+
+    @property
+    def _listings(self) -> Listings:
+        """The listing reads, imported on first use: a phase function never lists (a shorter cold start)."""
+        if self._listing_reads is None:
+            from .listings import Listings
+
+            self._listing_reads = Listings(self._table)
+        return self._listing_reads
 
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         """Every live job of this owner, newest first (reads each job; use ``list_page`` for listings)."""
