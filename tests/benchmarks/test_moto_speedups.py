@@ -34,6 +34,15 @@ def _answer(call: Any, **request: Any) -> Any:
     return response
 
 
+def _key_query(client: DynamoDBClient, partition: str, sort_key: str = "", **more: Any) -> Any:
+    """A query on the table's key: one partition, and ``sort_key``'s condition when given."""
+    values = {":p": {"S": partition}, **more.pop("ExpressionAttributeValues", {})}
+    condition = f"pk = :p AND {sort_key}" if sort_key else "pk = :p"
+    return _answer(
+        client.query, TableName=TABLE, KeyConditionExpression=condition, ExpressionAttributeValues=values, **more
+    )
+
+
 def _scenario(client: DynamoDBClient) -> list[Any]:
     """Writes, cancelled and applied transactions, and queries on the key and on an index, in order."""
     answers: list[Any] = []
@@ -64,41 +73,13 @@ def _scenario(client: DynamoDBClient) -> list[Any]:
     answers.append(_answer(client.transact_write_items, TransactItems=cancelled[:1] * 2))  # the same item twice
     answers.append(_answer(client.transact_write_items, TransactItems=cancelled[:3]))  # applied
     for forward in (True, False):
-        page = _answer(
-            client.query,
-            TableName=TABLE,
-            KeyConditionExpression="pk = :p",
-            ExpressionAttributeValues={":p": {"S": "JOB#a"}},
-            Limit=3,
-            ScanIndexForward=forward,
-        )
+        page = _key_query(client, "JOB#a", Limit=3, ScanIndexForward=forward)
         answers.append(page)
         answers.append(
-            _answer(
-                client.query,
-                TableName=TABLE,
-                KeyConditionExpression="pk = :p",
-                ExpressionAttributeValues={":p": {"S": "JOB#a"}},
-                ScanIndexForward=forward,
-                ExclusiveStartKey=page["LastEvaluatedKey"],
-            )
+            _key_query(client, "JOB#a", ScanIndexForward=forward, ExclusiveStartKey=page["LastEvaluatedKey"])
         )
-    answers.append(
-        _answer(
-            client.query,
-            TableName=TABLE,
-            KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
-            ExpressionAttributeValues={":p": {"S": "JOB#c"}, ":s": {"S": "H#00"}},
-        )
-    )
-    answers.append(
-        _answer(
-            client.query,
-            TableName=TABLE,
-            KeyConditionExpression="pk = :p",
-            ExpressionAttributeValues={":p": {"S": "JOB#nobody"}},
-        )
-    )
+    answers.append(_key_query(client, "JOB#c", "begins_with(sk, :s)", ExpressionAttributeValues={":s": {"S": "H#00"}}))
+    answers.append(_key_query(client, "JOB#nobody"))
     answers.append(
         _answer(
             client.query,
