@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn import Done, Next, PhaseContext, Pipeline, WaitFor
+from cairn import Done, Next, PhaseContext, Pipeline, RetryPolicy, WaitFor
 
 PHASES = ["fetch", "split", "extract", "publish"]
 
@@ -40,5 +40,20 @@ def approval_pipeline() -> Pipeline[Any]:
     @pipeline.phase(name="decide")
     def decide(ctx: PhaseContext[Any]) -> Done:
         return Done({"request": ctx.state["request"], "approval": ctx.signal})
+
+    return pipeline
+
+
+def _total_with_tax(total: Any) -> Any:
+    return total * 1.2  # a str total: TypeError
+
+
+def pricing_pipeline() -> Pipeline[Any]:
+    """``price`` raises TypeError (a bug in the user's code) on a string total, on each of its two attempts."""
+    pipeline: Pipeline[Any] = Pipeline("pricing")
+
+    @pipeline.phase(name="price", retry=RetryPolicy(max_attempts=2, backoff=0, jitter=False, retry_on=(TypeError,)))
+    def price(ctx: PhaseContext[Any]) -> Done:
+        return Done({"total": _total_with_tax(ctx.state["total"])})
 
     return pipeline

@@ -3,7 +3,8 @@
 ``gather`` -> ``check`` -> ``finish``. ``gather`` holds ``hold_seconds``, or while the file
 ``hold_while`` exists (so that a test can pause or cancel the job while it runs, however loaded the
 machine), then goes on to ``check``, or first waits for the signal ``wait_for`` when one is named.
-``check`` fails while the file ``gate`` reads "closed" (a test opens it, then retries). Every phase that
+``check`` fails while the file ``gate`` reads "closed" (a test opens it, then retries), and raises
+TypeError (a bug in the user's code) while it reads "broken". Every phase that
 runs adds its name to ``ran`` and logs "ran <phase>", so that a test can tell which phases a retry ran
 again.
 
@@ -67,10 +68,17 @@ def gather(ctx: PhaseContext[Gated]) -> Next | WaitFor:
 def check(ctx: PhaseContext[Gated]) -> Next | Fail:
     """Fails while the gate reads "closed"; keeps the signal's payload, if one came."""
     gate = Path(ctx.state.gate) if ctx.state.gate else None
-    if gate is not None and gate.is_file() and gate.read_text().strip() == "closed":
+    position = gate.read_text().strip() if gate is not None and gate.is_file() else ""
+    if gate is not None and position == "closed":
         ctx.log(f"the gate {gate.name} is closed", level="error")
         return Fail(f"The gate {gate.name} is closed")
+    if position == "broken":
+        return Next("finish", _count_passes(ctx.state.note))
     return Next("finish", ran(ctx, signal=ctx.signal if ctx.signal is not None else ctx.state.signal))
+
+
+def _count_passes(note: Any) -> Any:
+    return note + 1  # a str note: TypeError, from the user's code
 
 
 @pipeline.phase(timeout=10)

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..core import recovery
 from ..core.engine import record_crash
 from ..core.errors import JobExistsError
-from ..core.models import Job, JobStatus, RetryMode
+from ..core.failures import reported_failure
+from ..core.models import Failure, Job, JobStatus, RetryMode
 from ..core.registry import PipelineRegistry
 from ..core.scheduler_port import Scheduler
 from ..scheduling.messages import AdvanceMessage
@@ -86,14 +87,23 @@ class FailureReport(_ActionRequest):
     sequence: int | None = None
     error: dict[str, Any] = {}
 
-    def request_id(self) -> str | None:
-        """The failed invocation's request id, when Lambda put it in the error's cause."""
+    def cause(self) -> dict[str, Any]:
+        """The error's cause as Lambda gives it (``errorType``, ``errorMessage``, ``stackTrace``, ``requestId``)."""
         try:
             cause = json.loads(str(self.error.get("Cause") or ""))
         except ValueError:
-            return None
-        request_id = cause.get("requestId") if isinstance(cause, dict) else None
+            return {}
+        return _mapping(cause)
+
+    def request_id(self) -> str | None:
+        """The failed invocation's request id, when Lambda put it in the error's cause."""
+        request_id = self.cause().get("requestId")
         return request_id if isinstance(request_id, str) and request_id else None
+
+    def failure(self) -> Failure | None:
+        """The type and stack of the failure, from Lambda's cause, else the state's ``Error`` name."""
+        cause = self.cause()
+        return reported_failure(cause.get("errorType") or self.error.get("Error"), cause.get("stackTrace"))
 
 
 def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = None) -> Handler:
@@ -172,8 +182,8 @@ class Dispatcher:
         except ValidationError:
             logger.error("Ignored an on-failure record without an advance payload")
             return {"status": "ignored"}
-        response = event.get("responsePayload") or {}
-        context = event.get("requestContext") or {}
+        response = _mapping(event.get("responsePayload"))
+        context = _mapping(event.get("requestContext"))
         detail = response.get("errorMessage") or response.get("errorType") or context.get("condition", "unknown")
         logger.append_keys(job_id=message.job_id, phase=message.phase, owner=message.owner)
         pipeline = self.pipelines.get(message.pipeline)
@@ -186,6 +196,7 @@ class Dispatcher:
             error=str(detail),
             dead_worker=context.get("requestId"),
             sequence=message.sequence,
+            failure=reported_failure(response.get("errorType"), response.get("stackTrace")),
         )
         return {"status": job.status.value if job else "stale", "jobId": message.job_id}
 
@@ -246,6 +257,7 @@ class Dispatcher:
             error=str(detail),
             dead_worker=report.request_id(),
             sequence=report.sequence,
+            failure=report.failure(),
         )
         return {
             "status": job.status.value if job else "stale",
@@ -292,3 +304,8 @@ class Dispatcher:
 
 def _next_phase(job: Job) -> str | None:
     return job.checkpoint.next_phase if job.checkpoint else None
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    """A part of an on-failure record that should be an object (anything else: an empty one)."""
+    return value if isinstance(value, dict) else {}

@@ -122,6 +122,19 @@ def timeline(phases: Sequence[Json]) -> str:
     return table(headers, rows, indent="  ")
 
 
+def last_failure(phases: Sequence[Json]) -> list[str]:
+    """The newest failed attempt's exception type and traceback, indented (no lines if none failed)."""
+    for record in reversed(phases):
+        failure = record.get("failure")
+        if isinstance(failure, dict) and failure.get("type"):
+            where = f'phase "{_text(record.get("phase"))}", attempt {_text(record.get("attempt"))}'
+            lines = [f"Last failure ({where}): {failure['type']}"]
+            trace = str(failure.get("traceback") or "")
+            lines.extend(f"  {line}" for line in trace.splitlines())
+            return lines
+    return []
+
+
 def _compact(value: Any, limit: int = _RESULT_CHARS) -> str:
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -165,6 +178,7 @@ def job_details(job: Json, now_ms: int) -> str:
         lines.append(timeline(phases))
     if older:
         lines.append(f"  Older runs: GET /jobs/{job.get('jobId')}/history?cursor=<historyCursor> (see --json)")
+    lines.extend(last_failure(phases))
     if "state" in job:
         lines.append("State:")
         lines.append(json.dumps(job["state"], indent=2, ensure_ascii=False, default=str))

@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from .clock import Clock
 from .context import JournalBuffer, PhaseContext
 from .errors import InvalidInputError, StorageError
+from .failures import failure_of
 from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
@@ -364,6 +365,7 @@ class ItemRun:
     ) -> MapItem | None:
         phase = self.pipeline.get_phase(self.fan_out.phase)
         message = str(exc) or type(exc).__name__
+        failure = failure_of(exc)
         logger.error("Job %s: item %d (%s) failed: %s", self.store.job_id, claimed.index, phase.name, message)
         kept = journal.peek()
         if retry:
@@ -375,11 +377,12 @@ class ItemRun:
                 attempt=claimed.attempt + 1,
                 not_before=self.clock() + math.ceil(delay * 1000),
                 error=message,
+                failure=failure,
             )
             if finished is not None:
                 schedule_items(self.scheduler, self.store.job_id, self.fan_out, [finished], self.clock())
             return finished
-        finished = self._finish(claimed, worker, kept.usage, status="failed", error=message)
+        finished = self._finish(claimed, worker, kept.usage, status="failed", error=message, failure=failure)
         if finished is not None:
             self.fail_job(self._failure(finished))
         return finished

@@ -127,6 +127,22 @@ class Lesson(WireModel):
 PhaseOutcome = Literal["next", "done", "error", "retry", "unknown-phase", "sleep", "wait", "map", "release"]
 
 
+MAX_TYPE_CHARS = 200
+
+
+class Failure(WireModel):
+    """Why an attempt failed: the exception's type and a bounded traceback (:mod:`cairn.core.failures`)."""
+
+    type: Annotated[str, _clip(MAX_TYPE_CHARS)] = Field(
+        description="The exception's class: its name for a builtin, module.Name otherwise"
+    )
+    traceback: Annotated[str, _clip(8_000)] = Field(
+        default="",
+        description="The exception and its causes, the frames of the user's code (most recent call last), then "
+        "cairn's and libraries' frames in brief; no local or environment variable",
+    )
+
+
 class PhaseRecord(WireModel):
     """One finished run of a phase: when it started and ended, and how it ended."""
 
@@ -138,6 +154,11 @@ class PhaseRecord(WireModel):
     next_phase: str | None = None
     error: ErrorText | None = None
     code_version: str | None = Field(default=None, description="The code that ran it: a deployed version or a hash")
+    failure: Failure | None = Field(
+        default=None,
+        exclude_if=lambda failure: failure is None,
+        description="For an attempt that raised or whose worker died: the exception's type and traceback",
+    )
 
 
 class Signal(WireModel):
@@ -179,6 +200,11 @@ class MapItem(WireModel):
     not_before: int | None = None
     result: Any = None
     error: ErrorText | None = None
+    failure: Failure | None = Field(
+        default=None,
+        exclude_if=lambda failure: failure is None,
+        description="The last failed attempt's exception: its type and traceback",
+    )
     usage: dict[str, float] = Field(default_factory=dict)
     log: list[LogEntry] = Field(default_factory=list)
     version: int = 0

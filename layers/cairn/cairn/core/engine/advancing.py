@@ -11,7 +11,8 @@ from typing import Any
 
 from ..context import PhaseContext
 from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError
-from ..models import Job, JobStatus
+from ..failures import failure_of
+from ..models import Failure, Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from ..pipeline import Phase, Pipeline, to_json
 from ..scheduler_port import Scheduler
@@ -110,15 +111,24 @@ def describe(exc: BaseException) -> str:
 
 
 def handle_exception(
-    run: ClaimedRun, phase: Phase, exc: Exception, scheduler: Scheduler, *, entry: str | None = None
+    run: ClaimedRun,
+    phase: Phase,
+    exc: Exception,
+    scheduler: Scheduler,
+    *,
+    entry: str | None = None,
+    failure: Failure | None = None,
 ) -> Job:
     """Apply the phase's retry policy to a failed attempt (``exc``); ``entry`` is its log line, if not the usual.
+
+    The attempt's record keeps ``failure`` (by default, the type and traceback of ``exc``).
 
     A retried failure is expected: one warning line, no traceback. The failure that ends the job is
     logged with its traceback (a dead worker has none to show).
     """
     attempt = run.job.attempt
     message = describe(exc)
+    failure = failure or failure_of(exc)
     line = entry or f'Phase "{phase.name}" threw: {message}'
     run.entry(line, level="error", kind="error")
     crashed = isinstance(exc, PhaseCrashedError)  # a dead worker is retried whatever ``retry_on`` names
@@ -128,12 +138,12 @@ def handle_exception(
         retrying += f" in {delay:.1f}s"
         run.entry(retrying, level="warning")
         logger.warning("Job %s: %s; %s", run.job.job_id, line, retrying)
-        job = run.commit("retry", error=message, delay=delay)
+        job = run.commit("retry", error=message, delay=delay, failure=failure)
         if job.status == JobStatus.RUNNING:
             scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)
         return job
     logger.error("Job %s: %s", run.job.job_id, line, exc_info=None if crashed else exc)
-    return run.commit("error", error=message)
+    return run.commit("error", error=message, failure=failure)
 
 
 def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Scheduler) -> Job:

@@ -20,6 +20,7 @@ from ..models import (
     MAX_ERROR_CHARS,
     Checkpoint,
     EntryKind,
+    Failure,
     FanOut,
     Job,
     LogEntry,
@@ -98,6 +99,7 @@ class ClaimedRun:
         delay: float = 0.0,
         wait: WaitFor | None = None,
         fan_out: FanOut | None = None,
+        failure: Failure | None = None,
     ) -> Job:
         self.remember_lessons()
         now = self.storage.clock()
@@ -112,6 +114,7 @@ class ClaimedRun:
             next_phase=checkpoint.next_phase if checkpoint else None,
             error=error,
             code_version=code_version(phase.run) if phase is not None else None,
+            failure=failure,
         )
         not_before = now + int(delay * 1000) if kind in ("retry", "sleep") else None
         deadline = now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ClaimLostError, PhaseCrashedError
-from ..models import Job
+from ..models import Failure, Job
 from ..pipeline import Pipeline
 from ..scheduler_port import Scheduler
 from ..storage_port import Storage
@@ -26,6 +26,7 @@ def record_crash(
     error: str,
     dead_worker: str | None = None,
     sequence: int | None = None,
+    failure: Failure | None = None,
 ) -> Job | None:
     """Record that the invocation running ``phase`` died (a timeout, out of memory) and apply the retry policy.
 
@@ -37,7 +38,8 @@ def record_crash(
     (a duplicate, a late one, one about a worker that committed) is stale and
     returns None. The checkpoint is kept; the phase is retried after its
     backoff while it has attempts left (``retry_on`` filters exceptions, not
-    crashes), else the job is set to ``error``.
+    crashes), else the job is set to ``error``. The attempt's record keeps ``failure``, what the
+    report said of the death (Lambda's ``errorType`` and ``stackTrace``), when it said it.
     """
     if dead_worker is None and sequence is None:
         logger.warning("Job %s: a crash report naming no claim was ignored", job_id)
@@ -51,7 +53,7 @@ def record_crash(
     crashed = pipeline.get_phase(run.phase_name)
     died = PhaseCrashedError(crashed.name, error)
     try:
-        return handle_exception(run, crashed, died, scheduler, entry=_death_notice(run, died))
+        return handle_exception(run, crashed, died, scheduler, entry=_death_notice(run, died), failure=failure)
     except ClaimLostError:
         return None
 

@@ -55,6 +55,7 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
         .filter(Boolean)
         .join(", "),
       error: record.error,
+      failure: record.failure,
       bar: { left: at(record.startedAt), width: width(duration) },
       gap: delay > 0 ? { left: at(previous.endedAt), width: width(delay) } : null,
     });
@@ -143,7 +144,7 @@ function currentRun(job, log, now) {
 }
 
 /** One row of the timeline: the phase and attempt, the track with its bar (and gap), the summary. */
-function timelineRow({ phase, attempt, outcome, summary, title, error, bar, gap }) {
+function timelineRow({ phase, attempt, outcome, summary, title, error, failure, bar, gap }) {
   const track = h("div", { class: "track", "aria-hidden": "true" });
   const place = (element, { left, width }) => {
     // Set through the CSSOM, not a style attribute: a strict Content-Security-Policy allows it.
@@ -165,5 +166,16 @@ function timelineRow({ phase, attempt, outcome, summary, title, error, bar, gap 
     track,
     h("div", { class: "timeline-summary" }, summary),
     error ? h("p", { class: "timeline-error" }, error) : null,
+    failure?.type ? failureDetails(failure) : null,
+  );
+}
+
+/** The attempt's exception, folded: its type in the summary, the traceback (the user's frames first) inside. */
+function failureDetails(failure) {
+  return h(
+    "details",
+    { class: "failure" },
+    h("summary", {}, h("span", { class: "mono failure-type" }, failure.type), " · traceback"),
+    h("pre", { class: "traceback mono" }, failure.traceback || "No traceback was reported."),
   );
 }
