@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
 
 from cairn.dashboard.assets import static_folder
-from cairn.testing.api_events import http_api_event, jwt_caller
+from cairn.testing.api_events import http_api_event, jwt_caller, response_body
+from tests.functional.api_client import API as API_FUNCTION
 from tests.functional.api_client import Api
 
 ISSUER = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example"
@@ -81,3 +83,24 @@ def test_the_dashboard_routes_stay_out_of_the_openapi_document(api: Api) -> None
 
     assert "/dashboard" not in paths
     assert not any(path.startswith("/assets") for path in paths)
+
+
+def test_a_file_is_gzipped_for_a_browser_and_a_reload_with_its_etag_is_a_304(api: Api) -> None:
+    """As API Gateway passes it on: the gzipped bytes base64 in the event, the headers as the function set them."""
+    css = static_folder().joinpath("app.css").read_bytes()
+    event = http_api_event("GET", "/assets/app.css", headers={"accept-encoding": "gzip, deflate, br"})
+
+    first = api.stack.call(API_FUNCTION, event)
+
+    assert first["statusCode"] == 200
+    assert first["isBase64Encoded"] is True
+    assert first["headers"]["Content-Encoding"] == "gzip"
+    assert first["headers"]["Vary"] == "Accept-Encoding"
+    assert gzip.decompress(response_body(first)) == css
+    etag = first["headers"]["ETag"]
+    again = http_api_event("GET", "/assets/app.css", headers={"accept-encoding": "gzip", "if-none-match": etag})
+
+    second = api.stack.call(API_FUNCTION, again)
+
+    assert (second["statusCode"], response_body(second)) == (304, b"")
+    assert second["headers"]["ETag"] == etag

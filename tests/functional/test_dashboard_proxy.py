@@ -6,6 +6,7 @@ HTTP server on the local stack); the signatures that reach it are computed again
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import os
@@ -125,6 +126,21 @@ def test_the_dashboards_files_are_served_here_and_nothing_else(proxy: DashboardP
         status, _, body = fetch(proxy.url, path)
         assert status == 404, path
         assert json.loads(body)["error"]["code"] == "not_found"
+    assert api.seen == []
+
+
+def test_cairn_dashboard_gzips_a_file_for_a_browser_and_answers_a_reload_with_a_304(
+    proxy: DashboardProxy, api: JobsServer, static: Path
+) -> None:
+    script = "export const answer = 42;\n" * 100
+    (static / "app.js").write_text(script)
+
+    status, headers, body = fetch(proxy.url, "/assets/app.js", headers={"Accept-Encoding": "gzip, br"})
+    assert (status, headers["Content-Encoding"]) == (200, "gzip")
+    assert gzip.decompress(body).decode() == script
+    status, again, body = fetch(proxy.url, "/assets/app.js", headers={"If-None-Match": headers["ETag"]})
+    assert (status, body) == (304, b"")
+    assert again["ETag"] == headers["ETag"]
     assert api.seen == []
 
 

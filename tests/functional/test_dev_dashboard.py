@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import http.client
 import io
 import json
@@ -199,3 +200,25 @@ def test_a_public_route_ignores_the_token(gateway: ApiGateway, function: Functio
 
     assert status == 200
     assert "authorizer" not in function.events[-1]["requestContext"]
+
+
+def test_cairn_devs_gateway_gzips_a_file_for_a_browser_and_answers_a_reload_with_a_304(
+    static: Path, function: Function
+) -> None:
+    style = "body { margin: 0; }\n" * 200
+    (static / "app.css").write_text(style)
+    served = serve([], function)
+    served.start()
+    try:
+        status, headers, body = fetch(served, "/assets/app.css", headers={"Accept-Encoding": "gzip"})
+        assert (status, headers["Content-Encoding"], headers["Vary"]) == (200, "gzip", "Accept-Encoding")
+        assert gzip.decompress(body).decode() == style
+        assert headers["Content-Length"] == str(len(body))
+
+        status, again, body = fetch(served, "/assets/app.css", headers={"If-None-Match": headers["ETag"]})
+        assert (status, body, again["ETag"]) == (304, b"", headers["ETag"])
+
+        status, plain, body = fetch(served, "/assets/app.css")
+        assert (status, body.decode(), "Content-Encoding" in plain) == (200, style, False)
+    finally:
+        served.stop()

@@ -50,8 +50,7 @@ from ..core.listing import JobFilter
 from ..core.models import Job, JobCounts, JobPage, JobStatus
 from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
-from ..dashboard.assets import HEADERS as ASSET_HEADERS
-from ..dashboard.assets import INDEX, asset
+from ..dashboard.assets import INDEX, asset, reply
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
@@ -420,24 +419,20 @@ def _deployment_document(pipelines: tuple[Pipeline[Any], ...]) -> dict[str, Any]
     return with_deployment(_routes_document(), pipelines)
 
 
-@app.get("/dashboard", include_in_schema=False)
-def dashboard_page() -> Response[bytes]:
-    return _asset_response(INDEX)
-
-
-@app.get("/assets/<file>", include_in_schema=False)
-def dashboard_asset(file: str) -> Response[bytes]:
-    return _asset_response(file)
+# Registered without a return annotation: the response validation would decode a gzipped body as UTF-8 text.
+app.get("/dashboard", include_in_schema=False)(lambda: _asset_response(INDEX))
+app.get("/assets/<file>", include_in_schema=False)(lambda file: _asset_response(file))
 
 
 def _asset_response(name: str) -> Response[bytes]:
-    """One of the dashboard's files with its type and headers (base64 in the event, as any bytes body); 404
-    for a name that is not one of them."""
+    """One of the dashboard's files as :func:`~cairn.dashboard.assets.reply` answers it (a 304, or gzipped, by
+    the request's headers; base64 in the event, as any bytes body); 404 for a name that is not one of them."""
     found = asset(name)
     if found is None:
         raise ApiError(HTTPStatus.NOT_FOUND, "not_found", "The dashboard has no such file")
-    body, content_type = found
-    return Response(HTTPStatus.OK.value, content_type, body, headers=dict(ASSET_HEADERS))
+    answer = reply(found, app.current_event.headers or {})
+    headers = {key: value for key, value in answer.headers.items() if key != "Content-Type"}
+    return Response(answer.status, answer.headers["Content-Type"], answer.body, headers=headers)
 
 
 def _record_response(response: dict[str, Any]) -> None:

@@ -18,8 +18,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ..dashboard.assets import HEADERS as ASSET_HEADERS
-from ..dashboard.assets import asset_at, is_dashboard_path
+from ..dashboard.assets import asset_at, is_dashboard_path, reply
 from ..dev.own_origin import OwnOrigin
 from ..dev.serving import ServedOnThread
 from . import ApiClient, ApiUnreachable, RequestFailed
@@ -134,8 +133,8 @@ class DashboardProxy:
         if is_api_path(path):
             self._forward(request, method, path, query, body)
         elif method in ("GET", "HEAD") and is_dashboard_path(path) and (found := asset_at(path)) is not None:
-            content, content_type = found
-            self._send(request, 200, {"Content-Type": content_type, **ASSET_HEADERS}, content)
+            answer = reply(found, dict(request.headers.items()))
+            self._send(request, answer.status, answer.headers, answer.body)
         else:
             self._send_error(request, 404, "not_found", f"Nothing at {path}")
 

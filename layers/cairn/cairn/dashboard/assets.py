@@ -10,10 +10,20 @@ They sit beside the page, not in subfolders: the deployed API's route ``/assets/
 
 A name that could leave the folder (``..``, an absolute path, a hidden file) or that has no known content
 type is no asset.
+
+Every server of the files answers through :func:`reply`: each file has a validator (``ETag``, from its
+bytes), so a reload is a ``304 Not Modified`` with no body; text files are sent gzipped to a client that
+accepts it (``Vary: Accept-Encoding``). The files are revalidated on each load (``no-cache``): their names
+carry no version, so a deploy must be seen at once.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import PurePosixPath
@@ -104,3 +114,72 @@ def asset_at(url_path: str) -> tuple[bytes, str] | None:
     if name == url_path or not name:
         return None
     return asset(name)
+
+
+GZIP_MIN_BYTES = 1024
+"""A smaller file is sent as it is: gzip's header and the client's work would outweigh the bytes saved."""
+_COMPRESSIBLE = ("text/", "application/json", "image/svg+xml")
+
+
+@dataclass(frozen=True)
+class AssetReply:
+    """What a server sends for a dashboard file: 200 with the (maybe gzipped) bytes, or 304 with none."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def reply(found: tuple[bytes, str], request_headers: Mapping[str, str]) -> AssetReply:
+    """The answer to a GET of an asset (:func:`asset`, :func:`asset_at`), given the request's headers.
+
+    ``If-None-Match`` naming the file's ETag (or ``*``) is a 304; ``Accept-Encoding`` allowing gzip gets a
+    text file of 1 KB or more gzipped. Header names are matched without regard to case.
+    """
+    content, content_type = found
+    wanted = {name.lower(): value for name, value in request_headers.items()}
+    tag = etag(content)
+    headers = {"Content-Type": content_type, **HEADERS, "ETag": tag, "Vary": "Accept-Encoding"}
+    if _matches(wanted.get("if-none-match", ""), tag):
+        return AssetReply(304, headers, b"")
+    if (
+        len(content) >= GZIP_MIN_BYTES
+        and content_type.startswith(_COMPRESSIBLE)
+        and _accepts_gzip(wanted.get("accept-encoding", ""))
+    ):
+        return AssetReply(200, {**headers, "Content-Encoding": "gzip"}, _gzipped(content))
+    return AssetReply(200, headers, content)
+
+
+def etag(content: bytes) -> str:
+    """The file's validator: weak, so that its gzipped and plain forms share it (they are the same file)."""
+    return f'W/"{hashlib.sha256(content).hexdigest()[:20]}"'
+
+
+def _matches(if_none_match: str, tag: str) -> bool:
+    """Whether an ``If-None-Match`` list names ``tag`` (weak comparison) or is ``*``."""
+    opaque = tag.removeprefix("W/")
+    for candidate in if_none_match.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == opaque:
+            return True
+    return False
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    """Whether an ``Accept-Encoding`` allows gzip (named, or ``*``, without ``q=0``)."""
+    allowed: dict[str, bool] = {}
+    for part in accept_encoding.lower().split(","):
+        coding, _, parameters = part.strip().partition(";")
+        quality = parameters.strip().removeprefix("q=").strip() if parameters.strip().startswith("q=") else "1"
+        try:
+            allowed[coding.strip()] = float(quality) > 0
+        except ValueError:
+            allowed[coding.strip()] = False
+    return allowed.get("gzip", allowed.get("x-gzip", allowed.get("*", False)))
+
+
+@functools.lru_cache(maxsize=64)
+def _gzipped(content: bytes) -> bytes:
+    """``content`` gzipped, the same bytes each time (no timestamp in the header), made once per content."""
+    return gzip.compress(content, compresslevel=9, mtime=0)

@@ -22,14 +22,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from ..dashboard.assets import HEADERS as ASSET_HEADERS
-from ..dashboard.assets import asset_at, is_dashboard_path
+from ..dashboard.assets import asset_at, is_dashboard_path, reply
 from ..testing.api_events import http_api_event, iam_caller, response_body
 from .bearer import BadToken, bearer_token, unverified_claims
 from .lambda_service import LambdaService
@@ -163,7 +162,7 @@ class ApiGateway:
             return _message(400, "Bad Request")
         found = self.match(method, raw_path)
         if found is None and method in ("GET", "HEAD") and is_dashboard_path(raw_path):
-            return self._asset(raw_path)
+            return self._asset(raw_path, request_headers(environ))
         if found is None:
             self._log_request(method, raw_path, 404, started)
             return _message(404, "Not Found")
@@ -211,13 +210,13 @@ class ApiGateway:
             raise CallerRefused(403, f"{IDENTITY_HEADER} is not an IAM principal ARN")
         return iam_caller(identity)
 
-    def _asset(self, path: str) -> tuple[int, list[tuple[str, str]], bytes]:
-        """The dashboard's page or one of its files; 404 for a file it does not have."""
+    def _asset(self, path: str, headers: Mapping[str, str]) -> tuple[int, list[tuple[str, str]], bytes]:
+        """The dashboard's page or one of its files (a 304, or gzipped, by ``headers``); 404 for a file it lacks."""
         found = asset_at(path)
         if found is None:
             return _message(404, "Not Found")
-        body, content_type = found
-        return _reply(200, {"Content-Type": content_type, **ASSET_HEADERS}, body)
+        answer = reply(found, headers)
+        return _reply(answer.status, answer.headers, answer.body)
 
     def _log_request(self, method: str, path: str, status: int, started: float, why: str | None = None) -> None:
         if method != "GET" or status >= 400:
