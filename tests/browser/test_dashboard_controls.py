@@ -47,11 +47,13 @@ def test_pause_then_resume_a_running_job(browser_page: Page, gated_stack: DevSta
     button(page, "Pause").focus()
     page.keyboard.press("Enter")
     expect(banner).to_have_attribute("data-status", "paused")
-    expect(banner).to_contain_text("Paused")
+    expect(banner).to_contain_text("Pausing: phase “gather” is still running")  # its worker has not stopped yet
     expect(button(page, "Resume")).to_be_focused()  # not lost with the Pause button, now disabled
     assert gated_stack.api.get("paused-resumed")["status"] == "paused"
     expect(button(page, "Pause")).to_be_disabled()
     hold.unlink()  # the phase in flight finishes; the job stops before the next one
+    expect(banner).to_contain_text("Paused")
+    expect(banner).not_to_contain_text("Pausing")
     expect(banner).to_contain_text("Stopped before phase “check”; Resume continues there.")
     assert phases_run(gated_stack.api.get("paused-resumed")) == ["gather"]
 

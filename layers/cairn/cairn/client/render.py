@@ -135,6 +135,13 @@ def last_failure(phases: Sequence[Json]) -> list[str]:
     return []
 
 
+def _pausing(job: Json) -> str:
+    """`` (pausing: ...)`` for a paused job whose worker still runs its phase (it stops when that run ends)."""
+    if job.get("status") != "paused" or not isinstance(job.get("claimedAt"), int):
+        return ""
+    return f" (pausing: phase {_text(job.get('nextPhase'))} is still running since {clock_time(job['claimedAt'])})"
+
+
 def _compact(value: Any, limit: int = _RESULT_CHARS) -> str:
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -150,7 +157,7 @@ def job_details(job: Json, now_ms: int) -> str:
     fields = [
         ("Job", _text(job.get("jobId"))),
         ("Pipeline", _text(job.get("pipeline"))),
-        ("Status", _text(job.get("status"))),
+        ("Status", _text(job.get("status")) + _pausing(job)),
         ("Attempt", _text(job.get("attempt"))),
         ("Next phase", _text(job.get("nextPhase")) + _saved(job.get("checkpointCreatedAt"), now_ms)),
         ("Created", f"{clock_time(job.get('createdAt'))} ({age(job.get('createdAt'), now_ms)})"),
@@ -198,7 +205,7 @@ def log_line(entry: Json) -> str:
 
 def status_line(job: Json) -> str:
     """``<job> (<pipeline>): <status>, next phase <phase>, attempt <n>`` after a change to a job."""
-    parts = [f"{_text(job.get('jobId'))} ({_text(job.get('pipeline'))}): {_text(job.get('status'))}"]
+    parts = [f"{_text(job.get('jobId'))} ({_text(job.get('pipeline'))}): {_text(job.get('status'))}{_pausing(job)}"]
     if job.get("nextPhase"):
         parts.append(f"next phase {job['nextPhase']}")
     parts.append(f"attempt {_text(job.get('attempt'))}")

@@ -47,6 +47,14 @@ export function bannerText(job, now = Date.now()) {
       };
     }
     case "paused": {
+      if (job.claimedAt) {
+        // Paused while a worker still runs its phase: the job stops once that phase run ends.
+        const since = `since ${formatTime(job.claimedAt)}`;
+        return {
+          title: `Pausing: phase ${phase ?? "?"} is still running`,
+          detail: `Attempt ${job.attempt}, ${since}. The job stops when it ends; Resume then continues after it.`,
+        };
+      }
       const detail = phase ? `Stopped before phase ${phase}; Resume continues there.` : "Resume continues the job.";
       return { title: "Paused", detail };
     }
