@@ -18,7 +18,11 @@ def test_the_dashboard_opens_with_its_title(browser_page: Page, dev_dashboard: s
 
 def test_its_files_come_gzipped_and_a_reload_revalidates_them_with_304s(browser_page: Page, dev_dashboard: str) -> None:
     first: dict[str, Response] = {}
-    browser_page.on("response", lambda response: first.setdefault(response.url, response))
+
+    def seen_response(response: Response) -> None:
+        first.setdefault(response.url, response)
+
+    browser_page.on("response", seen_response)
     browser_page.goto(f"{dev_dashboard}/")
     browser_page.wait_for_load_state("networkidle")
     style = first[f"{dev_dashboard}/assets/app.css"]
@@ -29,7 +33,11 @@ def test_its_files_come_gzipped_and_a_reload_revalidates_them_with_304s(browser_
     assert "app.css" in browser_page.evaluate("[...document.styleSheets].map((sheet) => sheet.href).join(' ')")
 
     again: dict[str, Request] = {}
-    browser_page.on("request", lambda request: again.setdefault(request.url, request))
+
+    def seen_request(request: Request) -> None:
+        again.setdefault(request.url, request)
+
+    browser_page.on("request", seen_request)
     browser_page.reload()
     browser_page.wait_for_load_state("networkidle")
     revalidated = again[f"{dev_dashboard}/assets/app.css"]

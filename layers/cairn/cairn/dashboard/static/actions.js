@@ -2,8 +2,12 @@
  * A job's action buttons: which one the job's status allows, and why a disabled one is disabled.
  */
 
+import { connectionState } from "./connection.js";
 import { restoreFocus } from "./dom.js";
 import { quoted } from "./format.js";
+
+/** Why every button is disabled while the API does not answer. */
+const OFFLINE_REASON = "The API does not answer: actions wait until it does (the page keeps trying)";
 
 /**
  * Which action each status allows: `{allowed, reason}` per button (the reason is the disabled button's title).
@@ -69,16 +73,17 @@ export function actionClass(name) {
 }
 
 /**
- * Enable the buttons the job's status allows; a disabled one says why in its title. A focused button that
- * the new status disables hands the focus to its nearest enabled neighbour.
+ * Enable the buttons the job's status allows (none while the API does not answer); a disabled one says why
+ * in its title. A focused button that the new status disables hands the focus to its nearest enabled neighbour.
  */
 export function renderActions(buttons, job, phases) {
   const rules = actionRules(job, phases);
+  const offline = connectionState() === "offline";
   const focused = [...buttons.values()].find((button) => button === document.activeElement) ?? null;
   for (const [name, button] of buttons) {
     const { allowed, reason } = rules[name];
-    button.disabled = !allowed;
-    button.title = reason;
+    button.disabled = offline || !allowed;
+    button.title = offline ? OFFLINE_REASON : reason;
   }
   if (focused?.disabled) restoreFocus(focused);
 }

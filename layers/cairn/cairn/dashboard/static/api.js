@@ -3,7 +3,11 @@
  * ApiError, and the deployment's pipelines (read once per page load).
  */
 
+import { recordAnswer } from "./connection.js";
 import { getToken } from "./token.js";
+
+/** Answers that say the API behind the page is out of reach (the dashboard's proxy, API Gateway). */
+const UNREACHABLE_STATUSES = new Set([502, 503, 504]);
 
 /** An API error: the HTTP status (0: no answer), the API's code and its message. */
 export class ApiError extends Error {
@@ -37,8 +41,10 @@ export async function api(path, { method = "GET", body, signal } = {}) {
     response = await fetch(new URL(path, document.baseURI), init);
   } catch (error) {
     if (error?.name === "AbortError") throw error;
+    recordAnswer(false);
     throw new ApiError(0, "unreachable", "The API did not answer: is the server still running?");
   }
+  recordAnswer(!UNREACHABLE_STATUSES.has(response.status));
   const text = await response.text();
   let data = null;
   try {

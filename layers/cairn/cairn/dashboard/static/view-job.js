@@ -6,6 +6,7 @@ import { ACTION_NAMES, actionClass, renderActions } from "./actions.js";
 import { announce, clearAlert, reportError } from "./alerts.js";
 import { api, ApiError, findPipeline, jobPath } from "./api.js";
 import { renderBanner } from "./banner.js";
+import { onConnectionChange } from "./connection.js";
 import { focusLost, h, heading, restoreFocus } from "./dom.js";
 import { prettyJson, timeElement } from "./format.js";
 import { icon } from "./icons.js";
@@ -271,6 +272,16 @@ export function jobView(main, route) {
   }
 
   const poller = new Poller(load);
+  // Offline: every action disabled at once (renderActions); online again: the job's own rules, then a read.
+  const stopListening = onConnectionChange(() => {
+    if (view.job && !view.busy) renderActions(buttons, view.job, view.phases);
+  });
   poller.start();
-  return { stop: () => poller.stop(), refresh: () => poller.now() };
+  return {
+    stop: () => {
+      stopListening();
+      poller.stop();
+    },
+    refresh: () => poller.now(),
+  };
 }

@@ -4,6 +4,7 @@
 
 import { announce } from "./alerts.js";
 import { ApiError, api, loadPipelines } from "./api.js";
+import { connectionState, onConnectionChange } from "./connection.js";
 import { h, heading, setChildren } from "./dom.js";
 import { clockFormat, timeElement } from "./format.js";
 import { statusBadge } from "./icons.js";
@@ -265,7 +266,19 @@ export function jobsView(main, route) {
     moreButton.disabled = false;
     moreButton.textContent = "Load more";
     const count = `${shown.length} job${shown.length === 1 ? "" : "s"}${view.cursor ? " (more to load)" : ""}`;
-    liveNote.textContent = `${count} · live, updated ${clockFormat.format(new Date())}`;
+    view.count = count;
+    view.updated = new Date();
+    showLiveNote();
+  }
+
+  /** How many jobs are shown and when they were read; offline, since when the API has not answered. */
+  function showLiveNote() {
+    if (!view.count) return;
+    const offline = connectionState() === "offline";
+    liveNote.dataset.state = offline ? "offline" : "live";
+    liveNote.textContent = offline
+      ? `${view.count} · offline, as read at ${clockFormat.format(view.updated)}`
+      : `${view.count} · live, updated ${clockFormat.format(view.updated)}`;
   }
 
   function emptyMessage() {
@@ -277,8 +290,15 @@ export function jobsView(main, route) {
   }
 
   const poller = new Poller(load);
+  const stopListening = onConnectionChange(showLiveNote);
   poller.start();
-  return { stop: () => poller.stop(), refresh: () => poller.now() };
+  return {
+    stop: () => {
+      stopListening();
+      poller.stop();
+    },
+    refresh: () => poller.now(),
+  };
 }
 
 /**
