@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
@@ -151,3 +152,19 @@ def test_a_record_without_a_failure_stores_no_failure_key_and_one_with_it_round_
     assert "failure" not in plain.to_wire()
     assert PhaseRecord.model_validate_json(failed.model_dump_json(by_alias=True)) == failed
     assert "failure" not in MapItem(index=0).to_wire()
+
+
+def test_a_frame_whose_file_cannot_be_resolved_still_gives_a_failure(tmp_path: Path) -> None:
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    looping = str(tmp_path / "a" / "phase.py")
+    code = compile("def run():\n    raise ValueError('from a looping path')\n", looping, "exec")
+    scope: dict[str, object] = {}
+    exec(code, scope)
+
+    failure = failure_of(_caught(scope["run"]))  # type: ignore[arg-type]
+
+    assert failure.type == "ValueError"
+    assert f'File "{looping}", line 2, in run' in failure.traceback
+    assert is_user_frame(looping)
+    is_user_frame("/tmp/with\x00nul.py")  # a NUL byte in a name does not raise

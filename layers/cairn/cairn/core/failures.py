@@ -50,7 +50,10 @@ def is_user_frame(filename: str) -> bool:
     """Whether a frame's file is the user's: not cairn's, not the standard library's, not an installed package's."""
     if filename.startswith("<") or any(marker in filename for marker in _LIBRARY_MARKERS):
         return False
-    resolved = str(Path(filename).resolve())
+    try:
+        resolved = str(Path(filename).resolve())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte: describing a failure never fails
+        return True
     return not resolved.startswith(_CAIRN_ROOT) and not resolved.startswith(_library_roots())
 
 
