@@ -8,6 +8,7 @@ from typing import Any
 from cairn import Done, JobStatus, Map, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
 from cairn.core.engine import record_crash
 from cairn.core.failures import reported_failure
+from cairn.core.models import Failure, PhaseRecord
 from cairn.core.storage_port import Storage
 from tests.contract.test_crash_records import JOB, slow_dying_pipeline, start_and_kill
 from tests.support import FakeClock, RecordingScheduler, job_of, make_scheduler
@@ -93,42 +94,42 @@ def _only_map_id(storage: Storage, job_id: str) -> str:
     return maps[0].fan_out.id
 
 
-def test_a_crash_report_keeps_what_lambda_said_of_the_death(storage: Storage, clock: FakeClock) -> None:
+def killed_and_reported(storage: Storage, clock: FakeClock, error: str, failure: Failure | None = None) -> PhaseRecord:
+    """Let ``work``'s worker die, deliver its crash report twice (Lambda may); the one record of that attempt."""
     pipeline = slow_dying_pipeline(clock, attempts=1, dying=[True])
     start_and_kill(pipeline, storage, clock)
+    reports = [
+        record_crash(
+            JOB,
+            pipeline,
+            storage=storage,
+            scheduler=RecordingScheduler(clock),
+            phase="work",
+            error=error,
+            dead_worker="request-1",
+            failure=failure,
+        )
+        for _ in range(2)
+    ]
+    assert reports[1] is None  # the repeat is stale: nothing is written twice
+    records = [record for record in job_of(storage, JOB).phases if record.phase == "work"]
+    assert len(records) == 1
+    return records[0]
 
-    record_crash(
-        JOB,
-        pipeline,
-        storage=storage,
-        scheduler=RecordingScheduler(clock),
-        phase="work",
-        error="Task timed out after 900.00 seconds",
-        dead_worker="request-1",
-        failure=reported_failure("Sandbox.Timedout", []),
+
+def test_a_crash_report_keeps_what_lambda_said_of_the_death(storage: Storage, clock: FakeClock) -> None:
+    record = killed_and_reported(
+        storage, clock, "Task timed out after 900.00 seconds", reported_failure("Sandbox.Timedout", [])
     )
 
-    record = job_of(storage, JOB).phases[-1]
     assert record.outcome == "error"
     assert record.failure is not None
     assert record.failure.type == "Sandbox.Timedout"
 
 
 def test_a_crash_report_without_a_type_names_the_dead_worker(storage: Storage, clock: FakeClock) -> None:
-    pipeline = slow_dying_pipeline(clock, attempts=1, dying=[True])
-    start_and_kill(pipeline, storage, clock)
+    record = killed_and_reported(storage, clock, "Runtime exited: signal: killed")
 
-    record_crash(
-        JOB,
-        pipeline,
-        storage=storage,
-        scheduler=RecordingScheduler(clock),
-        phase="work",
-        error="Runtime exited: signal: killed",
-        dead_worker="request-1",
-    )
-
-    record = job_of(storage, JOB).phases[-1]
     assert record.failure is not None
     assert record.failure.type == "cairn.core.errors.PhaseCrashedError"
     assert record.failure.traceback == "cairn.core.errors.PhaseCrashedError: Runtime exited: signal: killed"
