@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from .observability import logger, metrics, tracer, tracing_enabled
@@ -40,11 +41,26 @@ class LazyRuntime:
 def entry_point(handler: Handler, *, correlation_id_path: str | None = None) -> Handler:
     """``handler`` with a fresh log context per invocation (Lambda's context in it), its metrics flushed, traced.
 
+    Each invocation starts with no metrics left over. With metrics switched off
+    (``POWERTOOLS_METRICS_DISABLED``) Powertools' flush keeps what was added, and once a
+    metric holds 100 values it prints them anyway: a long-lived process (``cairn dev``'s
+    workers, a test run) would print a blob every hundred invocations.
+
     Traced (an X-Ray subsegment per invocation, AWS calls patched) only where tracing is on
     (:func:`tracing_enabled`, decided when the handler is made, at import as before): elsewhere
     the X-Ray SDK is never imported, and a disabled Tracer would have recorded nothing anyway.
     """
     traced = tracer().capture_lambda_handler(handler, capture_response=False) if tracing_enabled() else handler
     measured = metrics.log_metrics(traced)
-    logged: Handler = logger.inject_lambda_context(measured, correlation_id_path=correlation_id_path, clear_state=True)
+
+    def unflushed_metrics_dropped(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        try:
+            return measured(event, context)
+        finally:
+            if is_metrics_disabled():
+                metrics.clear_metrics()
+
+    logged: Handler = logger.inject_lambda_context(
+        unflushed_metrics_dropped, correlation_id_path=correlation_id_path, clear_state=True
+    )
     return logged
