@@ -51,7 +51,7 @@ def entry_point(handler: Handler, *, correlation_id_path: str | None = None) -> 
     the X-Ray SDK is never imported, and a disabled Tracer would have recorded nothing anyway.
     """
     traced = tracer().capture_lambda_handler(handler, capture_response=False) if tracing_enabled() else handler
-    measured = metrics.log_metrics(traced)
+    measured: Handler = metrics.log_metrics(traced)
 
     def unflushed_metrics_dropped(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
