@@ -57,3 +57,17 @@ def pricing_pipeline() -> Pipeline[Any]:
         return Done({"total": _total_with_tax(ctx.state["total"])})
 
     return pipeline
+
+
+def flaky_pipeline(broken: set[str]) -> Pipeline[Any]:
+    """``work`` fails (RuntimeError, no retry) while its job's id is in ``broken``; then it finishes with its state."""
+    pipeline: Pipeline[Any] = Pipeline("flaky")
+
+    @pipeline.phase(name="work", retry=RetryPolicy(max_attempts=1))
+    def work(ctx: PhaseContext[Any]) -> Done:
+        if ctx.job_id in broken:
+            raise RuntimeError("the upstream service is down")
+        ctx.log("work done")
+        return Done(ctx.state)
+
+    return pipeline

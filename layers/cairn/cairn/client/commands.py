@@ -15,6 +15,7 @@ from collections.abc import Callable
 from time import sleep
 from typing import Any, TypeVar
 
+from .bulk import BulkAction, add_selection_options, run_bulk, selects_many
 from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
@@ -200,8 +201,15 @@ def run_log(arguments: argparse.Namespace, client: ApiClient) -> int:
         sleep(arguments.interval)
 
 
-def _retry(mode: str) -> Action:
+BULK_RETRY = BulkAction("retry", "retried", lambda client, job_id: client.retry(job_id, mode="resume"))
+BULK_RESTART = BulkAction("restart", "restarted", lambda client, job_id: client.retry(job_id, mode="full"))
+BULK_CANCEL = BulkAction("cancel", "cancelled", lambda client, job_id: client.cancel(job_id))
+
+
+def _retry(mode: str, bulk: BulkAction) -> Action:
     def run(arguments: argparse.Namespace, client: ApiClient) -> int:
+        if selects_many(arguments):
+            return run_bulk(arguments, client, action=bulk, line=status_line)
         state = _state(arguments)
         return _output(arguments, client.retry(arguments.job_id, mode=mode, state=state), status_line)
 
@@ -227,7 +235,9 @@ def run_pause(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 
 def run_cancel(arguments: argparse.Namespace, client: ApiClient) -> int:
-    """``cairn jobs cancel ID``: the cancelled job's status line."""
+    """``cairn jobs cancel ID``: the cancelled job's status line (or each selected job's, with a selection)."""
+    if selects_many(arguments):
+        return run_bulk(arguments, client, action=BULK_CANCEL, line=status_line)
     return _output(arguments, client.cancel(arguments.job_id), status_line)
 
 
@@ -291,12 +301,17 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     log.add_argument(
         "--interval", type=_positive(float), default=DEFAULT_INTERVAL, metavar="SECONDS", help="default: 2"
     )
-    for name, mode, summary in (
-        ("retry", "resume", "resume a job from its checkpoint"),
-        ("restart", "full", "start a job again from its first phase"),
+
+    def jobs_argument(parser: argparse.ArgumentParser, verb: str) -> None:
+        parser.add_argument("job_id", metavar="ID", nargs="?", help="the job's id (or select jobs with the options)")
+        add_selection_options(parser, STATUSES, verb)
+
+    for name, mode, bulk, summary in (
+        ("retry", "resume", BULK_RETRY, "resume a job from its checkpoint, or every job a selection matches"),
+        ("restart", "full", BULK_RESTART, "start a job again from its first phase, or every job a selection matches"),
     ):
-        retry = action(name, _retry(mode), summary)
-        job_argument(retry)
+        retry = action(name, _retry(mode, bulk), summary)
+        jobs_argument(retry, name.capitalize())
         state_option(retry, "the state to start from when the job starts fresh")
     rerun = action("rerun", run_rerun, "run a job again from the phase --from names")
     job_argument(rerun)
@@ -309,5 +324,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "--payload", metavar="JSON|@FILE", help="what the next phase reads as ctx.signal: JSON, @FILE, or @- for stdin"
     )
     job_argument(action("pause", run_pause, "pause a job at its next phase boundary"))
-    job_argument(action("cancel", run_cancel, "cancel a job (its checkpoint stays: retry resumes it)"))
+    jobs_argument(
+        action("cancel", run_cancel, "cancel a job, or every job a selection matches (retry resumes)"), "Cancel"
+    )
     action("health", run_health, "check that the API answers")
