@@ -9,6 +9,8 @@ import { h, heading, setChildren } from "./dom.js";
 import { clockFormat, timeElement } from "./format.js";
 import { statusBadge } from "./icons.js";
 import { STATUS_LABELS, STATUSES } from "./labels.js";
+import { listShortcuts } from "./list-keys.js";
+import { listSelection } from "./list-selection.js";
 import { Poller } from "./poller.js";
 import { jsonEqual } from "./schema.js";
 
@@ -17,13 +19,20 @@ const PAGE_SIZE = 50;
 const ID_PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** A listing shows what changes with the status only: no phase or attempt (the job's page has them). */
 const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed"];
+/** The created-time filter: jobs created within this long before now (the API's createdFrom). */
+const CREATED_WITHIN = { "": "Any time", "1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days" };
+const WITHIN_MS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000, "30d": 2_592_000_000 };
+/** Requests a refresh may make to fill the first page when a filter skips most entries. */
+const FIRST_PAGE_READS = 5;
 /** The totals per status are read again at most this often (a count reads up to 1,000 entries a shard). */
 const COUNTS_MS = 30_000;
 
 /**
- * Every job of the caller, newest first; the filters (status, pipeline, the start of the job id) are the
- * API's, applied on the server across pages; "Load more" fetches the next page with the API's cursor. Each poll reads again as many pages as are
- * shown, so that new jobs and status changes appear in place.
+ * Every job of the caller, newest first; the filters (status, pipeline, created within, the start of the
+ * job id) are the API's, applied on the server across pages; "Load more" fetches the next page with the
+ * API's cursor. Each poll reads the first page again only: new jobs and status changes there appear in
+ * place, and the older rows "Load more" brought stay as they were read. Rows can be selected (or every job
+ * the filter matches) for a bulk retry, cancel or start over (bulk-actions.js).
  * @param {HTMLElement} main
  * @param {{params: URLSearchParams}} route
  */
@@ -32,8 +41,18 @@ export function jobsView(main, route) {
     status: STATUSES.includes(route.params.get("status")) ? route.params.get("status") : "",
     pipeline: route.params.get("pipeline") ?? "",
     prefix: ID_PREFIX.test(route.params.get("prefix") ?? "") ? route.params.get("prefix") : "",
+    created: Object.hasOwn(WITHIN_MS, route.params.get("created") ?? "") ? route.params.get("created") : "",
   };
-  const view = { jobs: [], pages: 1, cursor: null, loaded: false, known: new Map(), counts: null, countedAt: 0 };
+  const view = {
+    jobs: [],
+    extended: false,
+    wantMore: false,
+    cursor: null,
+    loaded: false,
+    known: new Map(),
+    counts: null,
+    countedAt: 0,
+  };
 
   const statusSelect = h(
     "select",
@@ -57,9 +76,24 @@ export function jobsView(main, route) {
     placeholder: "Any id",
   });
   prefixInput.value = filters.prefix;
+  const createdSelect = h(
+    "select",
+    { id: "filter-created", name: "created" },
+    Object.entries(CREATED_WITHIN).map(([value, label]) => h("option", { value }, label)),
+  );
+  createdSelect.value = filters.created;
   const liveNote = h("p", { class: "live-note muted" }, "Loading…");
   const totals = h("ul", { class: "status-counts", "aria-label": "Job totals", hidden: true });
   const tbody = h("tbody");
+  const selection = listSelection({
+    tbody,
+    shown: () => view.jobs,
+    query: () => apiQuery(),
+    acted: () => {
+      view.countedAt = 0;
+      poller.now();
+    },
+  });
   const table = h(
     "table",
     { class: "jobs-table" },
@@ -67,7 +101,12 @@ export function jobsView(main, route) {
     h(
       "thead",
       {},
-      h("tr", {}, JOB_COLUMNS.map((name) => h("th", { scope: "col" }, name))),
+      h(
+        "tr",
+        {},
+        h("th", { scope: "col", class: "select-cell" }, selection.selectAll),
+        JOB_COLUMNS.map((name) => h("th", { scope: "col" }, name)),
+      ),
     ),
     tbody,
   );
@@ -86,10 +125,12 @@ export function jobsView(main, route) {
       { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (event) => event.preventDefault() },
       h("div", { class: "field inline" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
       h("div", { class: "field inline" }, h("label", { for: "filter-pipeline" }, "Pipeline"), pipelineSelect),
+      h("div", { class: "field inline" }, h("label", { for: "filter-created" }, "Created"), createdSelect),
       h("div", { class: "field inline" }, h("label", { for: "filter-prefix" }, "Job id starts with"), prefixInput),
       liveNote,
     ),
     totals,
+    selection.bar,
     h("div", { class: "table-wrap" }, table),
     empty,
     h("div", { class: "more-row" }, moreButton),
@@ -101,6 +142,7 @@ export function jobsView(main, route) {
     if (filters.status) params.set("status", filters.status);
     if (filters.pipeline) params.set("pipeline", filters.pipeline);
     if (filters.prefix) params.set("prefix", filters.prefix);
+    if (filters.created) params.set("created", filters.created);
     const query = params.toString();
     history.replaceState(null, "", `#/${query ? `?${query}` : ""}`);
   }
@@ -110,9 +152,12 @@ export function jobsView(main, route) {
     statusSelect.value = filters.status;
     showCounts();
     rememberFilters();
-    view.pages = 1;
+    view.jobs = [];
+    view.extended = false;
+    view.wantMore = false;
     view.loaded = false;
     view.known = new Map();
+    selection.clear();
     poller.now();
   }
   statusSelect.addEventListener("change", () => {
@@ -121,6 +166,10 @@ export function jobsView(main, route) {
   });
   pipelineSelect.addEventListener("change", () => {
     filters.pipeline = pipelineSelect.value;
+    refilter();
+  });
+  createdSelect.addEventListener("change", () => {
+    filters.created = createdSelect.value;
     refilter();
   });
   let typing = null;
@@ -138,30 +187,55 @@ export function jobsView(main, route) {
   });
 
   moreButton.addEventListener("click", async () => {
-    view.pages += 1;
+    view.wantMore = true;
     moreButton.disabled = true;
     moreButton.textContent = "Loading…";
     await poller.now();
   });
 
-  /** Read as many pages as are shown, from the first. */
+  /** The API's query for the filters (createdFrom counted back from now). */
+  function apiQuery() {
+    const query = {};
+    if (filters.status) query.status = filters.status;
+    if (filters.pipeline) query.pipeline = filters.pipeline;
+    if (filters.prefix) query.idPrefix = filters.prefix;
+    if (filters.created) query.createdFrom = new Date(Date.now() - WITHIN_MS[filters.created]).toISOString();
+    return query;
+  }
+
+  /** One page from `cursor` (null: the first); {jobs, cursor}. */
+  async function readPage(cursor, signal) {
+    const params = new URLSearchParams({ ...apiQuery(), limit: String(PAGE_SIZE) });
+    if (cursor) params.set("cursor", cursor);
+    const data = await api(`jobs?${params}`, { signal });
+    return { jobs: data?.jobs ?? [], cursor: data?.cursor ?? data?.nextCursor ?? null };
+  }
+
+  /**
+   * The first page again (read on while a filter leaves it short), merged in front of the older rows
+   * "Load more" brought; or, after Load more, the next page appended.
+   */
   async function load(signal) {
-    const jobs = [];
-    let cursor = null;
-    let page = 0;
-    do {
-      const params = new URLSearchParams({ limit: String(PAGE_SIZE) });
-      if (filters.status) params.set("status", filters.status);
-      if (filters.pipeline) params.set("pipeline", filters.pipeline);
-      if (filters.prefix) params.set("idPrefix", filters.prefix);
-      if (cursor) params.set("cursor", cursor);
-      const data = await api(`jobs?${params}`, { signal });
-      jobs.push(...(data?.jobs ?? []));
-      cursor = data?.cursor ?? data?.nextCursor ?? null;
-      page += 1;
-    } while (cursor && page < view.pages);
-    view.pages = page;
-    view.cursor = cursor;
+    let jobs;
+    if (view.wantMore && view.cursor) {
+      const page = await readPage(view.cursor, signal);
+      view.wantMore = false;
+      view.extended = true;
+      view.cursor = page.cursor;
+      jobs = [...view.jobs, ...page.jobs];
+    } else {
+      const first = [];
+      let cursor = null;
+      let reads = 0;
+      do {
+        const page = await readPage(cursor, signal);
+        first.push(...page.jobs);
+        cursor = page.cursor;
+        reads += 1;
+      } while (cursor && first.length < PAGE_SIZE && reads < FIRST_PAGE_READS);
+      jobs = view.extended ? mergeFirst(first, view.jobs) : first;
+      if (!view.extended) view.cursor = cursor;
+    }
     if (Date.now() - view.countedAt >= COUNTS_MS) await loadCounts(signal);
     announceChanges(jobs);
     const seen = new Set();
@@ -255,10 +329,11 @@ export function jobsView(main, route) {
     pipelineSelect.value = filters.pipeline;
   }
 
-  /** Render the rows the API listed, the empty message and the Load more button. */
+  /** Render the rows the API listed, the empty message, the selection and the Load more button. */
   function show() {
     const shown = view.jobs;
-    renderJobRows(tbody, shown);
+    renderJobRows(tbody, shown, selection.selected);
+    selection.show();
     table.hidden = shown.length === 0;
     empty.hidden = !view.loaded || shown.length > 0;
     empty.replaceChildren(...emptyMessage());
@@ -282,7 +357,7 @@ export function jobsView(main, route) {
   }
 
   function emptyMessage() {
-    if (view.jobs.length === 0 && !filters.status && !filters.pipeline && !filters.prefix && !view.cursor) {
+    if (view.jobs.length === 0 && !filters.status && !filters.pipeline && !filters.prefix && !filters.created && !view.cursor) {
       return [h("p", {}, "No jobs yet: ", h("a", { href: "#/new" }, "start one"), " and watch it here.")];
     }
     const more = view.cursor ? " so far; Load more looks further" : "";
@@ -291,10 +366,12 @@ export function jobsView(main, route) {
 
   const poller = new Poller(load);
   const stopListening = onConnectionChange(showLiveNote);
+  const stopShortcuts = listShortcuts({ search: prefixInput, rows: () => [...tbody.rows] });
   poller.start();
   return {
     stop: () => {
       stopListening();
+      stopShortcuts();
       poller.stop();
     },
     refresh: () => poller.now(),
@@ -302,17 +379,32 @@ export function jobsView(main, route) {
 }
 
 /**
+ * The first page read again, in front of the rows read before that are older than its oldest job (rows it
+ * covers are replaced by what it says now: a job that no longer matches the filter leaves).
+ */
+function mergeFirst(first, shown) {
+  const ids = new Set(first.map((job) => job.jobId));
+  const oldest = first.length ? Date.parse(first[first.length - 1].createdAt) : Number.POSITIVE_INFINITY;
+  return [...first, ...shown.filter((job) => !ids.has(job.jobId) && Date.parse(job.createdAt) < oldest)];
+}
+
+/**
  * Update the table's rows in place, keyed by job id, and in a row only the cells whose content changed:
- * the link to a job is never rebuilt, so the focus (a keyboard user on a link) survives a poll.
+ * the link to a job (and the row's checkbox) is never rebuilt, so the focus survives a poll.
  * @param {HTMLTableSectionElement} tbody
  * @param {object[]} jobs
+ * @param {Set<string>} selected the ids whose checkbox is ticked
  */
-function renderJobRows(tbody, jobs) {
+function renderJobRows(tbody, jobs, selected) {
   const rows = new Map([...tbody.rows].map((row) => [row.dataset.jobId, row]));
   jobs.forEach((job, index) => {
     let row = rows.get(job.jobId);
     rows.delete(job.jobId);
-    if (!row) row = h("tr", { dataset: { jobId: job.jobId } });
+    if (!row) {
+      const box = h("input", { type: "checkbox", class: "row-select", "aria-label": `Select job ${job.jobId}` });
+      box.checked = selected.has(job.jobId);
+      row = h("tr", { dataset: { jobId: job.jobId } }, h("td", { class: "select-cell" }, box));
+    }
     const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt]);
     if (row.dataset.signature !== signature) {
       row.dataset.signature = signature;
@@ -324,14 +416,14 @@ function renderJobRows(tbody, jobs) {
   for (const row of rows.values()) row.remove();
 }
 
-/** Put `cells` in `row`, replacing only the cells whose markup differs from the one in their place. */
+/** Put `cells` in `row` after its checkbox, replacing only the cells whose markup differs from the one in their place. */
 function updateCells(row, cells) {
   cells.forEach((cell, index) => {
-    const present = row.cells[index];
+    const present = row.cells[index + 1];
     if (!present) row.append(cell);
     else if (present.innerHTML !== cell.innerHTML) present.replaceWith(cell);
   });
-  while (row.cells.length > cells.length) row.lastElementChild.remove();
+  while (row.cells.length > cells.length + 1) row.lastElementChild.remove();
 }
 
 /** The cells of a job's row (each with its column's name, shown as a label on a phone). */

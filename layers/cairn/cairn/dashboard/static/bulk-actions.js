@@ -1,0 +1,186 @@
+/**
+ * Many jobs at once: retry, cancel or start over the selected rows, or every job the list's filter matches.
+ * The dialog says how many and which before anything is sent, shows progress while it runs and a result per
+ * job after; each job gets one request (a job whose status changed meanwhile is refused by the API, and said so).
+ */
+
+import { api, jobPath } from "./api.js";
+import { openDialog, setDialogError } from "./dialogs.js";
+import { $, h } from "./dom.js";
+
+/** Jobs one action takes unless the operator raises it (the CLI's --max). */
+export const DEFAULT_LIMIT = 100;
+/** The most the limit can be raised to: a bigger sweep is several narrower ones. */
+export const HIGHEST_LIMIT = 10_000;
+/** Requests in flight at once. */
+const PARALLEL = 4;
+/** Job ids listed by name in the dialog; the rest are counted. */
+const NAMED = 200;
+const PAGE_SIZE = 100;
+
+/** What each bulk action sends for one job, and how the dialog speaks of it. */
+export const BULK_ACTIONS = {
+  retry: {
+    label: "Retry",
+    past: "Retried",
+    send: (jobId) => api(`${jobPath(jobId)}/retry`, { method: "POST", body: { mode: "resume" } }),
+    explain: "Each job resumes from its checkpoint.",
+  },
+  cancel: {
+    label: "Cancel",
+    past: "Cancelled",
+    send: (jobId) => api(`${jobPath(jobId)}/cancel`, { method: "POST" }),
+    explain: "Each job stops at its next phase boundary; its checkpoint stays, so Retry resumes it.",
+  },
+  restart: {
+    label: "Start over",
+    past: "Started over",
+    send: (jobId) => api(`${jobPath(jobId)}/retry`, { method: "POST", body: { mode: "full" } }),
+    explain: "Each job starts again from its first phase with its input; its checkpoint and log are replaced.",
+  },
+};
+
+const plural = (count) => `${new Intl.NumberFormat().format(count)} job${count === 1 ? "" : "s"}`;
+
+/**
+ * Every job the filter (the API's query parameters) matches, newest first, reading at most `limit` + 1.
+ * @returns {Promise<{jobs: object[], more: boolean}>}
+ */
+export async function jobsMatching(query, limit) {
+  const jobs = [];
+  const seen = new Set();
+  let cursor = null;
+  do {
+    const params = new URLSearchParams({ ...query, limit: String(PAGE_SIZE) });
+    if (cursor) params.set("cursor", cursor);
+    const page = await api(`jobs?${params}`);
+    for (const job of page?.jobs ?? []) {
+      if (!seen.has(job.jobId)) seen.add(job.jobId) && jobs.push(job);
+    }
+    if (jobs.length > limit) return { jobs: jobs.slice(0, limit), more: true };
+    cursor = page?.cursor ?? null;
+  } while (cursor);
+  return { jobs, more: false };
+}
+
+/**
+ * Send `action` for each job id, PARALLEL at a time; `progress(done)` after each; each job's result in order.
+ * @returns {Promise<Array<{jobId: string, job?: object, error?: string}>>}
+ */
+export async function sendEach(action, jobIds, progress) {
+  const results = new Array(jobIds.length);
+  let next = 0;
+  let done = 0;
+  async function worker() {
+    while (next < jobIds.length) {
+      const at = next++;
+      const jobId = jobIds[at];
+      try {
+        results[at] = { jobId, job: await action.send(jobId) };
+      } catch (error) {
+        results[at] = { jobId, error: String(error?.message ?? error) };
+      }
+      done += 1;
+      progress(done);
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, jobIds.length) }, worker));
+  return results;
+}
+
+/**
+ * Open the bulk dialog for `actionName` on `target`: `{jobs}` (the selected rows) or `{query}` (every job
+ * the filter matches, read now, up to the limit the dialog lets the operator raise). `onDone` runs after.
+ */
+export function openBulk(actionName, target, onDone) {
+  const action = BULK_ACTIONS[actionName];
+  const dialog = $("#bulk-dialog");
+  const slot = (name) => $(`[data-slot=${name}]`, dialog);
+  const limitField = $("#bulk-limit");
+  const confirm = slot("confirm");
+  let chosen = [];
+  let ran = false;
+
+  slot("title").textContent = `${action.label} jobs`;
+  slot("results").replaceChildren();
+  slot("progress").hidden = true;
+  slot("progress-text").textContent = "";
+  limitField.value = String(DEFAULT_LIMIT);
+  slot("limit-field").hidden = !target.query;
+  confirm.hidden = false;
+
+  function showChoice(jobs, more) {
+    const limit = Number(limitField.value);
+    chosen = more ? [] : jobs;
+    const which = target.query ? "matching this filter" : "selected";
+    slot("summary").textContent = more
+      ? `More than ${plural(limit)} match this filter: narrow the filter, or raise the limit (at most ` +
+        `${new Intl.NumberFormat().format(HIGHEST_LIMIT)}). Nothing will be sent.`
+      : jobs.length === 0
+        ? `No job is ${which}.`
+        : `${action.label} ${plural(jobs.length)} ${which}? ${action.explain}`;
+    slot("jobs").replaceChildren(
+      ...jobs.slice(0, NAMED).map((job) => h("li", {}, h("span", { class: "mono" }, job.jobId), ` ${job.status}`)),
+      jobs.length > NAMED ? h("li", { class: "muted" }, `and ${plural(jobs.length - NAMED)} more`) : null,
+    );
+    confirm.disabled = chosen.length === 0;
+    confirm.textContent = `${action.label} ${plural(chosen.length)}`;
+  }
+
+  async function readMatching() {
+    const limit = Number(limitField.value);
+    if (!Number.isInteger(limit) || limit < 1 || limit > HIGHEST_LIMIT) {
+      limitField.setCustomValidity(`A whole number from 1 to ${HIGHEST_LIMIT}`);
+      limitField.reportValidity();
+      confirm.disabled = true;
+      return;
+    }
+    limitField.setCustomValidity("");
+    confirm.disabled = true;
+    slot("summary").textContent = "Reading the jobs that match…";
+    try {
+      const { jobs, more } = await jobsMatching(target.query, limit);
+      showChoice(jobs, more);
+    } catch (error) {
+      setDialogError(dialog, String(error?.message ?? error));
+    }
+  }
+
+  limitField.onchange = target.query ? readMatching : null;
+  dialog.addEventListener("close", () => ran && onDone(), { once: true });
+
+  openDialog(
+    dialog,
+    async () => {
+      if (ran || chosen.length === 0) return false;
+      ran = true;
+      const ids = chosen.map((job) => job.jobId);
+      const progress = slot("progress");
+      progress.hidden = false;
+      progress.max = ids.length;
+      progress.value = 0;
+      limitField.disabled = true;
+      const results = await sendEach(action, ids, (done) => {
+        progress.value = done;
+        slot("progress-text").textContent = `${done} of ${plural(ids.length)} sent`;
+      });
+      limitField.disabled = false;
+      const refused = results.filter((result) => result.error);
+      slot("results").replaceChildren(...results.map(resultLine));
+      const tail = refused.length ? `; ${refused.length} refused` : "";
+      slot("progress-text").textContent = `${action.past} ${results.length - refused.length} of ${plural(results.length)}${tail}.`;
+      confirm.hidden = true;
+      return false; // stay open on the results
+    },
+    target.query ? limitField : $("[data-close]", dialog),
+  );
+  if (target.query) readMatching();
+  else showChoice(target.jobs, false);
+}
+
+function resultLine(result) {
+  if (result.error) {
+    return h("li", { class: "refused" }, h("span", { class: "mono" }, result.jobId), `: refused: ${result.error}`);
+  }
+  return h("li", { class: "done" }, h("span", { class: "mono" }, result.jobId), `: ${result.job?.status ?? "done"}`);
+}
