@@ -18,7 +18,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale
+.PHONY: demo dev test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale
 
 venv: $(STAMP)
 
@@ -126,6 +126,13 @@ proof: $(STAMP)
 SCALE_JOBS ?= 10000
 scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale --jobs $(SCALE_JOBS)
+
+# The dashboard's jobs list on `cairn dev` with CONSOLE_JOBS jobs written through the store (10,000 take a few
+# minutes to write): the browser tests of tests/browser/test_dashboard_list.py, printing how soon the first page
+# shows. `make test` runs them with 1,000.
+CONSOLE_JOBS ?= 10000
+console-scale: $(STAMP) $(CHROMIUM)
+	CAIRN_CONSOLE_JOBS=$(CONSOLE_JOBS) BROWSER_REQUIRED=1 $(BIN)/pytest -s -p no:randomly tests/browser/test_dashboard_list.py
 
 # Runs the proofs (fault schedules at RELIABILITY_SCALE, API fuzzing, corrupt records, a chaos run of
 # RELIABILITY_JOBS jobs with a fifth of AWS calls failing) and writes docs/RELIABILITY.md.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import gzip
 from pathlib import Path
 
@@ -133,3 +134,16 @@ def test_a_changed_file_has_a_new_validator_and_is_sent_again() -> None:
 
     assert sent.status == 200
     assert sent.headers["ETag"] != old_tag
+
+
+def test_the_page_preloads_every_module_so_the_browser_fetches_them_at_once() -> None:
+    page = assets.asset_at("/")
+    assert page is not None
+    preloaded = re.findall(r'<link rel="modulepreload" href="assets/([^"]+)">', page[0].decode())
+    modules = sorted(item.name for item in assets.static_folder().iterdir() if item.name.endswith(".js"))
+
+    assert preloaded == modules
+    assert page[0].decode().index("modulepreload") < page[0].decode().index('<script type="module"')
+    for name in preloaded:
+        served = assets.asset_at(f"/assets/{name}")
+        assert served is not None and served[1].startswith("text/javascript")

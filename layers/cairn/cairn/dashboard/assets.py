@@ -8,6 +8,9 @@ The script is native ES modules, no build step: the page loads ``app.js`` with `
 and the modules import each other by relative URL (``./api.js``), each served here as ``text/javascript``.
 They sit beside the page, not in subfolders: the deployed API's route ``/assets/{file}`` is one path segment.
 
+The page is served with a ``<link rel="modulepreload">`` for every module of the folder, so that the
+browser fetches them all at once instead of one level of imports after another.
+
 A name that could leave the folder (``..``, an absolute path, a hidden file) or that has no known content
 type is no asset.
 
@@ -96,9 +99,22 @@ def asset(path: str) -> tuple[bytes, str] | None:
         return None
     found = static_folder().joinpath(*parts)
     try:
-        return (found.read_bytes(), content_type) if found.is_file() else None
+        content = found.read_bytes() if found.is_file() else None
     except OSError:
         return None
+    if content is None:
+        return None
+    return (_with_preloads(content) if parts == [INDEX] else content), content_type
+
+
+MODULE_SCRIPT = b'<script type="module"'
+
+
+def _with_preloads(page: bytes) -> bytes:
+    """The page with a modulepreload link for each module beside it, before its module script."""
+    modules = sorted(item.name for item in static_folder().iterdir() if item.name.endswith(".js"))
+    links = "".join(f'<link rel="modulepreload" href="assets/{name}">\n  ' for name in modules).encode()
+    return page.replace(MODULE_SCRIPT, links + MODULE_SCRIPT, 1)
 
 
 def is_dashboard_path(url_path: str) -> bool:

@@ -236,13 +236,14 @@ export function jobsView(main, route) {
       jobs = view.extended ? mergeFirst(first, view.jobs) : first;
       if (!view.extended) view.cursor = cursor;
     }
-    if (Date.now() - view.countedAt >= COUNTS_MS) await loadCounts(signal);
     announceChanges(jobs);
     const seen = new Set();
     view.jobs = jobs.filter((job) => !seen.has(job.jobId) && seen.add(job.jobId));
     view.loaded = true;
     show();
     fillPipelines();
+    // after the rows are shown: a count reads up to 1,000 entries a shard, the page never waits for it
+    if (Date.now() - view.countedAt >= COUNTS_MS) await loadCounts(signal);
   }
 
   /** The caller's totals per status (every job, whatever the filters); none from an API without the route. */
@@ -384,8 +385,9 @@ export function jobsView(main, route) {
  */
 function mergeFirst(first, shown) {
   const ids = new Set(first.map((job) => job.jobId));
-  const oldest = first.length ? Date.parse(first[first.length - 1].createdAt) : Number.POSITIVE_INFINITY;
-  return [...first, ...shown.filter((job) => !ids.has(job.jobId) && Date.parse(job.createdAt) < oldest)];
+  const createdAt = (job) => new Date(job.createdAt).getTime();
+  const oldest = first.length ? createdAt(first[first.length - 1]) : Number.POSITIVE_INFINITY;
+  return [...first, ...shown.filter((job) => !ids.has(job.jobId) && createdAt(job) < oldest)];
 }
 
 /**

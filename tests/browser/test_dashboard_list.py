@@ -1,0 +1,129 @@
+"""The jobs list at scale in chromium: thousands of jobs (written through the store), filters on the server and
+in the address, totals, a job found by id at once, the keyboard, and a refresh that reads the first page only.
+
+``CAIRN_CONSOLE_JOBS`` sets how many jobs (default 1,000 in ``make test``; ``make console-scale`` runs 10,000).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Page, Request, expect
+
+from tests.browser.seed import DAY_MS, seed_jobs
+from tests.local.devstack import DevStack, dev_stack
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+JOBS = int(os.environ.get("CAIRN_CONSOLE_JOBS", "1000"))
+IDS = [f"list-{number:05d}" for number in range(JOBS)]
+OLD = ["old-0", "old-1", "old-2"]
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
+    """``cairn dev`` with JOBS jobs of ``document-intake`` (newest last in IDS) and three made two days ago.
+
+    The schedules tick once a day, so that the sweep leaves the jobs (never scheduled) as they were written.
+    """
+    log = tmp_path_factory.mktemp("dev-crowded") / "dev.log"
+    with dev_stack(log, "--driver", "direct", "--sweep-seconds", "86400") as stack:
+        now = int(time.time() * 1000)
+        seed_jobs(stack, OLD, pipeline="document-intake", first_phase="extract", now_ms=now - 2 * DAY_MS)
+        started = time.monotonic()
+        seed_jobs(stack, IDS, pipeline="document-intake", first_phase="extract", now_ms=now)
+        print(f"\n{JOBS:,} jobs written through the store in {time.monotonic() - started:.1f} s")
+        yield stack
+
+
+def listings(page: Page) -> list[Request]:
+    """The page's ``GET /jobs`` requests (the listing, not a job or the counts), as they are sent."""
+    seen: list[Request] = []
+    page.on("request", lambda request: seen.append(request) if urlsplit(request.url).path == "/jobs" else None)
+    return seen
+
+
+def test_the_first_page_of_thousands_shows_the_newest_jobs_and_the_totals_from_one_listing(
+    browser_page: Page, crowded: DevStack
+) -> None:
+    page = browser_page
+    figures = []
+    for visit in ("first visit", "reload"):
+        sent = listings(page)
+        started = time.monotonic()
+        page.goto(f"{crowded.base_url}/#/") if visit == "first visit" else page.reload()
+        expect(page.locator("tbody tr").first).to_have_attribute("data-job-id", IDS[-1])
+        figures.append(f"{visit} {(time.monotonic() - started) * 1000:.0f} ms")
+    print(f"\nfirst page of {JOBS + len(OLD):,} jobs visible after the navigation: {', '.join(figures)}")
+
+    expect(page.locator("tbody tr")).to_have_count(50)
+    assert [row.get_attribute("data-job-id") for row in page.locator("tbody tr").all()[:3]] == IDS[-1:-4:-1]
+    expect(page.get_by_role("list", name="Job totals")).to_contain_text(f"Total {JOBS + len(OLD):,}")
+    assert len(sent) == 1, [request.url for request in sent]
+    assert "cursor" not in parse_qs(urlsplit(sent[0].url).query)
+
+
+def test_filters_run_on_the_server_and_stay_in_the_address(browser_page: Page, crowded: DevStack) -> None:
+    page = browser_page
+    page.goto(f"{crowded.base_url}/#/?prefix=list-0004")
+    expect(page.locator("tbody tr")).to_have_count(min(10, max(0, JOBS - 40)))
+    expect(page.locator("#filter-prefix")).to_have_value("list-0004")
+
+    page.locator("#filter-created").select_option("24h")
+    expect(page).to_have_url(f"{crowded.base_url}/#/?prefix=list-0004&created=24h")
+    page.locator("#filter-prefix").fill("old-")
+    expect(page.get_by_text("No job matches these filters")).to_be_visible()  # made two days ago
+    page.locator("#filter-created").select_option("7d")
+    expect(page.locator("tbody tr")).to_have_count(len(OLD))
+
+    page.reload()
+    expect(page.locator("tbody tr")).to_have_count(len(OLD))
+    expect(page.locator("#filter-created")).to_have_value("7d")
+    expect(page.locator("#filter-prefix")).to_have_value("old-")
+
+
+def test_a_job_is_found_by_its_id_at_once_and_the_list_takes_the_keyboard(
+    browser_page: Page, crowded: DevStack
+) -> None:
+    page = browser_page
+    page.goto(f"{crowded.base_url}/#/")
+    expect(page.locator("tbody tr")).to_have_count(50)
+
+    page.keyboard.press("/")
+    expect(page.locator("#filter-prefix")).to_be_focused()
+    page.keyboard.type(IDS[7])  # far past the first page
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_contain_text(IDS[7])
+    expect(page).to_have_url(f"{crowded.base_url}/#/jobs/{IDS[7]}")
+
+    page.goto(f"{crowded.base_url}/#/")
+    expect(page.locator("tbody tr")).to_have_count(50)
+    page.locator("h1").click()
+    page.keyboard.press("j")
+    expect(page.locator("tbody tr").nth(0).locator("a.job-link")).to_be_focused()
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    expect(page.locator("tbody tr").nth(1).locator("a.job-link")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_contain_text(IDS[-2])
+
+
+def test_after_load_more_a_refresh_reads_the_first_page_only(browser_page: Page, crowded: DevStack) -> None:
+    page = browser_page
+    page.goto(f"{crowded.base_url}/#/")
+    expect(page.locator("tbody tr")).to_have_count(50)
+    page.get_by_role("button", name="Load more").click()
+    expect(page.locator("tbody tr")).to_have_count(100)
+    sent = listings(page)
+
+    page.wait_for_timeout(4500)  # two refreshes (one every 2 s)
+
+    assert len(sent) >= 2
+    assert all("cursor" not in parse_qs(urlsplit(request.url).query) for request in sent)
+    expect(page.locator("tbody tr")).to_have_count(100)  # the rows Load more brought stay
+    assert page.locator("tbody tr").nth(99).get_attribute("data-job-id") == IDS[-100]
