@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -146,4 +146,5 @@ def test_the_page_preloads_every_module_so_the_browser_fetches_them_at_once() ->
     assert page[0].decode().index("modulepreload") < page[0].decode().index('<script type="module"')
     for name in preloaded:
         served = assets.asset_at(f"/assets/{name}")
-        assert served is not None and served[1].startswith("text/javascript")
+        assert served is not None
+        assert served[1].startswith("text/javascript")
