@@ -223,3 +223,22 @@ def test_at_a_phones_width_the_job_view_has_no_horizontal_scroll(
     page.goto(f"{gated_stack.base_url}/#/")
     expect(page.get_by_role("link", name=job_id)).to_be_visible()
     no_horizontal_scroll(page)
+
+
+def test_on_a_phone_only_the_actions_the_status_allows_are_shown(
+    phone_page: Page, gated_stack: DevStack, tmp_path: Path
+) -> None:
+    failed_job(gated_stack, tmp_path, "phone-actions")
+    page = phone_page
+    banner = open_job(page, gated_stack.base_url, "phone-actions")
+    expect(banner).to_have_attribute("data-status", "error")
+
+    expect(button(page, "Retry")).to_be_visible()
+    buttons = page.locator(".actions button").all()
+    shown = [each.inner_text() for each in buttons if each.is_visible()]
+    enabled = [each.inner_text() for each in buttons if each.is_enabled()]
+
+    assert shown == enabled
+    assert "Retry" in shown
+    assert "Pause" not in shown
+    assert "Resume" not in shown

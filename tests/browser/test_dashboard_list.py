@@ -7,12 +7,13 @@ in the address, totals, a job found by id at once, the keyboard, and a refresh t
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Page, Request, expect
+from playwright.sync_api import Browser, Page, Request, expect
 
 from tests.browser.seed import DAY_MS, seed_jobs
 from tests.local.devstack import DevStack, dev_stack
@@ -127,3 +128,24 @@ def test_after_load_more_a_refresh_reads_the_first_page_only(browser_page: Page,
     assert all("cursor" not in parse_qs(urlsplit(request.url).query) for request in sent)
     expect(page.locator("tbody tr")).to_have_count(100)  # the rows Load more brought stay
     assert page.locator("tbody tr").nth(99).get_attribute("data-job-id") == IDS[-100]
+
+
+def test_times_read_relative_with_the_absolute_time_and_zone_on_hover(browser: Browser, crowded: DevStack) -> None:
+    context = browser.new_context(timezone_id="America/New_York", locale="en-US")
+    try:
+        page = context.new_page()
+        page.goto(f"{crowded.base_url}/#/?prefix=old-")
+        expect(page.locator("tbody tr")).to_have_count(len(OLD))
+        created = page.locator("tbody tr").first.locator("td[data-label=Created] time")
+
+        expect(created).to_have_text("2 days ago")
+        expect(created).to_have_attribute(
+            "title", re.compile(r"\d{1,2}:\d{2}:\d{2} [AP]M E[SD]T \(America/New_York\)$")
+        )
+
+        page.goto(f"{crowded.base_url}/#/?prefix={IDS[-1]}")
+        expect(page.locator("tbody tr td[data-label=Created] time")).to_have_text(
+            re.compile(r"(now|\d+ (seconds?|minutes?) ago)$")
+        )
+    finally:
+        context.close()

@@ -11,7 +11,17 @@ const shortFormat = new Intl.DateTimeFormat(undefined, {
   hour: "2-digit",
   minute: "2-digit",
 });
-export const fullFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+/** The absolute time with its zone ("2 Dec 2026, 21:30:05 GMT+1"): what a time's title says on hover. */
+export const fullFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "long" });
+const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+const relativeFormat = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+/** How far a relative time reaches, by unit: past a week, the date is clearer than "23 days ago". */
+const RELATIVE_UNITS = [
+  ["second", 60_000, 1000],
+  ["minute", 3_600_000, 60_000],
+  ["hour", 86_400_000, 3_600_000],
+  ["day", 604_800_000, 86_400_000],
+];
 export const numberFormat = new Intl.NumberFormat(undefined, { maximumFractionDigits: 4 });
 
 /** A Unix time in ms as text: the clock time today, else the date and time. */
@@ -22,11 +32,37 @@ export function formatTime(ms) {
   return date.toDateString() === today.toDateString() ? clockFormat.format(date) : shortFormat.format(date);
 }
 
-/** A `<time>` element for a Unix time in ms, with the full date in its title. */
+/**
+ * A Unix time in ms relative to `now` ("5 minutes ago", "in 2 hours", "now"); past a week either way, the
+ * date and time (formatTime).
+ */
+export function formatRelative(ms, now = Date.now()) {
+  if (ms == null) return "—";
+  const distance = ms - now;
+  if (Math.abs(distance) < 5000) return relativeFormat.format(0, "second");
+  for (const [unit, within, size] of RELATIVE_UNITS) {
+    if (Math.abs(distance) < within) return relativeFormat.format(Math.trunc(distance / size), unit);
+  }
+  return formatTime(ms);
+}
+
+/** The absolute time and the zone it is shown in, for a title: "2 Dec 2026, 21:30:05 GMT+1 (Europe/Berlin)". */
+export function absoluteTime(ms) {
+  return `${fullFormat.format(new Date(ms))}${ZONE ? ` (${ZONE})` : ""}`;
+}
+
+/** A `<time>` element for a Unix time in ms: relative ("3 minutes ago"), the absolute time and zone on hover. */
 export function timeElement(ms) {
   if (ms == null) return h("span", { class: "muted" }, "—");
   const date = new Date(ms);
-  return h("time", { datetime: date.toISOString(), title: fullFormat.format(date) }, formatTime(ms));
+  return h("time", { datetime: date.toISOString(), title: absoluteTime(ms) }, formatRelative(ms));
+}
+
+/** A `<time>` element as a clock time (a log's entries, read in sequence), the absolute time and zone on hover. */
+export function clockElement(ms) {
+  if (ms == null) return h("span", { class: "muted" }, "—");
+  const date = new Date(ms);
+  return h("time", { datetime: date.toISOString(), title: absoluteTime(ms) }, formatTime(ms));
 }
 
 /**
