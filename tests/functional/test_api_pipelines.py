@@ -57,7 +57,8 @@ def test_each_pipeline_with_its_phases_in_order_its_state_schema_and_a_sample(ap
     assert [pipeline["name"] for pipeline in listed] == sorted(PIPELINES.names)  # every one, by name
     (intake,) = [pipeline for pipeline in listed if pipeline["name"] == "document-intake"]
     (brief,) = [pipeline for pipeline in listed if pipeline["name"] == "research-brief"]
-    assert set(intake) == {"name", "phases", "stateSchema", "sample"}
+    assert set(intake) == {"name", "phases", "stateSchema", "sample", "signals"}
+    assert intake["signals"] == {}  # it waits for no signal
     assert intake["name"] == "document-intake"
     assert intake["phases"] == ["fetch", "split", "extract", "extract_page", "publish"]  # as registered
     assert intake["phases"] == PIPELINES.get("document-intake").phase_names
@@ -87,9 +88,10 @@ def test_plain_or_undescribable_state_has_an_empty_schema_and_a_model_without_ex
                 "phases": ["first", "second"],
                 "stateSchema": Greeting.model_json_schema(),
                 "sample": None,
+                "signals": {},
             },
-            {"name": "mid-opaque", "phases": ["first", "second"], "stateSchema": {}, "sample": None},
-            {"name": "zeta-plain", "phases": ["first", "second"], "stateSchema": {}, "sample": None},
+            {"name": "mid-opaque", "phases": ["first", "second"], "stateSchema": {}, "sample": None, "signals": {}},
+            {"name": "zeta-plain", "phases": ["first", "second"], "stateSchema": {}, "sample": None, "signals": {}},
         ]
     }
 
@@ -110,5 +112,5 @@ def test_the_openapi_document_declares_the_listing(api: Api) -> None:
     operation = document["paths"]["/pipelines"]["get"]
     assert set(operation["responses"]) == {"200", "400", "401", "500"}
     schemas = document["components"]["schemas"]
-    assert set(schemas["PipelineView"]["properties"]) == {"name", "phases", "stateSchema", "sample"}
+    assert set(schemas["PipelineView"]["properties"]) == {"name", "phases", "stateSchema", "sample", "signals"}
     assert schemas["PipelineList"]["properties"]["pipelines"]["items"] == {"$ref": "#/components/schemas/PipelineView"}

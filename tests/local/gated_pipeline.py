@@ -42,7 +42,16 @@ class Gated(BaseModel):
     signal: Any = None
 
 
-pipeline = Pipeline("gated", state=Gated)
+class Approval(BaseModel):
+    """The payload of the ``approval`` signal, which the pipeline declares (other signals take any JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    approved: bool
+    note: str = ""
+
+
+pipeline = Pipeline("gated", state=Gated, signals={"approval": Approval})
 
 
 def ran(ctx: PhaseContext[Gated], **changes: Any) -> Gated:

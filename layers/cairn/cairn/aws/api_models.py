@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PydanticInvalidForJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..core.engine import SIGNAL_NAME_PATTERN, validate_signal_name
@@ -14,6 +14,7 @@ from ..core.ids import JOB_ID_PATTERN, validate_job_id
 from ..core.listing import ID_PREFIX_PATTERN, MAX_ID_PREFIX, MAX_TIME_MS
 from ..core.models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
 from ..core.pipeline import NAME_PATTERN, Pipeline
+from ..core.signals import validation_schema
 
 #: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
 JOB_ID_MAX_LENGTH = 128
@@ -316,6 +317,13 @@ class Health(WireModel):
     driver: str
 
 
+class SignalView(WireModel):
+    """A signal a pipeline declares a payload model for: the payload's JSON schema and a sample payload."""
+
+    payload_schema: dict[str, Any] = Field(description="The JSON schema a payload must fit; {} when it is not known")
+    sample: Any = Field(default=None, description="A sample payload (the schema's first example); null: none")
+
+
 class PipelineView(WireModel):
     """A pipeline this deployment runs: its phases in order, its state's JSON schema and a sample state."""
 
@@ -325,14 +333,31 @@ class PipelineView(WireModel):
         description="The JSON schema of the pipeline's state model; {} when its state is plain JSON"
     )
     sample: Any = Field(default=None, description="A sample initial state (the schema's first example); null: none")
+    signals: dict[str, SignalView] = Field(
+        default_factory=dict, description="The signals whose payload must fit a model, by name; others take any JSON"
+    )
 
     @classmethod
     def of(cls, pipeline: Pipeline[Any]) -> PipelineView:
         """The view of a registered pipeline."""
         schema = state_schema(pipeline)
-        examples = schema.get("examples")
-        sample = examples[0] if isinstance(examples, list) and examples else None
-        return cls(name=pipeline.name, phases=pipeline.phase_names, state_schema=schema, sample=sample)
+        signals = {}
+        for name, model in pipeline.signal_models.items():
+            payload = validation_schema(model)
+            signals[name] = SignalView(payload_schema=payload, sample=_first_example(payload))
+        return cls(
+            name=pipeline.name,
+            phases=pipeline.phase_names,
+            state_schema=schema,
+            sample=_first_example(schema),
+            signals=signals,
+        )
+
+
+def _first_example(schema: dict[str, Any]) -> Any:
+    """A schema's first example; None when it gives none."""
+    examples = schema.get("examples")
+    return examples[0] if isinstance(examples, list) and examples else None
 
 
 class PipelineList(WireModel):
@@ -350,10 +375,7 @@ def state_schema(pipeline: Pipeline[Any]) -> dict[str, Any]:
     model = pipeline.state_model
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         return {}
-    try:
-        return model.model_json_schema(mode="validation")
-    except PydanticInvalidForJsonSchema:
-        return {}
+    return validation_schema(model)
 
 
 class ErrorDetail(WireModel):

@@ -15,6 +15,7 @@ from .admission import Admitted, admit, json_value
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .models import Checkpoint
 from .retry import RetryPolicy
+from .signals import admit_payload, checked_signal_models
 from .text import validation_problems
 
 if TYPE_CHECKING:
@@ -73,7 +74,8 @@ class Pipeline(Generic[S]):
     checkpoint live after their last write. ``memory_ttl`` is how long an
     insight stays in the pipeline's memory for later jobs (:mod:`cairn.core.lessons`).
     ``aliases`` maps old phase names to current ones, so checkpoints written
-    before a rename still resume.
+    before a rename still resume. ``signals`` maps a signal's name to the pydantic
+    model its payload must fit (:mod:`cairn.core.signals`); other signals take any JSON.
     """
 
     def __init__(
@@ -84,6 +86,7 @@ class Pipeline(Generic[S]):
         ttl: timedelta = timedelta(hours=24),
         memory_ttl: timedelta = timedelta(days=30),
         aliases: Mapping[str, str] | None = None,
+        signals: Mapping[str, type[BaseModel]] | None = None,
     ) -> None:
         if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
@@ -96,6 +99,7 @@ class Pipeline(Generic[S]):
         self.ttl = ttl
         self.memory_ttl = memory_ttl
         self.aliases: dict[str, str] = dict(aliases or {})
+        self.signal_models = checked_signal_models(name, signals)
         self._phases: dict[str, Phase] = {}
 
     @overload
@@ -228,6 +232,10 @@ class Pipeline(Generic[S]):
     def checkpoint(self, next_phase: str, state: Any, created_at: int) -> Checkpoint:
         """The checkpoint entering ``next_phase`` with ``state`` admitted (see :meth:`admit_state`)."""
         return Checkpoint.of_admitted(next_phase, self.admit_state(state), created_at)
+
+    def admit_signal(self, name: str, payload: Any) -> Any:
+        """The payload of signal ``name`` as JSON, checked against its declared model; else InvalidInputError."""
+        return admit_payload(self.name, name, self.signal_models.get(name), payload)
 
     def load_state(self, raw: Any) -> Any:
         """The state a phase sees: the model instance when the pipeline has one."""

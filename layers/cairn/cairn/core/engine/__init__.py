@@ -15,11 +15,12 @@ The parts, one concern each: :mod:`.starting` and :mod:`.rerunning` (start, retr
 from __future__ import annotations
 
 from ..ids import JOB_ID_PATTERN, validate_job_id
+from ..signals import SIGNAL_NAME_PATTERN, validate_signal_name
 from .advancing import advance_phase
 from .crashes import record_crash
 from .starting import parse_retry_mode, resolve_start_phase, run_pipeline, usable_checkpoint
 from .stopping import cancel_job, pause_job
-from .waits import SIGNAL_NAME_PATTERN, signal_job, validate_signal_name
+from .waits import signal_job
 from .writes import WRITE_RESOLVE_ATTEMPTS, resolve_write
 
 __all__ = [

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from functools import partial
 from typing import Any
 
@@ -14,6 +13,7 @@ from ..models import Checkpoint, Job, JobStatus
 from ..outcomes import Sleep, WaitFor
 from ..pipeline import Pipeline
 from ..scheduler_port import Scheduler
+from ..signals import validate_signal_name
 from ..storage_port import Storage
 from ..transitions import SignalDelivery, WaitExpiry
 from .claimed_run import ClaimedRun
@@ -44,18 +44,6 @@ def end_wait_if_due(
     return job
 
 
-SIGNAL_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def validate_signal_name(name: str) -> str:
-    """``name`` when it is a valid signal name (1-64 letters, digits, '.', '_', '-'); else InvalidInputError."""
-    if not isinstance(name, str) or not SIGNAL_NAME_PATTERN.fullmatch(name):
-        raise InvalidInputError(
-            f"Invalid signal name {name!r}: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-        )
-    return name
-
-
 def signal_job(
     job_id: str, pipeline: Pipeline[Any], name: str, payload: Any, *, storage: Storage, scheduler: Scheduler
 ) -> Job:
@@ -67,7 +55,7 @@ def signal_job(
     """
     validate_job_id(job_id)
     validate_signal_name(name)
-    encoded = json_value(payload, "Signal payload", max_bytes=MAX_SIGNAL_PAYLOAD_BYTES)
+    encoded = json_value(pipeline.admit_signal(name, payload), "Signal payload", max_bytes=MAX_SIGNAL_PAYLOAD_BYTES)
     request = SignalDelivery(name=name, payload=encoded, now_ms=storage.clock())
     job = resolve_write(partial(storage.deliver_signal, job_id, request))
     if job.pipeline != pipeline.name:

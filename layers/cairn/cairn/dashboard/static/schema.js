@@ -234,3 +234,22 @@ function checkObject(schema, value, path, root, errors, depth, fail) {
     fail(`must have at most ${schema.maxProperties} fields`);
   }
 }
+
+/** A value of the schema's shape to start typing from: its example or default, else an empty value of its type. */
+export function templateFor(schema, root = schema, depth = 0) {
+  if (!schema || typeof schema !== "object" || depth > 8) return null;
+  if (schema.$ref) return templateFor(resolveRef(root, schema.$ref), root, depth + 1);
+  if (Array.isArray(schema.examples) && schema.examples.length) return schema.examples[0];
+  if ("default" in schema) return schema.default;
+  if ("const" in schema) return schema.const;
+  if (Array.isArray(schema.enum) && schema.enum.length) return schema.enum[0];
+  const choice = schema.anyOf ?? schema.oneOf ?? schema.allOf;
+  if (Array.isArray(choice) && choice.length) return templateFor(choice[0], root, depth + 1);
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  if (type === "object" || schema.properties) {
+    const value = {};
+    for (const [key, child] of Object.entries(schema.properties ?? {})) value[key] = templateFor(child, root, depth + 1);
+    return value;
+  }
+  return { array: [], string: "", integer: 0, number: 0, boolean: false }[type] ?? null;
+}
