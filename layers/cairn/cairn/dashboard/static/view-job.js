@@ -15,6 +15,7 @@ import { KIND_LABELS } from "./labels.js";
 import { renderLog } from "./log.js";
 import { Poller } from "./poller.js";
 import { openRerun, openStartOver } from "./restart-dialogs.js";
+import { renderPipelineGraph } from "./pipeline-graph.js";
 import { openSignal } from "./signal-dialog.js";
 import { renderTimeline } from "./timeline.js";
 
@@ -57,6 +58,7 @@ export function jobView(main, route) {
   const statePre = h("pre", { class: "json", tabindex: "0" });
   const stateDetails = h("details", { class: "state" }, h("summary", {}, "State"), statePre);
   const result = h("div", { class: "result" });
+  const graph = h("div", { class: "pipeline-graph" });
 
   main.append(
     heading("Job ", h("span", { class: "mono job-id" }, jobId)),
@@ -104,6 +106,12 @@ export function jobView(main, route) {
           stateDetails,
           h("h3", {}, "Result"),
           result,
+        ),
+        h(
+          "section",
+          { class: "panel graph-panel", "aria-labelledby": "graph-title" },
+          h("h2", { id: "graph-title" }, "Pipeline"),
+          graph,
         ),
       ),
     ),
@@ -218,6 +226,7 @@ export function jobView(main, route) {
     renderBanner(banner, job);
     if (!view.busy) renderActions(buttons, job, view.phases);
     renderTimeline(timeline, job, view.log);
+    renderPipelineGraph(graph, { phases: view.phases, records: job.phases ?? [], current: job.nextPhase });
     renderLog(logList, view.log, logFilter.value, false, ["running", "waiting"].includes(job.status));
     logCount.textContent = `(${view.log.length})`;
     renderUsage(usage, job.usage ?? {});
