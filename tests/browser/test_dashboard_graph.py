@@ -30,12 +30,12 @@ def test_the_graph_shows_each_phase_with_its_runs_and_the_transitions_the_job_to
 
     expect(nodes).to_have_text(["gather1 run", "check1 run", "finishnot run"])
     expect(graph.locator("[aria-current=step]")).to_have_attribute("data-phase", "check")
-    expect(graph.get_by_role("list", name="Transitions this job took")).to_have_text("gather → check · 1×")
+    expect(graph.get_by_role("list", name="Transitions this job took")).to_have_text("gather → check · 1 time")
 
     gate.write_text("open")
     gated_stack.api.retry("graphed")
     expect(banner).to_have_attribute("data-status", "complete")
     expect(nodes).to_have_text(["gather1 run", "check2 runs", "finish1 run"])
     edges = graph.get_by_role("list", name="Transitions this job took").get_by_role("listitem")
-    expect(edges).to_have_text(["gather → check · 1×", "check → finish · 1×"])
+    expect(edges).to_have_text(["gather → check · 1 time", "check → finish · 1 time"])
     expect(graph.locator("[aria-current=step]")).to_have_count(0)

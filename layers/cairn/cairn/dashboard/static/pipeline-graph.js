@@ -65,7 +65,7 @@ export function renderPipelineGraph(container, { phases, records, current }) {
       h("span", { class: "mono" }, transition.from),
       ` ${how} `,
       transition.kind === "retry" ? null : h("span", { class: "mono" }, transition.to),
-      h("span", { class: "muted" }, ` · ${transition.count}×`),
+      h("span", { class: "muted" }, ` · ${transition.count} time${transition.count === 1 ? "" : "s"}`),
     );
   };
   const transitions = transitionsSeen(records);
