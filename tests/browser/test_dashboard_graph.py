@@ -39,3 +39,18 @@ def test_the_graph_shows_each_phase_with_its_runs_and_the_transitions_the_job_to
     edges = graph.get_by_role("list", name="Transitions this job took").get_by_role("listitem")
     expect(edges).to_have_text(["gather → check · 1 time", "check → finish · 1 time"])
     expect(graph.locator("[aria-current=step]")).to_have_count(0)
+
+
+def test_an_unknown_job_gets_a_clear_not_found_page_not_an_empty_skeleton(
+    browser_page: Page, gated_stack: DevStack
+) -> None:
+    page = browser_page
+    page.goto(f"{gated_stack.base_url}/#/jobs/no-such-job-here")
+
+    expect(page.get_by_role("status")).to_have_attribute("data-status", "missing")
+    expect(page.get_by_role("heading", name="No job has this id")).to_be_visible()
+    expect(page.get_by_role("group", name="Actions")).to_be_hidden()
+    expect(page.get_by_role("region", name="Timeline")).to_have_count(0)
+    page.get_by_role("link", name="Jobs whose id starts with this one").click()
+    expect(page).to_have_url(f"{gated_stack.base_url}/#/?prefix=no-such-job-here")
+    expect(page.locator("#filter-prefix")).to_have_value("no-such-job-here")

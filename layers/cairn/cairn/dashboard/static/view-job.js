@@ -60,62 +60,57 @@ export function jobView(main, route) {
   const result = h("div", { class: "result" });
   const graph = h("div", { class: "pipeline-graph" });
 
-  main.append(
-    heading("Job ", h("span", { class: "mono job-id" }, jobId)),
-    meta,
-    banner,
-    actions,
+  const grid = h(
+    "div",
+    { class: "job-grid" },
     h(
       "div",
-      { class: "job-grid" },
+      { class: "job-main" },
       h(
-        "div",
-        { class: "job-main" },
-        h(
-          "section",
-          { class: "panel timeline-panel", "aria-labelledby": "timeline-title" },
-          h("h2", { id: "timeline-title" }, "Timeline"),
-          timeline,
-        ),
-        h(
-          "section",
-          { class: "panel log-panel", "aria-labelledby": "log-title" },
-          h(
-            "div",
-            { class: "panel-head" },
-            h("h2", { id: "log-title" }, "Log ", logCount),
-            h("div", { class: "field inline" }, h("label", { for: "log-filter" }, "Show"), logFilter),
-          ),
-          logBox,
-        ),
+        "section",
+        { class: "panel timeline-panel", "aria-labelledby": "timeline-title" },
+        h("h2", { id: "timeline-title" }, "Timeline"),
+        timeline,
       ),
       h(
-        "div",
-        { class: "job-side" },
+        "section",
+        { class: "panel log-panel", "aria-labelledby": "log-title" },
         h(
-          "section",
-          { class: "panel usage-panel", "aria-labelledby": "usage-title" },
-          h("h2", { id: "usage-title" }, "Usage"),
-          usage,
+          "div",
+          { class: "panel-head" },
+          h("h2", { id: "log-title" }, "Log ", logCount),
+          h("div", { class: "field inline" }, h("label", { for: "log-filter" }, "Show"), logFilter),
         ),
-        h(
-          "section",
-          { class: "panel checkpoint-panel", "aria-labelledby": "checkpoint-title" },
-          h("h2", { id: "checkpoint-title" }, "Checkpoint"),
-          checkpoint,
-          stateDetails,
-          h("h3", {}, "Result"),
-          result,
-        ),
-        h(
-          "section",
-          { class: "panel graph-panel", "aria-labelledby": "graph-title" },
-          h("h2", { id: "graph-title" }, "Pipeline"),
-          graph,
-        ),
+        logBox,
+      ),
+    ),
+    h(
+      "div",
+      { class: "job-side" },
+      h(
+        "section",
+        { class: "panel usage-panel", "aria-labelledby": "usage-title" },
+        h("h2", { id: "usage-title" }, "Usage"),
+        usage,
+      ),
+      h(
+        "section",
+        { class: "panel checkpoint-panel", "aria-labelledby": "checkpoint-title" },
+        h("h2", { id: "checkpoint-title" }, "Checkpoint"),
+        checkpoint,
+        stateDetails,
+        h("h3", {}, "Result"),
+        result,
+      ),
+      h(
+        "section",
+        { class: "panel graph-panel", "aria-labelledby": "graph-title" },
+        h("h2", { id: "graph-title" }, "Pipeline"),
+        graph,
       ),
     ),
   );
+  main.append(heading("Job ", h("span", { class: "mono job-id" }, jobId)), meta, banner, actions, grid);
 
   /** Read the job; its log and state only when it changed (every write advances its sequence). */
   async function load(signal) {
@@ -208,6 +203,23 @@ export function jobView(main, route) {
       h("div", {}, h("p", { class: "banner-title" }, "No such job"), h("p", { class: "banner-detail" }, error.message)),
     );
     for (const button of buttons.values()) button.disabled = true;
+    actions.hidden = true;
+    meta.hidden = true;
+    grid.replaceWith(
+      h(
+        "section",
+        { class: "panel not-found", "aria-labelledby": "not-found-title" },
+        h("h2", { id: "not-found-title" }, "No job has this id"),
+        h("p", {}, "It may have expired (a job lives for its pipeline's TTL after its last write), belong to another caller, or the id may be mistyped."),
+        h(
+          "p",
+          {},
+          h("a", { href: "#/" }, "See all jobs"),
+          " · ",
+          h("a", { href: `#/?prefix=${encodeURIComponent(jobId)}` }, "Jobs whose id starts with this one"),
+        ),
+      ),
+    );
   }
 
   /** Render everything from the last read. */
