@@ -5,8 +5,9 @@
 Starts ``cairn dev --driver direct`` on this bundle (free ports), starts ``document-intake`` jobs that end
 complete, end in error, are paused, are cancelled and stay running a while, and photographs the dashboard it
 serves with Debian's chromium (Playwright's sync API, never a browser of Playwright's own): the jobs view
-(jobs.png), then the job view of the running job (job-running.png), of the failed one (job-error.png) and of
-a complete one (job-complete.png). Each view is photographed once it shows the expected status and its data
+(jobs.png), filtered to the complete jobs with the totals (jobs-filtered.png), the bulk retry dialog for every
+failed job (bulk-dialog.png), then the job view of the running job (job-running.png), of the failed one with its
+traceback open (job-error.png: its export path cannot be written) and of a complete one (job-complete.png). Each view is photographed once it shows the expected status and its data
 (the jobs' rows; the job's banner, timeline, log and usage) and no alert; else the command fails, saying
 what the view showed instead.
 """
@@ -17,7 +18,7 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -69,6 +70,8 @@ SEEDS = (
     # Two seconds a page: a loaded machine still pauses or cancels these before their last page is done.
     Seed("vendor-contract", {"document": "contract.txt", "page_seconds": 2}, "cancelled", then="cancel"),
     Seed("missing-scan", {"document": "missing.txt"}, "error"),
+    # Its export path cannot be written: publish raises (OSError, retried twice), so the job keeps a traceback.
+    Seed("broken-export", {"document": "invoice.txt", "output_path": "/proc/cairn-export/result.json"}, "error"),
     Seed("report-draft", {"document": "report.txt", "page_seconds": 2}, "paused", then="pause", phase="publish"),
     Seed("contract-review", {"document": "contract.txt"}, "complete"),
     # Five pages, five seconds after each: about 25 s in ``extract``, long enough to photograph it running
@@ -87,9 +90,20 @@ class Shot:
     ready: Sequence[str]
     status: str | None = None
     """The job view's banner status (``data-status``) it waits for; None for the jobs view."""
+    act: Callable[[Page], None] | None = None
+    """What to do on the view once it is ready, before the picture (open a dialog, unfold a traceback)."""
 
 
-def _job_shot(file: str, job_id: str, status: str, *more: str) -> Shot:
+def _unfold_failures(page: Page) -> None:
+    page.evaluate("for (const details of document.querySelectorAll('details.failure')) details.open = true")
+
+
+def _open_bulk_retry(page: Page) -> None:
+    page.get_by_role("button", name="Retry all", exact=True).click()
+    page.wait_for_selector("#bulk-dialog [data-slot=confirm]:not([disabled])", timeout=TIMEOUT_MS)
+
+
+def _job_shot(file: str, job_id: str, status: str, *more: str, act: Callable[[Page], None] | None = None) -> Shot:
     """The job view of ``job_id`` once its banner says ``status`` and its timeline and log are drawn."""
     return Shot(
         file,
@@ -102,6 +116,7 @@ def _job_shot(file: str, job_id: str, status: str, *more: str) -> Shot:
             *more,
         ),
         status,
+        act,
     )
 
 
@@ -114,8 +129,22 @@ SHOTS = (
             "ul.status-counts > li",
         ),
     ),
+    Shot(
+        "jobs-filtered.png",
+        "#/?status=complete",
+        (
+            *(f'tr[data-job-id="{seed.job_id}"]' for seed in SEEDS if seed.status == "complete"),
+            'ul.status-counts button[aria-pressed="true"]',
+        ),
+    ),
+    Shot(
+        "bulk-dialog.png",
+        "#/?status=error",
+        tuple(f'tr[data-job-id="{seed.job_id}"]' for seed in SEEDS if seed.status == "error"),
+        act=_open_bulk_retry,
+    ),
     _job_shot("job-running.png", RUNNING, "running"),
-    _job_shot("job-error.png", "missing-scan", "error", ".timeline-error"),
+    _job_shot("job-error.png", "broken-export", "error", "details.failure", act=_unfold_failures),
     _job_shot("job-complete.png", "contract-review", "complete", ".result > *"),
 )
 
@@ -169,6 +198,8 @@ def photograph(page: Page, base_url: str, shot: Shot, out: Path) -> Path:
             raise ViewError(
                 f"{shot.route} did not show {selector} within {TIMEOUT_MS / 1000:g}s ({_describe(page)})"
             ) from None
+    if shot.act is not None:
+        shot.act(page)
     page.evaluate("document.fonts.ready")
     alert = " ".join(page.locator("#alert").inner_text().split())
     if alert:

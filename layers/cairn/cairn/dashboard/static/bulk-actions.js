@@ -119,10 +119,9 @@ export function openBulk(actionName, target, onDone) {
       : jobs.length === 0
         ? `No job is ${which}.`
         : `${action.label} ${plural(jobs.length)} ${which}? ${action.explain}`;
-    slot("jobs").replaceChildren(
-      ...jobs.slice(0, NAMED).map((job) => h("li", {}, h("span", { class: "mono" }, job.jobId), ` ${job.status}`)),
-      jobs.length > NAMED ? h("li", { class: "muted" }, `and ${plural(jobs.length - NAMED)} more`) : null,
-    );
+    const named = jobs.slice(0, NAMED).map((job) => h("li", {}, h("span", { class: "mono" }, job.jobId), ` ${job.status}`));
+    if (jobs.length > NAMED) named.push(h("li", { class: "muted" }, `and ${plural(jobs.length - NAMED)} more`));
+    slot("jobs").replaceChildren(...named);
     confirm.disabled = chosen.length === 0;
     confirm.textContent = `${action.label} ${plural(chosen.length)}`;
   }

@@ -29,7 +29,7 @@ export function listSelection({ tbody, shown, query, acted }) {
     button("retry", "Retry selected", false),
     button("cancel", "Cancel selected", false),
     button("restart", "Start over selected", false),
-    h("span", { class: "bulk-or muted" }, "or every job matching this filter:"),
+    h("span", { class: "bulk-or muted" }, "or all matching the filter:"),
     button("retry", "Retry all", true),
     button("cancel", "Cancel all", true),
     button("restart", "Start over all", true),
