@@ -5,11 +5,12 @@
 Starts ``cairn dev --driver direct`` on this bundle (free ports), starts ``document-intake`` jobs that end
 complete, end in error, are paused, are cancelled and stay running a while, and photographs the dashboard it
 serves with Debian's chromium (Playwright's sync API, never a browser of Playwright's own): the jobs view
-(jobs.png), filtered to the complete jobs with the totals (jobs-filtered.png), the bulk retry dialog for every
-failed job (bulk-dialog.png), then the job view of the running job (job-running.png), of the failed one with its
-traceback open (job-error.png: its export path cannot be written) and of a complete one (job-complete.png). Each view is photographed once it shows the expected status and its data
-(the jobs' rows; the job's banner, timeline, log and usage) and no alert; else the command fails, saying
-what the view showed instead.
+(jobs.png), filtered to the complete jobs with the totals (jobs-filtered.png), the bulk retry dialog for
+every failed job (bulk-dialog.png), then the job view of the running job (job-running.png), of the failed
+one with its traceback open (job-error.png: its export path cannot be written) and of a complete one
+(job-complete.png). Each view is photographed once it shows the expected status and its data (the jobs'
+rows; the job's banner, timeline, log and usage) and no alert; else the command fails, saying what the
+view showed instead.
 """
 
 from __future__ import annotations
