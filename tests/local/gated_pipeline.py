@@ -37,6 +37,8 @@ class Gated(BaseModel):
     hold_while: str = ""
     """A file: ``gather`` holds while it exists (at most 60 s). Empty: hold ``hold_seconds``."""
     wait_for: str | None = None
+    wait_timeout: float | None = Field(default=None, gt=0, le=86_400)
+    """How long ``gather``'s wait for ``wait_for`` lasts (None: until the job's TTL)."""
     note: str = ""
     ran: list[str] = Field(default_factory=list)
     signal: Any = None
@@ -69,7 +71,7 @@ def gather(ctx: PhaseContext[Gated]) -> Next | WaitFor:
         time.sleep(min(STEP_SECONDS, max(deadline - time.monotonic(), 0.0)))
     state = ran(ctx)
     if ctx.state.wait_for:
-        return WaitFor(ctx.state.wait_for, "check", state)
+        return WaitFor(ctx.state.wait_for, "check", state, timeout=ctx.state.wait_timeout)
     return Next("check", state)
 
 

@@ -6,6 +6,7 @@
 import { h, setChildren } from "./dom.js";
 import { formatDuration, formatTime, fullFormat, quoted } from "./format.js";
 import { OUTCOME_LABELS } from "./labels.js";
+import { runOf, runStarts, runTitle, waitedBefore } from "./timeline-runs.js";
 
 const MAX_TIMELINE_ROWS = 300;
 
@@ -14,8 +15,9 @@ const RESTART_ENTRY = /^(Job (started|retried|rerun)|Rerun from phase|Resumed)/;
 
 /**
  * The timeline: one bar per phase run (start and length on a shared time axis, coloured and labelled by
- * outcome), the backoff before a retried attempt as a dashed gap, and the phase in flight (or its wait)
- * growing to now while the job runs.
+ * outcome), the backoff before a retried attempt, a sleep or a wait for a signal as a dashed gap, the
+ * phase in flight (or its wait, with its deadline) growing to now while the job runs; the phase runs
+ * grouped by run (a start, a retry, a rerun, a start over), each group headed by what began it.
  * @param {HTMLElement} container
  * @param {object} job a JobView
  */
@@ -34,15 +36,29 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
   const at = (ms) => `${(((ms - origin) / span) * 100).toFixed(3)}%`;
   const width = (ms) => `${Math.max((ms / span) * 100, 0.4).toFixed(3)}%`;
 
-  const rows = records.map((record, index) => {
+  const runs = runStarts(log);
+  const rows = [];
+  let shownRun = null;
+  const headRun = (startedAt) => {
+    const run = runOf(runs, startedAt);
+    if (runs.length < 2 || run < 0 || run === shownRun) return;
+    shownRun = run;
+    rows.push(h("li", { class: "timeline-run", dataset: { run: String(run + 1) } }, runTitle(runs, run)));
+  };
+  records.forEach((record, index) => {
+    headRun(record.startedAt);
     const previous = findPrevious(records, index);
     const delay = previous ? record.startedAt - previous.endedAt : 0;
+    const before = index > 0 ? records[index - 1] : null;
+    const waited = waitedBefore(before, record);
     const duration = record.endedAt - record.startedAt;
     const outcome = OUTCOME_LABELS[record.outcome] ?? record.outcome;
     const then = record.outcome === "next" && record.nextPhase ? ` → ${record.nextPhase}` : "";
     const parts = [`${formatDuration(duration)}`, `${outcome}${then}`];
     if (delay > 0) parts.push(`after ${formatDuration(delay)} backoff`);
-    return timelineRow({
+    else if (waited) parts.push(waited);
+    const gapFrom = delay > 0 ? previous.endedAt : waited ? before.endedAt : null;
+    rows.push(timelineRow({
       phase: record.phase,
       attempt: record.attempt,
       outcome: record.outcome,
@@ -57,10 +73,13 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
       error: record.error,
       failure: record.failure,
       bar: { left: at(record.startedAt), width: width(duration) },
-      gap: delay > 0 ? { left: at(previous.endedAt), width: width(delay) } : null,
-    });
+      gap: gapFrom != null ? { left: at(gapFrom), width: width(record.startedAt - gapFrom) } : null,
+    }));
   });
-  if (live) rows.push(timelineRow(live.row(at, width)));
+  if (live) {
+    headRun(live.start);
+    rows.push(timelineRow(live.row(at, width)));
+  }
 
   setChildren(
     container,
@@ -109,8 +128,12 @@ function currentRun(job, log, now) {
         phase: job.nextPhase,
         attempt: job.attempt,
         outcome: "waiting",
-        summary: `waiting for ${quoted(job.waitingFor ?? "?")} · ${formatDuration(now - start)} so far`,
-        title: `Waiting for signal ${job.waitingFor ?? "?"} since ${fullFormat.format(new Date(start))}`,
+        summary: `waiting for ${quoted(job.waitingFor ?? "?")} · ${formatDuration(now - start)} so far · ${
+          job.waitDeadline ? `times out at ${formatTime(job.waitDeadline)} (in ${formatDuration(job.waitDeadline - now)})` : "no deadline"
+        }`,
+        title: `Waiting for signal ${job.waitingFor ?? "?"} since ${fullFormat.format(new Date(start))}${
+          job.waitDeadline ? `, until ${fullFormat.format(new Date(job.waitDeadline))}` : ""
+        }`,
         gap: { left: at(start), width: width(now - start) },
       }),
     };
@@ -123,7 +146,9 @@ function currentRun(job, log, now) {
         phase: job.nextPhase,
         attempt: job.attempt,
         outcome: "pending",
-        summary: `starts at ${formatTime(job.wakeAt)} (in ${formatDuration(job.wakeAt - now)})`,
+        summary: `${(job.phases ?? []).at(-1)?.outcome === "sleep" ? "sleeping until" : "starts at"} ${formatTime(
+          job.wakeAt,
+        )} (in ${formatDuration(job.wakeAt - now)})`,
         title: `Attempt ${job.attempt} of ${job.nextPhase} waits until ${fullFormat.format(new Date(job.wakeAt))}`,
         gap: { left: at(start), width: width(job.wakeAt - start) },
       }),
