@@ -99,7 +99,10 @@ def test_start_over_once_confirmed_runs_the_job_again_from_its_first_phase(
     view = gated_stack.api.get("started-over")
     assert phases_run(view) == ["gather", "check", "finish"]  # the history of the failed run is gone
     assert view["phases"][0]["startedAt"] > failed_at  # gather ran again, after the failure
-    assert log_messages(gated_stack, "started-over")[:2] == ['Job started over at phase "gather"', "ran gather"]
+    assert log_messages(gated_stack, "started-over")[:2] == [
+        'Job started over at phase "gather" by arn:aws:iam::123456789012:user/local',  # the dashboard's caller
+        "ran gather",
+    ]
     assert view["result"] == {"ran": ["gather", "check", "finish"], "note": "first run", "signal": None}
 
 

@@ -106,7 +106,7 @@ def test_the_log_route_returns_every_entry_with_its_fields(api: Api) -> None:
     entries = reply.body["entries"]
     assert entries == [entry.to_wire() for entry in api.stored().log]
     assert {"message", "level", "phase", "timestamp", "kind", "reason"} <= set(entries[0])
-    assert entries[0]["message"] == 'Job started at phase "fetch"'
+    assert entries[0]["message"] == f'Job started at phase "fetch" by {ALICE}'  # who started it
     assert {"observation", "decision"} <= {entry["kind"] for entry in entries}
     assert any(entry["reason"] for entry in entries if entry["kind"] == "decision")
 
@@ -285,14 +285,14 @@ def test_a_full_retry_restarts_from_the_stored_input_and_clears_the_old_log(api:
     assert reply.body["phases"] == []
     restarted = api.stored()
     assert restarted.input == first.input
-    assert [entry.message for entry in restarted.log] == ['Job started over at phase "fetch"']
+    assert [entry.message for entry in restarted.log] == [f'Job started over at phase "fetch" by {ALICE}']
     api.run()
     finished = api.stored()
     assert finished.status == JobStatus.COMPLETE
     assert finished.result == first.result
     assert phase_names(finished) == PHASES
     log = api.call("get-job-log").body["entries"]
-    assert log[0]["message"] == 'Job started over at phase "fetch"'
+    assert log[0]["message"] == f'Job started over at phase "fetch" by {ALICE}'
     assert not any("(resume)" in entry["message"] for entry in log)
     assert len(log) == len(first.log)
 

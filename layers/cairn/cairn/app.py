@@ -90,8 +90,13 @@ class Cairn:
             raise InvalidInputError(f'Pipeline "{wanted}" is not the one this Cairn was given')
         return found
 
-    def start(self, pipeline: str | Pipeline[Any], job_id: str | None = None, *, state: Any = None) -> Job:
-        """Start a new job (a generated id when none is given); an existing id raises JobExistsError."""
+    def start(
+        self, pipeline: str | Pipeline[Any], job_id: str | None = None, *, state: Any = None, by: str | None = None
+    ) -> Job:
+        """Start a new job (a generated id when none is given); an existing id raises JobExistsError.
+
+        The log's first line names who started it, ``by``, when given (the API gives its caller).
+        """
         chosen = self.pipeline(pipeline)
         return run_pipeline(
             validate_job_id(job_id) if job_id is not None else uuid.uuid4().hex,
@@ -100,6 +105,7 @@ class Cairn:
             scheduler=self.scheduler,
             initial_state=state,
             create_only=True,
+            actor=by,
         )
 
     def retry(
@@ -119,7 +125,7 @@ class Cairn:
         InvalidInputError.
 
         ``mode="from"`` continues the job at ``phase`` with ``state``, or else with the state it had
-        when it last entered ``phase``; its log records the rerun (and who asked, ``by``).
+        when it last entered ``phase``. The log's line for the retry names who asked, ``by``, when given.
         """
         job = self.get(job_id)
         chosen = self.pipelines.get(job.pipeline)
@@ -154,6 +160,7 @@ class Cairn:
             initial_state=state,
             retry_mode=wanted,
             refuse_complete=True,
+            actor=by,
         )
 
     def advance(

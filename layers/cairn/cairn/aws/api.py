@@ -164,7 +164,7 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
     logger.append_keys(job_id=job_id)
     jobs = services.cairn(owner, pipeline)
     try:
-        job = jobs.start(pipeline, job_id, state=checked_input(request.state))
+        job = jobs.start(pipeline, job_id, state=checked_input(request.state), by=owner)
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=1)

@@ -81,7 +81,8 @@ def run_pipeline(
     and the old log and starts from ``initial_phase`` (default: the first
     phase) with ``initial_state``; ``from`` reruns the job at ``initial_phase`` (required) with
     ``initial_state``, or else the state the job had when it last entered that phase, keeping its
-    log (which records who, ``actor``, reran what from where). Any worker still mid-phase is fenced off.
+    log (which records who, ``actor``, reran what from where; a start or retry names ``actor`` too).
+    Any worker still mid-phase is fenced off.
     With ``create_only`` an existing job is never touched: JobExistsError. With ``refuse_complete`` (a
     caller's retry: the front door's) a resume of a complete job is refused, TransitionRefusedError, and
     nothing is written (:mod:`cairn.core.restarts`); without it the seed's rule holds and it starts fresh.
@@ -119,7 +120,7 @@ def run_pipeline(
         state = saved.state if saved is not None else fresh_state
         checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
         first = existing is None or existing.is_expired(now)
-        note = LogEntry(message=_start_note(mode, first, start_phase), timestamp=now, phase=start_phase)
+        note = LogEntry(message=_start_note(mode, first, start_phase, actor), timestamp=now, phase=start_phase)
         wait = _wait_again(existing, saved, now)
         request = StartJob(
             job_id=job_id,
@@ -152,13 +153,14 @@ def run_pipeline(
     raise StorageError(f'Job "{job_id}" kept changing while it was being started; try again', retryable=True)
 
 
-def _start_note(mode: RetryMode, first: bool, phase: str) -> str:
-    """The first log line of a (re)start: what happened, at which phase."""
+def _start_note(mode: RetryMode, first: bool, phase: str, actor: str | None) -> str:
+    """The first log line of a (re)start: what happened, at which phase, and who asked (when known)."""
+    who = f" by {actor}" if actor else ""
     if first:
-        return f'Job started at phase "{phase}"'
+        return f'Job started at phase "{phase}"{who}'
     if mode == RetryMode.FULL:
-        return f'Job started over at phase "{phase}"'
-    return f'Job retried ({mode.value}) at phase "{phase}"'
+        return f'Job started over at phase "{phase}"{who}'
+    return f'Job retried ({mode.value}) at phase "{phase}"{who}'
 
 
 def _empty_state(pipeline: Pipeline[Any], state: Any) -> Any:
