@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -16,12 +17,15 @@ ISSUER = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example"
 
 
 def test_the_page_is_served_without_a_caller_as_packaged_with_its_security_headers(api: Api) -> None:
-    """The page is the package's file, byte for byte: nothing of the deployment (no secret) is put in it."""
+    """The page is the package's file with a preload link for each of its modules: nothing of the deployment
+    (no secret) is put in it."""
     reply = api.client.get("/dashboard", owner=None)
 
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
-    assert reply.body == static_folder().joinpath("index.html").read_text()
+    preloads = re.compile(r'<link rel="modulepreload" href="assets/[a-z-]+\.js">\n\s*')
+    assert preloads.findall(reply.body)
+    assert preloads.sub("", reply.body) == static_folder().joinpath("index.html").read_text()
     policy = reply.headers["Content-Security-Policy"]
     assert "script-src 'self'" in policy
     assert "connect-src 'self'" in policy

@@ -314,4 +314,8 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     assert history_parameters == {"jobId", "limit", "cursor"}
     assert {"JobHistory", "HistoryWrite"} <= set(schemas)
     assert "historyCursor" in schemas["JobView"]["properties"]
-    assert [param["name"] for param in operations["GET", "/jobs/{jobId}"]["parameters"]] == ["jobId", "includeState"]
+    assert [param["name"] for param in operations["GET", "/jobs/{jobId}"]["parameters"]] == [
+        "jobId",
+        "includeState",
+        "includeInput",
+    ]

@@ -226,8 +226,10 @@ def count_jobs() -> JobCounts:
 def get_job(
     job_id: JobIdPath,
     include_state: Annotated[bool, Query(alias="includeState", description="Include the checkpoint's state")] = False,
+    include_input: Annotated[bool, Query(alias="includeInput", description="Include the job's input")] = False,
 ) -> JobView:
-    return job_view(current_services().cairn(caller()), job_id, include_state=include_state)
+    jobs = current_services().cairn(caller())
+    return job_view(jobs, job_id, include_state=include_state, include_input=include_input)
 
 
 @app.get(

@@ -239,6 +239,12 @@ class JobView(WireModel):
         exclude_if=lambda state: state is None,
         description="The checkpoint's state; present only with ?includeState=true and a checkpoint",
     )
+    input: Any = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="The state the job was started with (what Start over uses unless given another); present only "
+        "with ?includeInput=true",
+    )
     rerun_phases: list[str] | None = Field(
         default=None,
         exclude_if=lambda phases: phases is None,
@@ -253,6 +259,7 @@ class JobView(WireModel):
         job: Job,
         *,
         include_state: bool = False,
+        include_input: bool = False,
         rerun_phases: list[str] | None = None,
         history_cursor: str | None = None,
     ) -> JobView:
@@ -282,6 +289,7 @@ class JobView(WireModel):
             updated_at=job.updated_at,
             expires_at=job.expires_at,
             state=checkpoint.state if include_state and checkpoint else None,
+            input=job.input if include_input else None,
             rerun_phases=rerun_phases,
             history_cursor=history_cursor,
         )

@@ -42,11 +42,17 @@ def _view(jobs: Cairn, job_id: str) -> RecentJob:
     return view
 
 
-def job_view(jobs: Cairn, job_id: str, *, include_state: bool) -> JobView:
+def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bool = False) -> JobView:
     """``GET /jobs/{jobId}``: the job with its newest phase records, the phases a rerun may start from."""
     view = _view(jobs, job_id)
     phases = _rerun_phases(jobs, view)
-    return JobView.of(view.job, include_state=include_state, rerun_phases=phases, history_cursor=view.older)
+    return JobView.of(
+        view.job,
+        include_state=include_state,
+        include_input=include_input,
+        rerun_phases=phases,
+        history_cursor=view.older,
+    )
 
 
 def shown(jobs: Cairn, job: Job) -> JobView:

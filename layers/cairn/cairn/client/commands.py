@@ -165,8 +165,8 @@ def run_count(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 
 def run_show(arguments: argparse.Namespace, client: ApiClient) -> int:
-    """``cairn jobs show ID [--state]``: the job's details and phase timeline."""
-    job = client.get(arguments.job_id, include_state=arguments.state)
+    """``cairn jobs show ID [--state] [--input]``: the job's details and phase timeline."""
+    job = client.get(arguments.job_id, include_state=arguments.state, include_input=arguments.input)
     return _output(arguments, job, lambda shown: job_details(shown, _now_ms()))
 
 
@@ -290,6 +290,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     show = action("show", run_show, "show a job: status, phase timeline, usage, error")
     job_argument(show)
     show.add_argument("--state", action="store_true", help="also print the checkpoint's state")
+    show.add_argument("--input", action="store_true", help="also print the state the job was started with")
     log = action("log", run_log, "print a job's log entries")
     job_argument(log)
     log.add_argument(

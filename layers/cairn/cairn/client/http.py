@@ -177,9 +177,10 @@ class ApiClient:
         """How many of the caller's jobs have each status (``GET /jobs/counts``): ``{"counts", "total", "exact"}``."""
         return self.request("GET", "/jobs/counts")
 
-    def get(self, job_id: str, *, include_state: bool = False) -> Json:
-        """The job's view (``GET /jobs/{id}``); its checkpoint's state too with ``include_state``."""
-        return self.request("GET", self._job(job_id), query={"includeState": "true" if include_state else None})
+    def get(self, job_id: str, *, include_state: bool = False, include_input: bool = False) -> Json:
+        """The job's view (``GET /jobs/{id}``); its checkpoint's state and its input too when asked."""
+        query = {"includeState": "true" if include_state else None, "includeInput": "true" if include_input else None}
+        return self.request("GET", self._job(job_id), query=query)
 
     def history(self, job_id: str, *, limit: int | None = None, cursor: str | None = None) -> Json:
         """What the job's writes added, newest first (``GET /jobs/{id}/history``): ``{"jobId", "writes", "cursor"}``.

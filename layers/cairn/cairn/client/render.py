@@ -186,9 +186,10 @@ def job_details(job: Json, now_ms: int) -> str:
     if older:
         lines.append(f"  Older runs: GET /jobs/{job.get('jobId')}/history?cursor=<historyCursor> (see --json)")
     lines.extend(last_failure(phases))
-    if "state" in job:
-        lines.append("State:")
-        lines.append(json.dumps(job["state"], indent=2, ensure_ascii=False, default=str))
+    for field, title in (("input", "Input (what Start over uses):"), ("state", "State:")):
+        if field in job:
+            lines.append(title)
+            lines.append(json.dumps(job[field], indent=2, ensure_ascii=False, default=str))
     return "\n".join(lines)
 
 

@@ -9,18 +9,47 @@ import { $, h } from "./dom.js";
 import { checkJsonField, showFieldErrors } from "./fields.js";
 import { prettyJson, quoted } from "./format.js";
 
-/** Start over: say what is lost, then send {"mode": "full"}. */
-export function openStartOver(view, act, post) {
+/**
+ * Start over: say what is lost and show the input it runs with (read now, editable, checked against the
+ * pipeline's schema), then send {"mode": "full"} with the input as its state (an empty field: the stored one).
+ */
+export async function openStartOver(view, act, post, readInput) {
   const job = view.job;
   const dialog = $("#full-dialog");
   const slot = (name) => $(`[data-slot=${name}]`, dialog);
+  const field = $("#full-state");
+  const errors = $("#full-state-errors");
   slot("job").textContent = job.jobId;
   slot("first").textContent = view.phases[0] ?? "the first phase";
   const log = `its log (${view.log.length} entr${view.log.length === 1 ? "y" : "ies"})`;
   slot("lost").textContent = job.nextPhase
     ? `its checkpoint (at ${quoted(job.nextPhase)}, with its state) and ${log}`
     : log;
-  openDialog(dialog, () => act(() => post("retry", { mode: "full" })), $("[data-close]", dialog));
+  showFieldErrors(field, errors, []);
+  field.value = "";
+  field.placeholder = "Loading the job's input…";
+  openDialog(
+    dialog,
+    async () => {
+      const checked = checkJsonField(field, errors, view.schema, "input");
+      if (!checked.ok) {
+        field.focus();
+        return false;
+      }
+      const body = { mode: "full" };
+      if (checked.state !== undefined) body.state = checked.state;
+      await act(() => post("retry", body));
+    },
+    $("[data-close]", dialog),
+  );
+  try {
+    const input = await readInput();
+    if (field.value === "" && input != null) field.value = prettyJson(input);
+  } catch {
+    // unread: an empty field starts over with the stored input, as the API does
+  } finally {
+    field.placeholder = "Empty: the input it was started with";
+  }
 }
 
 /**

@@ -57,6 +57,8 @@ export function jobView(main, route) {
   const checkpoint = h("div", { class: "checkpoint" });
   const statePre = h("pre", { class: "json", tabindex: "0" });
   const stateDetails = h("details", { class: "state" }, h("summary", {}, "State"), statePre);
+  const inputPre = h("pre", { class: "json", tabindex: "0" });
+  const inputDetails = h("details", { class: "input" }, h("summary", {}, "Input"), inputPre);
   const result = h("div", { class: "result" });
   const graph = h("div", { class: "pipeline-graph" });
 
@@ -99,6 +101,7 @@ export function jobView(main, route) {
         h("h2", { id: "checkpoint-title" }, "Checkpoint"),
         checkpoint,
         stateDetails,
+        inputDetails,
         h("h3", {}, "Result"),
         result,
       ),
@@ -186,6 +189,22 @@ export function jobView(main, route) {
       statePre.removeAttribute("aria-busy");
     }
   }
+
+  /** The job's input (what it was started with, and what Start over uses unless given another). */
+  async function readInput() {
+    const full = await api(`${jobPath(jobId)}?includeInput=true`, { signal: poller.controller.signal });
+    return full.input ?? null;
+  }
+
+  inputDetails.addEventListener("toggle", () => {
+    if (!inputDetails.open) return;
+    inputPre.textContent = "Loading the input…";
+    readInput()
+      .then((input) => {
+        inputPre.textContent = input == null ? "No input: the job was started without a state." : prettyJson(input);
+      })
+      .catch((error) => reportError(error));
+  });
 
   stateDetails.addEventListener("toggle", () => {
     if (stateDetails.open && view.stateKey !== view.logKey) {
@@ -281,7 +300,7 @@ export function jobView(main, route) {
     Resume: () => act("Resume", () => post("retry", { mode: "resume" })),
     Pause: () => act("Pause", () => post("pause")),
     Cancel: () => act("Cancel", () => post("cancel")),
-    "Start over": () => openStartOver(view, (send) => act("Start over", send), post),
+    "Start over": () => openStartOver(view, (send) => act("Start over", send), post, readInput),
     "Rerun from phase": () => openRerun(view, readState, (send) => act("Rerun from phase", send), post),
     "Send signal": () => openSignal(view, (send) => act("Send signal", send), jobId),
   };
