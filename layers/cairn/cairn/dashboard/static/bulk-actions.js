@@ -17,6 +17,8 @@ const PARALLEL = 4;
 /** Job ids listed by name in the dialog; the rest are counted. */
 const NAMED = 200;
 const PAGE_SIZE = 100;
+/** Counts the reads of the matching jobs: only the newest one's answer is shown (the limit or the dialog may change meanwhile). */
+let reads = 0;
 
 /** What each bulk action sends for one job, and how the dialog speaks of it. */
 export const BULK_ACTIONS = {
@@ -106,11 +108,11 @@ export function openBulk(actionName, target, onDone) {
   slot("progress").hidden = true;
   slot("progress-text").textContent = "";
   limitField.value = String(DEFAULT_LIMIT);
+  reads += 1; // a read still running for an earlier opening of the dialog is not shown
   slot("limit-field").hidden = !target.query;
   confirm.hidden = false;
 
-  function showChoice(jobs, more) {
-    const limit = Number(limitField.value);
+  function showChoice(jobs, more, limit) {
     chosen = more ? [] : jobs;
     const which = target.query ? "matching this filter" : "selected";
     slot("summary").textContent = more
@@ -127,7 +129,9 @@ export function openBulk(actionName, target, onDone) {
   }
 
   async function readMatching() {
+    const read = ++reads;
     const limit = Number(limitField.value);
+    chosen = [];
     if (!Number.isInteger(limit) || limit < 1 || limit > HIGHEST_LIMIT) {
       limitField.setCustomValidity(`A whole number from 1 to ${HIGHEST_LIMIT}`);
       limitField.reportValidity();
@@ -139,9 +143,9 @@ export function openBulk(actionName, target, onDone) {
     slot("summary").textContent = "Reading the jobs that match…";
     try {
       const { jobs, more } = await jobsMatching(target.query, limit);
-      showChoice(jobs, more);
+      if (read === reads) showChoice(jobs, more, limit);
     } catch (error) {
-      setDialogError(dialog, String(error?.message ?? error));
+      if (read === reads) setDialogError(dialog, String(error?.message ?? error));
     }
   }
 
@@ -174,7 +178,7 @@ export function openBulk(actionName, target, onDone) {
     target.query ? limitField : $("[data-close]", dialog),
   );
   if (target.query) readMatching();
-  else showChoice(target.jobs, false);
+  else showChoice(target.jobs, false, target.jobs.length);
 }
 
 function resultLine(result) {
