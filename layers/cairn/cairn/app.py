@@ -24,8 +24,8 @@ from .core.engine import (
     usable_checkpoint,
     validate_job_id,
 )
-from .core.errors import InvalidInputError, JobNotFoundError
-from .core.models import Job, JobStatus, RetryMode
+from .core.errors import EnteredStateNotFoundError, InvalidInputError, JobNotFoundError, UnknownPhaseError
+from .core.models import Checkpoint, Job, JobStatus, RetryMode
 from .core.pipeline import Pipeline
 from .core.registry import PipelineRegistry
 from .core.scheduler_port import Scheduler
@@ -258,6 +258,31 @@ class Cairn:
         if job is None:
             raise JobNotFoundError(job_id)
         return job
+
+    def entered(self, job_id: str, phase: str) -> Checkpoint:
+        """The checkpoint that last entered ``phase`` (the state the phase started with), from the kept history.
+
+        ``phase`` may be an alias of a renamed phase: entries under either name are found. An unknown
+        job is JobNotFoundError; a phase its pipeline lacks, or one it has not entered since it last
+        started over, EnteredStateNotFoundError (a JobNotFoundError saying which). Reads the job's
+        newest write and its history back to that entry, never the whole job.
+        """
+        view = self.storage.get_job_view(validate_job_id(job_id), history=1)
+        if view is None:
+            raise JobNotFoundError(job_id)
+        names = [phase]
+        if view.job.pipeline in self.pipelines.names:
+            pipeline = self.pipelines.get(view.job.pipeline)
+            try:
+                current = pipeline.get_phase(phase).name
+            except UnknownPhaseError as exc:
+                raise EnteredStateNotFoundError(job_id, phase, str(exc)) from None
+            names = [current, *(old for old, new in pipeline.aliases.items() if new == current)]
+        for name in names:
+            found = self.storage.entered(job_id, name)
+            if found is not None:
+                return found
+        raise EnteredStateNotFoundError(job_id, phase)
 
     def list(self, *, status: JobStatus | str | None = None) -> list[Job]:
         """The jobs in storage, newest first, optionally only those with ``status``."""

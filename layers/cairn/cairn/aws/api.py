@@ -8,6 +8,7 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
 - ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations (a page with ``limit`` or ``cursor``).
 - ``GET /jobs/{jobId}/history`` pages what the job's writes added, newest first (``limit``, ``cursor``).
+- ``GET /jobs/{jobId}/states/{phase}`` and ``GET /jobs/{jobId}/diff`` show what it saw (:mod:`.api_states`).
 - ``POST /jobs/{jobId}/retry`` restarts a job (202): ``resume`` from its checkpoint, or ``full``;
   a resume of a complete job is refused (409) and changes nothing.
   A ``state`` that a resume would ignore (the job has a checkpoint) is refused (409), as the front door
@@ -75,6 +76,7 @@ from .api_models import (
 from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view, shown
 from .api_request import MAX_BODY_BYTES, admit
 from .api_services import ApiServices, checked_input, current_services
+from .api_states import router as states_router
 from .entry import Handler, entry_point
 from .observability import logger, metrics
 from .runtime import Runtime
@@ -132,6 +134,7 @@ app = APIGatewayHttpResolver(
 """The API's resolver: every route below and the error handlers of :mod:`cairn.aws.api_errors`."""
 app.configure_openapi(title=API_TITLE, version=API_VERSION, description=API_DESCRIPTION)
 install_error_handlers(app)
+app.include_router(states_router)
 
 
 def caller() -> str:

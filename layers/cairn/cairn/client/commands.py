@@ -20,7 +20,7 @@ from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_json
-from .render import counts_table, final_line, job_details, jobs_table, log_line, status_line
+from .render import counts_table, diff_lines, final_line, job_details, jobs_table, log_line, status_line
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -170,6 +170,15 @@ def run_show(arguments: argparse.Namespace, client: ApiClient) -> int:
     return _output(arguments, job, lambda shown: job_details(shown, _now_ms()))
 
 
+def run_state(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs state ID PHASE [--diff OTHER]``: the state PHASE was entered with, or what changed since OTHER's."""
+    if arguments.diff is None:
+        entered = client.entered_state(arguments.job_id, arguments.phase)
+        return _output(arguments, entered, lambda shown: json.dumps(shown.get("state"), indent=2, ensure_ascii=False))
+    diff = client.state_diff(arguments.job_id, arguments.diff, arguments.phase)
+    return _output(arguments, diff, diff_lines)
+
+
 def _print_entries(arguments: argparse.Namespace, entries: list[Json]) -> None:
     for entry in entries:
         print(json.dumps(entry, ensure_ascii=False) if arguments.json else log_line(entry), flush=True)
@@ -291,6 +300,10 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     job_argument(show)
     show.add_argument("--state", action="store_true", help="also print the checkpoint's state")
     show.add_argument("--input", action="store_true", help="also print the state the job was started with")
+    state = action("state", run_state, "print the state a phase was entered with, or what changed from another's")
+    job_argument(state)
+    state.add_argument("phase", metavar="PHASE", help="the phase (its state as the job last entered it)")
+    state.add_argument("--diff", metavar="OTHER", help="print what changed from OTHER's entry state to PHASE's instead")
     log = action("log", run_log, "print a job's log entries")
     job_argument(log)
     log.add_argument(

@@ -221,3 +221,29 @@ def final_line(job: Json) -> str:
     if job.get("error"):
         return f"Job {status}: {job['error']}"
     return f"Job {status}"
+
+
+def _shown(value: Any) -> str:
+    """A value of a diff on one line: compact JSON, cut to a screen's width."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def diff_lines(diff: Json) -> str:
+    """``GET /jobs/{id}/diff`` as lines: ``~ /path: before -> after``, ``+ /path: after``, ``- /path: before``."""
+    before, after = diff.get("from", {}), diff.get("to", {})
+    lines = [f"From {before.get('phase')} to {after.get('phase')}:"]
+    for change in diff.get("changes", []):
+        path = change.get("path") or "(the whole state)"
+        kind = change.get("change")
+        if kind == "added":
+            lines.append(f"+ {path}: {_shown(change.get('after'))}")
+        elif kind == "removed":
+            lines.append(f"- {path}: {_shown(change.get('before'))}")
+        else:
+            lines.append(f"~ {path}: {_shown(change.get('before'))} -> {_shown(change.get('after'))}")
+    if not diff.get("changes"):
+        lines.append("  No change: both phases were entered with the same state.")
+    if diff.get("truncated"):
+        lines.append("  ... and more changes (the list stops there)")
+    return "\n".join(lines)

@@ -94,6 +94,16 @@ class JobNotFoundError(CairnError):
         self.job_id = job_id
 
 
+class EnteredStateNotFoundError(JobNotFoundError):
+    """The job keeps no state for a phase: it has not entered it since it last started over, or has no such phase."""
+
+    def __init__(self, job_id: str, phase: str, reason: str | None = None) -> None:
+        why = reason or "it has not entered that phase since it last started over (or that history has expired)"
+        CairnError.__init__(self, f'Job "{job_id}" keeps no state for phase "{phase}": {why}')
+        self.job_id = job_id
+        self.phase = phase
+
+
 class JobExistsError(CairnError):
     """A job with this id already exists and was not to be touched; ``job`` is the existing job."""
 

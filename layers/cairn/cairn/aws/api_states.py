@@ -1,0 +1,124 @@
+"""What a job saw: the state each phase was entered with, and what changed between two of them.
+
+- ``GET /jobs/{jobId}/states/{phase}``: the state the job's newest entry into ``phase`` set, kept in its
+  history for rerun-from-phase (404 when the job has not entered that phase since it last started over).
+- ``GET /jobs/{jobId}/diff?from=A&to=B``: when each phase was entered and the changes from A's state to B's
+  (:mod:`cairn.core.state_diff`: JSON Pointer paths, at most a bounded number of changes).
+
+Registered on the API's resolver by :mod:`cairn.aws.api`; the caller sees only its own jobs.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import content_types
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import Field
+
+from ..app import Cairn
+from ..core.ids import validate_job_id
+from ..core.models import WireModel
+from ..core.state_diff import StateChange, diff_states
+from .api_auth import owner_of
+from .api_models import ErrorBody, JobId, PhaseName
+from .api_services import current_services
+from .observability import logger
+
+router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
+"""The routes of this module, included in the API's resolver."""
+
+
+class PhaseEntry(WireModel):
+    """Which checkpoint entered a phase: the phase and when."""
+
+    phase: str = Field(description="The phase (its current name, or the name asked for)")
+    entered_at: int = Field(description="When the checkpoint entering the phase was written (Unix ms)")
+
+
+class EnteredState(PhaseEntry):
+    """The state a phase was entered with: the checkpoint that last entered it."""
+
+    state: Any = Field(description="The state the phase started with")
+
+
+class JobState(EnteredState):
+    """``GET /jobs/{jobId}/states/{phase}``."""
+
+    job_id: str
+
+
+class StateComparison(WireModel):
+    """``GET /jobs/{jobId}/diff``: the changes from one phase's entry state to another's (not the states: see
+    ``GET /jobs/{jobId}/states/{phase}``, so that two large states never make one reply of both)."""
+
+    job_id: str
+    before: PhaseEntry = Field(alias="from")
+    after: PhaseEntry = Field(alias="to")
+    changes: list[StateChange] = Field(description="In document order; paths are JSON Pointers")
+    truncated: bool = Field(description="More changes exist than are listed")
+
+
+JobIdPath = Annotated[JobId, Path(alias="jobId", description="The job's id")]
+PhasePath = Annotated[PhaseName, Path(alias="phase", description="The phase (or an old name of it)")]
+
+_ERRORS = (HTTPStatus.BAD_REQUEST, HTTPStatus.UNAUTHORIZED, HTTPStatus.NOT_FOUND, HTTPStatus.INTERNAL_SERVER_ERROR)
+
+
+def _responses(description: str) -> dict[int, Any]:
+    content = {content_types.APPLICATION_JSON: {"model": ErrorBody}}
+    errors = {status.value: {"description": status.phrase, "content": content} for status in _ERRORS}
+    return {HTTPStatus.OK.value: {"description": description}, **errors}
+
+
+def _jobs(job_id: str) -> Cairn:
+    owner = owner_of(router.current_event.raw_event)
+    logger.append_keys(owner=owner, job_id=validate_job_id(job_id))
+    return current_services().cairn(owner)
+
+
+def _entered(jobs: Cairn, job_id: str, phase: str) -> EnteredState:
+    checkpoint = jobs.entered(job_id, phase)
+    return EnteredState(phase=checkpoint.next_phase, entered_at=checkpoint.created_at, state=checkpoint.state)
+
+
+@router.get(
+    "/jobs/<jobId>/states/<phase>",
+    summary="The state a phase was entered with",
+    description="The checkpoint that last entered the phase, as the job's history keeps it for rerun-from-phase. "
+    "404 when the job has not entered that phase since it last started over.",
+    tags=["jobs"],
+    responses=_responses("The phase's entry state"),
+)
+def get_entered_state(job_id: JobIdPath, phase: PhasePath) -> JobState:
+    entered = _entered(_jobs(job_id), job_id, phase)
+    return JobState(job_id=job_id, **entered.model_dump())
+
+
+@router.get(
+    "/jobs/<jobId>/diff",
+    summary="What changed between two phases' states",
+    description="The changes from the state the first phase was entered with to the second's (JSON Pointer "
+    "paths; added, removed or changed; a bounded list). The states themselves: GET /jobs/{jobId}/states/{phase}.",
+    tags=["jobs"],
+    responses=_responses("Both entry states and the changes between them"),
+)
+def get_state_diff(
+    job_id: JobIdPath,
+    before: Annotated[PhaseName, Query(alias="from", description="The phase whose entry state is the base")],
+    after: Annotated[PhaseName, Query(alias="to", description="The phase whose entry state is compared with it")],
+) -> StateComparison:
+    jobs = _jobs(job_id)
+    old, new = _entered(jobs, job_id, before), _entered(jobs, job_id, after)
+    diff = diff_states(old.state, new.state)
+    return StateComparison.model_validate(
+        {
+            "jobId": job_id,
+            "from": PhaseEntry(phase=old.phase, entered_at=old.entered_at),
+            "to": PhaseEntry(phase=new.phase, entered_at=new.entered_at),
+            "changes": diff.changes,
+            "truncated": diff.truncated,
+        }
+    )
