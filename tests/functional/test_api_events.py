@@ -58,6 +58,8 @@ CASES = {
     "api/get-job-with-state": Case(running, 200, job=JobStatus.RUNNING),
     "api/get-job-log": Case(complete, 200),
     "api/get-job-history": Case(complete, 200),
+    "api/get-job-state": Case(complete, 200),
+    "api/get-job-diff": Case(complete, 200),
     "api/list-jobs": Case(complete, 200),
     "api/list-jobs-by-status": Case(complete, 200),
     "api/list-jobs-bad-status": Case(nothing, 400, "invalid_request"),
@@ -95,6 +97,14 @@ def check_body(name: str, reply: Reply, api: Api) -> None:
         assert [entry for write in writes for entry in write["log"]] == [entry.to_wire() for entry in api.stored().log]
         assert [write["record"] for write in writes if write["record"]] == [r.to_wire() for r in api.stored().phases]
         assert body["cursor"] is None
+    elif name == "api/get-job-state":  # the first phase's entry state: the job's input
+        assert (body["phase"], body["state"]) == (api.stored().phases[0].phase, api.stored().input)
+    elif name == "api/get-job-diff":  # from the first phase to the middle one: what the phases between did
+        phases = [record.phase for record in api.stored().phases]
+        assert (body["from"]["phase"], body["to"]["phase"]) == (phases[0], phases[len(phases) // 2])
+        assert body["changes"]
+        assert all(change["path"].startswith("/") for change in body["changes"])
+        assert body["truncated"] is False
     elif name.startswith("api/list-jobs"):
         assert [summary["jobId"] for summary in body["jobs"]] == [JOB]
         assert body["jobs"][0]["status"] == "complete"

@@ -277,6 +277,10 @@ def api_events(pipeline: PipelineOutline, registered: Sequence[str], *, job_id: 
         "get-job-with-state": _Request("GET", "/jobs/{jobId}", job, {"includeState": "true"}),
         "get-job-log": _Request("GET", "/jobs/{jobId}/log", job),
         "get-job-history": _Request("GET", "/jobs/{jobId}/history", job, {"limit": "20"}),
+        "get-job-state": _Request("GET", "/jobs/{jobId}/states/{phase}", {**job, "phase": pipeline.phases[0]}),
+        "get-job-diff": _Request(
+            "GET", "/jobs/{jobId}/diff", job, {"from": pipeline.phases[0], "to": _middle_phase(pipeline)[1]}
+        ),
         "list-jobs": _Request("GET", "/jobs", query={"limit": "20"}),
         "list-jobs-by-status": _Request("GET", "/jobs", query={"status": "complete"}),
         "list-jobs-bad-status": _Request("GET", "/jobs", query={"status": "finished"}),

@@ -10,6 +10,7 @@ import { onConnectionChange } from "./connection.js";
 import { focusLost, h, heading, restoreFocus } from "./dom.js";
 import { prettyJson, timeElement } from "./format.js";
 import { icon } from "./icons.js";
+import { entryStates } from "./entry-states.js";
 import { renderCheckpoint, renderResult, renderUsage } from "./job-panels.js";
 import { KIND_LABELS } from "./labels.js";
 import { renderLog } from "./log.js";
@@ -61,6 +62,9 @@ export function jobView(main, route) {
   const inputDetails = h("details", { class: "input" }, h("summary", {}, "Input"), inputPre);
   const result = h("div", { class: "result" });
   const graph = h("div", { class: "pipeline-graph" });
+  // the phases a job can enter (the API leaves out a map's item phases, which have no entry state of their own)
+  const enterable = () => (Array.isArray(view.job?.rerunPhases) ? view.job.rerunPhases : view.phases);
+  const sawPanel = entryStates(jobId, enterable, () => poller.controller.signal);
 
   const grid = h(
     "div",
@@ -104,6 +108,12 @@ export function jobView(main, route) {
         inputDetails,
         h("h3", {}, "Result"),
         result,
+      ),
+      h(
+        "section",
+        { class: "panel seen-panel", "aria-labelledby": "seen-title" },
+        h("h2", { id: "seen-title" }, "What each phase saw"),
+        sawPanel.element,
       ),
       h(
         "section",
@@ -263,6 +273,7 @@ export function jobView(main, route) {
     renderUsage(usage, job.usage ?? {});
     renderCheckpoint(checkpoint, job);
     renderResult(result, job);
+    sawPanel.refresh();
   }
 
   /**

@@ -1,0 +1,126 @@
+/**
+ * What the job saw: the state a phase was entered with (`GET /jobs/{id}/states/{phase}`), or what changed from
+ * another phase's (`GET /jobs/{id}/diff?from=&to=`), read only when asked (a state can be large).
+ */
+
+import { api, ApiError, jobPath } from "./api.js";
+import { h, setChildren } from "./dom.js";
+import { prettyJson, timeElement } from "./format.js";
+
+const SIGNS = { added: "+", removed: "−", changed: "~" };
+
+/** A value of a change on one line: compact JSON, cut to a panel's width. */
+function short(value) {
+  const text = JSON.stringify(value) ?? "undefined";
+  return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+}
+
+/** One change of a diff: its sign, its JSON Pointer and the value(s). */
+function changeLine(change) {
+  const path = change.path || "(the whole state)";
+  const values =
+    change.change === "added"
+      ? [h("ins", {}, short(change.after))]
+      : change.change === "removed"
+        ? [h("del", {}, short(change.before))]
+        : [h("del", {}, short(change.before)), " → ", h("ins", {}, short(change.after))];
+  return h(
+    "li",
+    { class: `change ${change.change}`, dataset: { path: change.path } },
+    h("span", { class: "sign", "aria-label": change.change }, SIGNS[change.change] ?? "?"),
+    " ",
+    h("code", {}, path),
+    ": ",
+    ...values,
+  );
+}
+
+/**
+ * The panel's body: a phase to show, another to compare it with (optional), and what they read.
+ * `phases()` gives the phases a job can enter (never a map's item phase: it has no entry state of its own).
+ * @param {string} jobId
+ * @param {() => string[]} phases
+ * @param {() => AbortSignal} signal
+ * @returns {{element: HTMLElement, refresh: () => void}}
+ */
+export function entryStates(jobId, phases, signal) {
+  const phaseSelect = h("select", { id: "entry-phase" });
+  const compareSelect = h("select", { id: "entry-compare" });
+  const showButton = h("button", { type: "button", class: "small" }, "Show");
+  const output = h("div", { class: "entry-output", "aria-live": "polite" });
+  const element = h(
+    "div",
+    { class: "entry-states" },
+    h(
+      "div",
+      { class: "entry-controls" },
+      h("div", { class: "field inline" }, h("label", { for: "entry-phase" }, "State entering"), phaseSelect),
+      h("div", { class: "field inline" }, h("label", { for: "entry-compare" }, "Compared with"), compareSelect),
+      showButton,
+    ),
+    output,
+  );
+
+  function refresh() {
+    const names = phases();
+    const same = (select, values) => [...select.options].map((option) => option.value).join("\n") === values.join("\n");
+    if (!same(phaseSelect, names)) {
+      const chosen = phaseSelect.value;
+      phaseSelect.replaceChildren(...names.map((name) => h("option", { value: name }, name)));
+      if (names.includes(chosen)) phaseSelect.value = chosen;
+    }
+    const others = ["", ...names];
+    if (!same(compareSelect, others)) {
+      const chosen = compareSelect.value;
+      compareSelect.replaceChildren(
+        h("option", { value: "" }, "nothing (show the state)"),
+        ...names.map((name) => h("option", { value: name }, `the state entering ${name}`)),
+      );
+      if (others.includes(chosen)) compareSelect.value = chosen;
+    }
+    showButton.disabled = names.length === 0;
+  }
+
+  async function read() {
+    const phase = phaseSelect.value;
+    const other = compareSelect.value;
+    if (!phase) return;
+    output.setAttribute("aria-busy", "true");
+    output.replaceChildren(h("p", { class: "muted" }, "Reading…"));
+    try {
+      if (!other) {
+        const entered = await api(`${jobPath(jobId)}/states/${encodeURIComponent(phase)}`, { signal: signal() });
+        setChildren(
+          output,
+          h("p", { class: "muted" }, `The state ${phase} was last entered with, written `, timeElement(entered.enteredAt), ":"),
+          h("pre", { class: "json", tabindex: "0" }, prettyJson(entered.state)),
+        );
+        return;
+      }
+      const query = new URLSearchParams({ from: other, to: phase });
+      const diff = await api(`${jobPath(jobId)}/diff?${query}`, { signal: signal() });
+      const changes = diff.changes ?? [];
+      setChildren(
+        output,
+        h(
+          "p",
+          { class: "muted" },
+          changes.length === 0
+            ? `No change: ${phase} was entered with the state ${other} was.`
+            : `${changes.length}${diff.truncated ? "+" : ""} change${changes.length === 1 ? "" : "s"} from the state entering ${other} to the state entering ${phase}:`,
+        ),
+        changes.length ? h("ul", { class: "state-diff", "aria-label": "Changes" }, changes.map(changeLine)) : null,
+        diff.truncated ? h("p", { class: "muted" }, "More changes exist; the list stops there.") : null,
+      );
+    } catch (error) {
+      if (error?.name === "AbortError") return;
+      const message = error instanceof ApiError ? error.message : String(error?.message ?? error);
+      output.replaceChildren(h("p", { class: "field-error", role: "alert" }, message));
+    } finally {
+      output.removeAttribute("aria-busy");
+    }
+  }
+
+  showButton.addEventListener("click", () => read());
+  return { element, refresh };
+}
