@@ -167,7 +167,7 @@ def test_a_pause_and_a_cancel_past_the_first_ttl_keep_the_log_of_the_start(moto:
 
     job = job_of(storage, JOB)
     assert job.status == JobStatus.CANCELLED
-    assert [entry.message for entry in job.log] == ['Job started at phase "never"']
+    assert [entry.message for entry in job.log] == ['Job started at phase "never"', "Job paused", "Job cancelled"]
     assert job.input == {"input": _bulky("input")}
 
     clock.advance(10 * 60)

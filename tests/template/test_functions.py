@@ -34,6 +34,8 @@ ROUTES = {
     ("get", "/jobs/{jobId}"),
     ("get", "/jobs/{jobId}/log"),
     ("get", "/jobs/{jobId}/history"),
+    ("get", "/jobs/{jobId}/states/{phase}"),
+    ("get", "/jobs/{jobId}/diff"),
     ("post", "/jobs/{jobId}/retry"),
     ("post", "/jobs/{jobId}/pause"),
     ("post", "/jobs/{jobId}/cancel"),

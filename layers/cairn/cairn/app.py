@@ -197,24 +197,23 @@ class Cairn:
             item=item,
         )
 
-    def pause(self, job_id: str) -> Job:
-        """Pause a running job at its next phase boundary."""
-        return pause_job(job_id, storage=self.storage)
+    def pause(self, job_id: str, *, by: str | None = None) -> Job:
+        """Pause a running job at its next phase boundary; the log names who asked, ``by``, when given."""
+        return pause_job(job_id, storage=self.storage, by=by)
 
-    def cancel(self, job_id: str) -> Job:
-        """Cancel a job; a worker mid-phase can no longer commit."""
-        return cancel_job(job_id, storage=self.storage)
+    def cancel(self, job_id: str, *, by: str | None = None) -> Job:
+        """Cancel a job; a worker mid-phase can no longer commit. The log names who asked, ``by``, when given."""
+        return cancel_job(job_id, storage=self.storage, by=by)
 
-    def signal(self, job_id: str, name: str, payload: Any = None) -> Job:
+    def signal(self, job_id: str, name: str, payload: Any = None, *, by: str | None = None) -> Job:
         """Deliver signal ``name`` (JSON ``payload``) to a job waiting for it; its next phase reads ``ctx.signal``.
 
         A signal no one waits for (another name, a job not waiting, a second delivery) raises
-        TransitionRefusedError and is stored nowhere.
+        TransitionRefusedError and is stored nowhere. The log names who sent it, ``by``, when given.
         """
         job = self.get(job_id)
-        return signal_job(
-            job_id, self.pipelines.get(job.pipeline), name, payload, storage=self.storage, scheduler=self.scheduler
-        )
+        pipeline = self.pipelines.get(job.pipeline)
+        return signal_job(job_id, pipeline, name, payload, storage=self.storage, scheduler=self.scheduler, by=by)
 
     def recover(self, *, idle_seconds: float = recovery.DEFAULT_IDLE_SECONDS) -> list[str]:
         """Advance again the jobs a dead worker left ``running``; the ids of those recovered.

@@ -317,11 +317,12 @@ def _deployment_has_phase(name: str) -> bool:
     return any(pipeline.has_phase(name) for pipeline in current_services().pipelines)
 
 
-def change_status(job_id: str, change: Callable[[Cairn, str], Job], metric: str) -> JobView:
-    """Pause or cancel; a status that refuses the change is a 409 (TransitionRefusedError)."""
-    jobs = current_services().cairn(caller())
+def change_status(job_id: str, change: Callable[..., Job], metric: str) -> JobView:
+    """Pause or cancel, in the caller's name; a status that refuses the change is a 409 (TransitionRefusedError)."""
+    owner = caller()
+    jobs = current_services().cairn(owner)
     logger.append_keys(job_id=validate_job_id(job_id))
-    job = change(jobs, job_id)
+    job = change(jobs, job_id, by=owner)
     metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
     return shown(jobs, job)
 
@@ -365,7 +366,7 @@ def send_signal(
     jobs = services.cairn(owner, services.pipeline_of(job))
     logger.append_keys(job_id=job_id, signal=name)
     try:
-        job = jobs.signal(job_id, name, checked_input(payload))
+        job = jobs.signal(job_id, name, checked_input(payload), by=owner)
     except SchedulingError as exc:
         job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="SignalsDelivered", unit=MetricUnit.Count, value=1)

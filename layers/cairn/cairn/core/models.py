@@ -99,7 +99,7 @@ class Checkpoint(WireModel):
         return admitted.text if admitted is not None and admitted.value is self.state else None
 
 
-EntryKind = Literal["log", "observation", "decision", "insight", "error"]
+EntryKind = Literal["log", "observation", "decision", "insight", "error", "action"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 
 
@@ -112,6 +112,11 @@ class LogEntry(WireModel):
     timestamp: int
     kind: EntryKind = "log"
     reason: Message | None = None
+    actor: str | None = Field(
+        default=None,
+        exclude_if=lambda actor: actor is None,  # most entries name no one: stored as they were before
+        description='Who asked for an operator action (kind "action"): the API caller, when known',
+    )
 
 
 class Lesson(WireModel):
@@ -277,6 +282,12 @@ class Job(WireModel):
     fan_out: FanOut | None = Field(default=None, description="The map whose items run before the next phase")
     write_token: str | None = Field(default=None, description="The token of the last write, to recognise a retry")
     history_head: str | None = Field(default=None, description="The token of the last write that added history")
+    pending_log: list[LogEntry] = Field(
+        default_factory=list,
+        exclude_if=lambda pending: not pending,
+        description="Operator actions (pause, cancel, a signal) not yet in the history: the next start, or the "
+        "commit of a claim that saw them, moves them into its history item; a job's log shows them last",
+    )
     input_token: str | None = Field(default=None, description="The token of the write that set the input")
     history_renew_by: int | None = Field(
         default=None,

@@ -122,12 +122,12 @@ class Storage(ABC):
         """End a phase run and release the claim; raises ClaimLostError without it."""
 
     @abstractmethod
-    def pause(self, job_id: str) -> Job:
-        """Pause a running job (idempotent)."""
+    def pause(self, job_id: str, *, by: str | None = None) -> Job:
+        """Pause a running job (idempotent); the pause joins its pending log, naming ``by`` when given."""
 
     @abstractmethod
-    def cancel(self, job_id: str) -> Job:
-        """Cancel a job, fencing any worker (idempotent)."""
+    def cancel(self, job_id: str, *, by: str | None = None) -> Job:
+        """Cancel a job, fencing any worker (idempotent); the cancel joins its pending log, naming ``by``."""
 
     @abstractmethod
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:

@@ -61,11 +61,11 @@ class DelegatingStorage(Storage):
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
         return self.around("commit", lambda: self.inner.commit(job_id, fence, request))
 
-    def pause(self, job_id: str) -> Job:
-        return self.around("pause", lambda: self.inner.pause(job_id))
+    def pause(self, job_id: str, *, by: str | None = None) -> Job:
+        return self.around("pause", lambda: self.inner.pause(job_id, by=by))
 
-    def cancel(self, job_id: str) -> Job:
-        return self.around("cancel", lambda: self.inner.cancel(job_id))
+    def cancel(self, job_id: str, *, by: str | None = None) -> Job:
+        return self.around("cancel", lambda: self.inner.cancel(job_id, by=by))
 
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
         return self.around("deliver_signal", lambda: self.inner.deliver_signal(job_id, request))

@@ -123,7 +123,7 @@ class DocumentStorage(Storage):
         if job is None:
             return None
         log, phases = transitions.linked_history(self._history(job_id), job.history_head)
-        return job.model_copy(update={"log": log, "phases": phases})
+        return job.model_copy(update={"log": transitions.shown_log(log, job.pending_log), "phases": phases})
 
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         now = self.clock()
@@ -149,13 +149,13 @@ class DocumentStorage(Storage):
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
         return self._apply(job_id, lambda job: transitions.commit(job, job_id, fence, request))
 
-    def pause(self, job_id: str) -> Job:
+    def pause(self, job_id: str, *, by: str | None = None) -> Job:
         now, token = self.clock(), new_token()
-        return self._apply(job_id, lambda job: transitions.pause(job, job_id, now, token))
+        return self._apply(job_id, lambda job: transitions.pause(job, job_id, now, token, by))
 
-    def cancel(self, job_id: str) -> Job:
+    def cancel(self, job_id: str, *, by: str | None = None) -> Job:
         now, token = self.clock(), new_token()
-        return self._apply(job_id, lambda job: transitions.cancel(job, job_id, now, token))
+        return self._apply(job_id, lambda job: transitions.cancel(job, job_id, now, token, by))
 
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
         return self._apply(job_id, lambda job: transitions.deliver_signal(job, job_id, request))

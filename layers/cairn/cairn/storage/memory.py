@@ -90,5 +90,6 @@ class MemoryStorage(DocumentStorage):
         inspected: dict[str, Job] = {}
         for job_id, job in jobs.items():
             log, phases = transitions.linked_history(histories.get(job_id, {}), job.history_head)
+            log = transitions.shown_log(log, job.pending_log)
             inspected[job_id] = job.model_copy(update={"log": log, "phases": phases})
         return inspected

@@ -29,7 +29,7 @@ from ...core.models import (
     MapRecord,
     Signal,
 )
-from ...core.transitions import linked_history
+from ...core.transitions import linked_history, shown_log
 from ..payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason
@@ -85,6 +85,15 @@ class EncodedJob:
 def state_reference(checkpoint: Checkpoint, state_at: str) -> dict[str, Any]:
     """The job item's checkpoint: ``{nextPhase, createdAt}`` and ``stateAt``, the key of the item holding the state."""
     return {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "stateAt": state_at}
+
+
+def pending_actions(item: Item) -> list[LogEntry]:
+    """The operator actions a job item holds that its history does not yet (``pendingLog``: JSON texts)."""
+    texts = from_item({"pendingLog": item["pendingLog"]})["pendingLog"] if "pendingLog" in item else []
+    try:
+        return [LogEntry.model_validate_json(text) for text in texts]
+    except UNREADABLE as exc:
+        raise CorruptJobError(location(item), unreadable_reason(exc)) from exc
 
 
 def state_at(item: Item) -> str | None:
@@ -388,6 +397,7 @@ class ItemCodec:
                 history_head=values.get("historyHead"),
                 input_token=values.get("inputToken"),
                 history_renew_by=values.get("historyRenewBy"),
+                pending_log=[LogEntry.model_validate_json(text) for text in values.get("pendingLog", [])],
             )
         except UNREADABLE as exc:
             raise CorruptJobError(where, unreadable_reason(exc)) from exc
@@ -407,7 +417,7 @@ class ItemCodec:
             except UNREADABLE as exc:
                 raise CorruptJobError(f"{where}/{sk}", unreadable_reason(exc)) from exc
         log, phases = linked_history(history, job.history_head)
-        return job.model_copy(update={"input": job_input, "log": log, "phases": phases})
+        return job.model_copy(update={"input": job_input, "log": shown_log(log, job.pending_log), "phases": phases})
 
     @staticmethod
     def side_items(job_item: Item, partition: Iterable[Item]) -> list[Item]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from .attributes import item_size, to_item
@@ -55,6 +56,12 @@ class Expression:
     def remove(self, *attributes: str) -> Expression:
         """``REMOVE attribute, ...``."""
         self._removes.extend(self.name(attribute) for attribute in attributes)
+        return self
+
+    def remove_elements(self, attribute: str, indexes: Iterable[int]) -> Expression:
+        """``REMOVE attribute[i], ...``: list elements by their position before the write."""
+        aliased = self.name(attribute)
+        self._removes.extend(f"{aliased}[{int(index)}]" for index in indexes)
         return self
 
     def require(self, condition: str) -> Expression:

@@ -35,7 +35,7 @@ from ...core.history_pages import (
 from ...core.models import HistoryItem, Job, LogEntry
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, to_item, unreadable_reason
-from .codec import state_at
+from .codec import pending_actions, state_at
 from .history_chain import CursorMissed, Link, NewestFirst, NotOrdered, OldestFirst, chain_of, parse
 from .job_item import JobItem
 from .table import Table
@@ -107,7 +107,7 @@ class HistoryReads:
         histories = [link.history for link in reversed(read.links)]
         update = {
             "input": self._input(job, read.items),
-            "log": [entry for item in histories for entry in item.log],
+            "log": transitions.shown_log([entry for item in histories for entry in item.log], job.pending_log),
             "phases": [item.record for item in histories if item.record is not None],
         }
         return RecentJob(job.model_copy(update=update), read.older)
@@ -220,11 +220,14 @@ class HistoryReads:
         page = max(min(limit, 100), 10)
         chain = OldestFirst(self.table, job_id, run=run, head=head, until=sequence, start=start, page=page)
         try:
-            return self._log_forward(job_id, run, chain, skip, limit)
+            found = self._log_forward(job_id, run, chain, skip, limit)
         except CursorMissed:
             raise refused("log") from None
         except NotOrdered:  # the run's history began before history items were ordered: read it whole
             return self._log_in_memory(job_id, position, limit)
+        if found.cursor is None:  # the last page: the operator actions not yet in the history come last
+            return LogPage(transitions.shown_log(found.entries, pending_actions(job_item)), None)
+        return found
 
     @staticmethod
     def _log_forward(job_id: str, run: int, chain: OldestFirst, skip: int, limit: int) -> LogPage:

@@ -9,11 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...core import transitions
-from ...core.models import Job, JobStatus, Signal
+from ...core.models import Job, JobStatus, LogEntry, Signal
 from ...core.transitions import SignalDelivery, WaitExpiry, Written, new_token
 from .expressions import Expression
 from .job_item import JobItem, set_status
 from .table import ConditionFailed, Table, written_by
+
+
+def append_action(expression: Expression, entry: LogEntry) -> None:
+    """Add an operator action to the end of the job item's ``pendingLog`` (a list of JSON texts) in this write."""
+    pending = expression.name("pendingLog")
+    empty, added = expression.value("noActions", []), expression.value("action", [entry.model_dump_json(by_alias=True)])
+    expression.set_to("pendingLog", f"list_append(if_not_exists({pending}, {empty}), {added})")
 
 
 class _Refused(Exception):
@@ -27,8 +34,8 @@ class JobControls:
         self.table = table
         self.job_item = job_item
 
-    def pause(self, job_id: str) -> Job:
-        """A running job paused, or why not (the pure rule)."""
+    def pause(self, job_id: str, *, by: str | None = None) -> Job:
+        """A running job paused, the pause added to its pending log, or why not (the pure rule)."""
         now = self.table.clock()
         expression = Expression()
         expression.require("attribute_exists(#pk) AND #expiresAt > :nowSeconds AND #status = :running")
@@ -36,12 +43,13 @@ class JobControls:
             expression.name(attribute)
         expression.value("running", JobStatus.RUNNING.value)
         set_status(expression, self.table.codec, job_id, JobStatus.PAUSED)
+        append_action(expression, transitions.action_entry("Job paused", by, now))
         return self._update(
-            job_id, now, expression, outcome=lambda stored, token: transitions.pause(stored, job_id, now, token)
+            job_id, now, expression, outcome=lambda stored, token: transitions.pause(stored, job_id, now, token, by)
         )
 
-    def cancel(self, job_id: str) -> Job:
-        """The job cancelled and its claim fenced, or why not (the pure rule)."""
+    def cancel(self, job_id: str, *, by: str | None = None) -> Job:
+        """The job cancelled and its claim fenced, the cancel added to its pending log, or why not (the pure rule)."""
         now = self.table.clock()
         expression = Expression()
         expression.require(
@@ -52,8 +60,9 @@ class JobControls:
         expression.value("complete", JobStatus.COMPLETE.value)
         set_status(expression, self.table.codec, job_id, JobStatus.CANCELLED)
         expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt")
+        append_action(expression, transitions.action_entry("Job cancelled", by, now))
         return self._update(
-            job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token)
+            job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token, by)
         )
 
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
@@ -70,6 +79,7 @@ class JobControls:
         expression.remove("waitingFor", "waitDeadline", "timeoutPhase")
         signal = Signal(name=request.name, payload=request.payload, delivered_at=request.now_ms)
         expression.set("signal", signal.model_dump_json(by_alias=True))
+        append_action(expression, transitions.signal_entry(request))
         return self._update(
             job_id,
             request.now_ms,

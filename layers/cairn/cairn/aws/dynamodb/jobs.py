@@ -226,6 +226,9 @@ class Jobs:
         expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt")
         if request.kind not in ("retry", "sleep", "release"):
             expression.remove("notBefore")
+        moved = transitions.moved_actions(request)
+        if moved:  # the actions the claim saw are in the history item now; any made since stay pending
+            expression.remove_elements("pendingLog", range(moved))
         if request.kind in ("next", "done", "sleep", "wait", "map"):  # the phase is left: its signal is consumed
             expression.remove("signal")
             expression.set("attempt", 1)

@@ -161,13 +161,13 @@ class DynamoDBStorage(Storage):
         """One conditional update by the claim holder: the phase's outcome, the claim released."""
         return self._jobs.commit(job_id, fence, request)
 
-    def pause(self, job_id: str) -> Job:
+    def pause(self, job_id: str, *, by: str | None = None) -> Job:
         """One conditional update: a running job paused."""
-        return self._controls.pause(job_id)
+        return self._controls.pause(job_id, by=by)
 
-    def cancel(self, job_id: str) -> Job:
+    def cancel(self, job_id: str, *, by: str | None = None) -> Job:
         """One conditional update: the job cancelled, its claim fenced."""
-        return self._controls.cancel(job_id)
+        return self._controls.cancel(job_id, by=by)
 
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
         """One conditional update: the waiting job runs on with the signal."""

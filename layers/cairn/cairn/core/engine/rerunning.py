@@ -51,7 +51,8 @@ def rerun_from(
             message=f'Job rerun from phase "{phase}"{who} (was {existing.status.value}), with {source}',
             timestamp=now,
             phase=phase,
-            kind="decision",
+            kind="action",
+            actor=actor,
         )
         request = StartJob(
             job_id=job_id,

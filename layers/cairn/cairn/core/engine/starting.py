@@ -120,7 +120,13 @@ def run_pipeline(
         state = saved.state if saved is not None else fresh_state
         checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
         first = existing is None or existing.is_expired(now)
-        note = LogEntry(message=_start_note(mode, first, start_phase, actor), timestamp=now, phase=start_phase)
+        note = LogEntry(
+            message=_start_note(mode, first, start_phase, actor),
+            timestamp=now,
+            phase=start_phase,
+            kind="action",
+            actor=actor,
+        )
         wait = _wait_again(existing, saved, now)
         request = StartJob(
             job_id=job_id,

@@ -45,9 +45,18 @@ def end_wait_if_due(
 
 
 def signal_job(
-    job_id: str, pipeline: Pipeline[Any], name: str, payload: Any, *, storage: Storage, scheduler: Scheduler
+    job_id: str,
+    pipeline: Pipeline[Any],
+    name: str,
+    payload: Any,
+    *,
+    storage: Storage,
+    scheduler: Scheduler,
+    by: str | None = None,
 ) -> Job:
     """Deliver signal ``name`` to a job waiting for it and schedule its next phase, which reads ``payload``.
+
+    The job's log records the delivery and who sent it, ``by``, when given.
 
     Exactly one delivery wins: the write is conditioned on the job still waiting for ``name``, so a
     second delivery (a race, a duplicate) is refused with TransitionRefusedError, as is a signal no
@@ -56,7 +65,7 @@ def signal_job(
     validate_job_id(job_id)
     validate_signal_name(name)
     encoded = json_value(pipeline.admit_signal(name, payload), "Signal payload", max_bytes=MAX_SIGNAL_PAYLOAD_BYTES)
-    request = SignalDelivery(name=name, payload=encoded, now_ms=storage.clock())
+    request = SignalDelivery(name=name, payload=encoded, now_ms=storage.clock(), actor=by)
     job = resolve_write(partial(storage.deliver_signal, job_id, request))
     if job.pipeline != pipeline.name:
         raise InvalidInputError(f'Job "{job_id}" belongs to pipeline "{job.pipeline}", not "{pipeline.name}"')

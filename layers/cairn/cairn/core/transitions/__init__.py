@@ -16,8 +16,8 @@ log and phase records a write adds). This module is their one public face.
 
 from __future__ import annotations
 
-from .history import entered, history_chain, history_item, linked_history, merge_usage
-from .job import cancel, check_fence, claim, commit, commit_changes, pause, save, start
+from .history import action_entry, entered, history_chain, history_item, linked_history, merge_usage, shown_log
+from .job import cancel, check_fence, claim, commit, commit_changes, moved_actions, pause, save, start
 from .requests import (
     ENTERING,
     Claim,
@@ -34,7 +34,7 @@ from .requests import (
     live,
     new_token,
 )
-from .waits import NOT_WAITING, deliver_signal, expire_wait, timeout_message, wait_expired, waits_for
+from .waits import NOT_WAITING, deliver_signal, expire_wait, signal_entry, timeout_message, wait_expired, waits_for
 
 __all__ = [
     "ENTERING",
@@ -49,6 +49,7 @@ __all__ = [
     "StartJob",
     "WaitExpiry",
     "Written",
+    "action_entry",
     "cancel",
     "check_fence",
     "claim",
@@ -63,9 +64,12 @@ __all__ = [
     "linked_history",
     "live",
     "merge_usage",
+    "moved_actions",
     "new_token",
     "pause",
     "save",
+    "shown_log",
+    "signal_entry",
     "start",
     "timeout_message",
     "wait_expired",

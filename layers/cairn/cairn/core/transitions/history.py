@@ -20,6 +20,20 @@ def merge_usage(usage: Mapping[str, float], delta: Mapping[str, float]) -> dict[
     return merged
 
 
+def action_entry(action: str, actor: str | None, now_ms: int, phase: str | None = None) -> LogEntry:
+    """The log entry of an operator action (``action``: "Job paused", say), naming who asked when known.
+
+    A pause, a cancel or a signal names no phase: a store may make it without reading the job.
+    """
+    who = f" by {actor}" if actor else ""
+    return LogEntry(message=f"{action}{who}", timestamp=now_ms, phase=phase, kind="action", actor=actor)
+
+
+def shown_log(history_log: list[LogEntry], pending: list[LogEntry]) -> list[LogEntry]:
+    """A job's log as shown: what its history holds, then the operator actions not yet in it (``pending_log``)."""
+    return [*history_log, *pending] if pending else history_log
+
+
 def history_item(
     token: str,
     prev: str | None,

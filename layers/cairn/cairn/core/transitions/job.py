@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
 from ..models import Job, JobStatus
-from .history import history_item, merge_usage
+from .history import action_entry, history_item, merge_usage
 from .requests import Claim, Commit, Fence, Save, StartJob, Written, landed, live
 
 
@@ -29,6 +29,8 @@ def start(existing: Job | None, request: StartJob) -> Written:
     fresh = current is None or request.reset_history
     prev = None if fresh or current is None else current.history_head
     history = history_item(request.token, prev, request.journal, entry=request.checkpoint)
+    if current is not None and current.pending_log:  # the operator actions since the last history write
+        history = history.model_copy(update={"log": [*current.pending_log, *history.log]})
     input_changed = current is None or request.input != current.input
     common: dict[str, Any] = {
         "status": JobStatus.WAITING if request.waiting_for is not None else JobStatus.RUNNING,
@@ -43,6 +45,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
         "ttl_seconds": request.ttl_seconds,
         "write_token": request.token,
         "history_head": request.token,
+        "pending_log": [],
     }
     if current is None:
         job = Job(
@@ -175,8 +178,13 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
         return repeated
     job = check_fence(existing, job_id, fence, request.now_ms)
     history = None
+    pending = job.pending_log
     if request.kind != "release":
         history = history_item(request.token, job.history_head, request.journal, request.record, entry=request.entry)
+        moved = moved_actions(request)  # the actions the claim saw; any later one stays pending
+        if moved:
+            history = history.model_copy(update={"log": [*job.pending_log[:moved], *history.log]})
+            pending = job.pending_log[moved:]
     committed = job.model_copy(
         update={
             "not_before": None,
@@ -191,13 +199,23 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
             "expires_at": request.expires_at,
             "write_token": request.token,
             "history_head": request.token if history is not None else job.history_head,
+            "pending_log": pending,
         }
     )
     return Written(committed, history)
 
 
-def pause(existing: Job | None, job_id: str, now_ms: int, token: str) -> Written:
-    """Pause a running job: the phase in flight finishes, nothing after it starts."""
+def moved_actions(request: Commit) -> int:
+    """How many pending operator actions a commit moves into its history: those its claim saw (the oldest).
+
+    Actions only ever join the end of the list, so a store can remove exactly these by position while a
+    pause made during the phase stays pending.
+    """
+    return 0 if request.kind == "release" else len(request.seen.pending_log)
+
+
+def pause(existing: Job | None, job_id: str, now_ms: int, token: str, actor: str | None = None) -> Written:
+    """Pause a running job: the phase in flight finishes, nothing after it starts. Who asked is logged."""
     job = live(existing, now_ms)
     if job is None:
         raise JobNotFoundError(job_id)
@@ -212,13 +230,14 @@ def pause(existing: Job | None, job_id: str, now_ms: int, token: str) -> Written
             "updated_at": now_ms,
             "expires_at": job.expires_at_after(now_ms),
             "write_token": token,
+            "pending_log": [*job.pending_log, action_entry("Job paused", actor, now_ms)],
         }
     )
     return Written(paused)
 
 
-def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Written:
-    """Cancel a job: fence any worker, keep the checkpoint so a resume is still possible."""
+def cancel(existing: Job | None, job_id: str, now_ms: int, token: str, actor: str | None = None) -> Written:
+    """Cancel a job: fence any worker, keep the checkpoint so a resume is still possible. Who asked is logged."""
     job = live(existing, now_ms)
     if job is None:
         raise JobNotFoundError(job_id)
@@ -237,6 +256,7 @@ def cancel(existing: Job | None, job_id: str, now_ms: int, token: str) -> Writte
             "updated_at": now_ms,
             "expires_at": job.expires_at_after(now_ms),
             "write_token": token,
+            "pending_log": [*job.pending_log, action_entry("Job cancelled", actor, now_ms)],
         }
     )
     return Written(cancelled)

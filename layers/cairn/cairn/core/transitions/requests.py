@@ -244,6 +244,8 @@ class SignalDelivery:
     payload: Any
     now_ms: int
     token: str = field(default_factory=new_token)
+    actor: str | None = None
+    """Who sent the signal (the API caller), for the job's log; None when not known."""
 
     def __post_init__(self) -> None:
         check_json(self.payload, "Signal payload", max_bytes=MAX_SIGNAL_PAYLOAD_BYTES)

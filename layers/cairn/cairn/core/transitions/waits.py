@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import JobNotFoundError, TransitionRefusedError
-from ..models import Checkpoint, Job, JobStatus, Signal
+from ..models import Checkpoint, Job, JobStatus, LogEntry, Signal
+from .history import action_entry
 from .requests import SignalDelivery, WaitExpiry, Written, landed, live
 
 NOT_WAITING: dict[str, Any] = {"waiting_for": None, "wait_deadline": None, "timeout_phase": None}
@@ -37,9 +38,15 @@ def deliver_signal(existing: Job | None, job_id: str, request: SignalDelivery) -
             "updated_at": request.now_ms,
             "expires_at": job.expires_at_after(request.now_ms),
             "write_token": request.token,
+            "pending_log": [*job.pending_log, signal_entry(request)],
         }
     )
     return Written(delivered)
+
+
+def signal_entry(request: SignalDelivery) -> LogEntry:
+    """The log entry of a signal's delivery: which signal, from whom when known."""
+    return action_entry(f'Signal "{request.name}" delivered', request.actor, request.now_ms)
 
 
 def wait_expired(job: Job, sequence: int, now_ms: int) -> bool:

@@ -18,6 +18,7 @@ export const KIND_LABELS = {
   decision: "Decision",
   insight: "Insight",
   error: "Error",
+  action: "Action",
 };
 export const OUTCOME_LABELS = {
   next: "next",

@@ -25,12 +25,14 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
   const all = job.phases ?? [];
   const records = all.slice(-MAX_TIMELINE_ROWS);
   const live = currentRun(job, log, now);
-  if (records.length === 0 && !live) {
+  const acted = log.filter((entry) => entry.kind === "action");
+  if (records.length === 0 && !live && acted.length === 0) {
     container.replaceChildren(h("p", { class: "muted" }, "No phase has run yet."));
     return;
   }
-  const starts = records.map((record) => record.startedAt).concat(live ? [live.start] : []);
-  const ends = records.map((record) => record.endedAt).concat(live ? [live.end] : []);
+  const times = acted.map((entry) => entry.timestamp);
+  const starts = records.map((record) => record.startedAt).concat(live ? [live.start] : [], times);
+  const ends = records.map((record) => record.endedAt).concat(live ? [live.end] : [], times);
   const origin = Math.min(...starts, job.createdAt ?? Infinity);
   const span = Math.max(Math.max(...ends) - origin, 1);
   const at = (ms) => `${(((ms - origin) / span) * 100).toFixed(3)}%`;
@@ -80,6 +82,7 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
     headRun(live.start);
     rows.push(timelineRow(live.row(at, width)));
   }
+  if (acted.length) rows.push(actionsRow(acted, at));
 
   setChildren(
     container,
@@ -166,6 +169,30 @@ function currentRun(job, log, now) {
       bar: { left: at(start), width: width(now - start) },
     }),
   };
+}
+
+/**
+ * The operator actions (start, pause, resume, cancel, retry, rerun, start over, signal) as markers on the
+ * time axis, each named with who asked and when.
+ */
+function actionsRow(entries, at) {
+  const track = h("div", { class: "track", "aria-hidden": "true" });
+  for (const entry of entries) {
+    const marker = h("span", { class: "marker", title: `${entry.message} · ${fullFormat.format(new Date(entry.timestamp))}` });
+    marker.style.left = at(entry.timestamp); // through the CSSOM: a strict Content-Security-Policy allows it
+    track.append(marker);
+  }
+  return h(
+    "li",
+    { class: "timeline-row timeline-actions" },
+    h("div", { class: "timeline-label" }, h("span", { class: "phase-name" }, "Actions")),
+    track,
+    h(
+      "ul",
+      { class: "action-list", "aria-label": "Who did what" },
+      entries.map((entry) => h("li", {}, h("span", { class: "muted" }, formatTime(entry.timestamp)), " ", entry.message)),
+    ),
+  );
 }
 
 /** One row of the timeline: the phase and attempt, the track with its bar (and gap), the summary. */

@@ -9,7 +9,8 @@ In a test file::
             return MyStorage(clock=clock)
 
 pytest collects the inherited tests: start (idempotent by write token, refusing a live job it has not
-seen), claims and their fences, save, commit, pause, cancel, signals, waits, history and listings, the
+seen), claims and their fences, save, commit, pause, cancel, signals, waits,
+who paused, cancelled or signalled (operator actions in the log), history and listings, the
 job view and the pages of its history and log (every write once, none that never landed, cursors bound
 to the job and its run), map items and records, lessons, TTL, and requests sent again after a lost
 response. Each test gets a new, empty store from ``make_storage`` on a clock that moves only when the
@@ -18,6 +19,7 @@ test says.
 
 from __future__ import annotations
 
+from .actions import ActionContract
 from .base import ContractBase
 from .history import HistoryContract
 from .jobs import JobContract
@@ -27,11 +29,14 @@ from .pipeline import PipelineContract
 from .waits import WaitContract
 
 
-class StorageContract(JobContract, HistoryContract, WaitContract, MapContract, LessonContract, PipelineContract):
+class StorageContract(
+    JobContract, HistoryContract, WaitContract, ActionContract, MapContract, LessonContract, PipelineContract
+):
     """Every promise of the Storage port; subclass it and implement ``make_storage(self, clock)``."""
 
 
 __all__ = [
+    "ActionContract",
     "ContractBase",
     "HistoryContract",
     "JobContract",
