@@ -288,6 +288,8 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         ("GET", "/jobs/{jobId}/history"),
         ("GET", "/jobs/{jobId}/states/{phase}"),
         ("GET", "/jobs/{jobId}/diff"),
+        ("GET", "/jobs/{jobId}/maps"),
+        ("GET", "/jobs/{jobId}/maps/{mapId}/items/{index}"),
         ("POST", "/jobs/{jobId}/retry"),
         ("POST", "/jobs/{jobId}/pause"),
         ("POST", "/jobs/{jobId}/cancel"),
@@ -298,7 +300,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     }
     operations = {(method.upper(), path): op for path, ops in document["paths"].items() for method, op in ops.items()}
     assert set(operations["POST", "/jobs"]["responses"]) == {"202", "400", "401", "409", "413", "415", "500"}
-    for read in ("/jobs/{jobId}/states/{phase}", "/jobs/{jobId}/diff"):
+    for read in ("/jobs/{jobId}/states/{phase}", "/jobs/{jobId}/diff", "/jobs/{jobId}/maps"):
         assert set(operations["GET", read]["responses"]) == {"200", "400", "401", "404", "500"}
     retry_responses = {"202", "400", "401", "404", "409", "413", "415", "500"}
     assert set(operations["POST", "/jobs/{jobId}/retry"]["responses"]) == retry_responses

@@ -60,6 +60,7 @@ CASES = {
     "api/get-job-history": Case(complete, 200),
     "api/get-job-state": Case(complete, 200),
     "api/get-job-diff": Case(complete, 200),
+    "api/get-job-maps": Case(complete, 200),
     "api/list-jobs": Case(complete, 200),
     "api/list-jobs-by-status": Case(complete, 200),
     "api/list-jobs-bad-status": Case(nothing, 400, "invalid_request"),
@@ -105,6 +106,8 @@ def check_body(name: str, reply: Reply, api: Api) -> None:
         assert body["changes"]
         assert all(change["path"].startswith("/") for change in body["changes"])
         assert body["truncated"] is False
+    elif name == "api/get-job-maps":  # the sample job's pipeline runs no map
+        assert body == {"jobId": JOB, "maps": []}
     elif name.startswith("api/list-jobs"):
         assert [summary["jobId"] for summary in body["jobs"]] == [JOB]
         assert body["jobs"][0]["status"] == "complete"

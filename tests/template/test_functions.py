@@ -36,6 +36,8 @@ ROUTES = {
     ("get", "/jobs/{jobId}/history"),
     ("get", "/jobs/{jobId}/states/{phase}"),
     ("get", "/jobs/{jobId}/diff"),
+    ("get", "/jobs/{jobId}/maps"),
+    ("get", "/jobs/{jobId}/maps/{mapId}/items/{index}"),
     ("post", "/jobs/{jobId}/retry"),
     ("post", "/jobs/{jobId}/pause"),
     ("post", "/jobs/{jobId}/cancel"),

@@ -8,7 +8,8 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
 - ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations (a page with ``limit`` or ``cursor``).
 - ``GET /jobs/{jobId}/history`` pages what the job's writes added, newest first (``limit``, ``cursor``).
-- ``GET /jobs/{jobId}/states/{phase}`` and ``GET /jobs/{jobId}/diff`` show what it saw (:mod:`.api_states`).
+- ``GET /jobs/{jobId}/states/{phase}`` and ``GET /jobs/{jobId}/diff`` show what it saw (:mod:`.api_states`);
+  ``GET /jobs/{jobId}/maps`` and ``.../maps/{mapId}/items/{index}`` what its maps did (:mod:`.api_maps`).
 - ``POST /jobs/{jobId}/retry`` restarts a job (202): ``resume`` from its checkpoint, or ``full``;
   a resume of a complete job is refused (409) and changes nothing.
   A ``state`` that a resume would ignore (the job has a checkpoint) is refused (409), as the front door
@@ -55,6 +56,7 @@ from ..dashboard.assets import INDEX, asset, reply
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
+from .api_maps import router as maps_router
 from .api_models import (
     CreatedTime,
     CreateJobRequest,
@@ -135,6 +137,7 @@ app = APIGatewayHttpResolver(
 app.configure_openapi(title=API_TITLE, version=API_VERSION, description=API_DESCRIPTION)
 install_error_handlers(app)
 app.include_router(states_router)
+app.include_router(maps_router)
 
 
 def caller() -> str:

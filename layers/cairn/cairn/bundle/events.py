@@ -281,6 +281,7 @@ def api_events(pipeline: PipelineOutline, registered: Sequence[str], *, job_id: 
         "get-job-diff": _Request(
             "GET", "/jobs/{jobId}/diff", job, {"from": pipeline.phases[0], "to": _middle_phase(pipeline)[1]}
         ),
+        "get-job-maps": _Request("GET", "/jobs/{jobId}/maps", job),
         "list-jobs": _Request("GET", "/jobs", query={"limit": "20"}),
         "list-jobs-by-status": _Request("GET", "/jobs", query={"status": "complete"}),
         "list-jobs-bad-status": _Request("GET", "/jobs", query={"status": "finished"}),

@@ -20,7 +20,17 @@ from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_json
-from .render import counts_table, diff_lines, final_line, job_details, jobs_table, log_line, status_line
+from .render import (
+    counts_table,
+    diff_lines,
+    final_line,
+    job_details,
+    jobs_table,
+    log_line,
+    map_item_details,
+    map_lanes,
+    status_line,
+)
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -179,6 +189,14 @@ def run_state(arguments: argparse.Namespace, client: ApiClient) -> int:
     return _output(arguments, diff, diff_lines)
 
 
+def run_maps(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs maps ID [--item MAP INDEX]``: each map as one lane, or one item whole."""
+    if arguments.item is None:
+        return _output(arguments, client.maps(arguments.job_id), map_lanes)
+    map_id, index = arguments.item
+    return _output(arguments, client.map_item(arguments.job_id, map_id, index), map_item_details)
+
+
 def _print_entries(arguments: argparse.Namespace, entries: list[Json]) -> None:
     for entry in entries:
         print(json.dumps(entry, ensure_ascii=False) if arguments.json else log_line(entry), flush=True)
@@ -261,7 +279,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``cairn jobs start|list|count|show|log|retry|restart|rerun|signal|pause|cancel|health`` as subcommands."""
     jobs = commands.add_parser(
         "jobs",
-        help="start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs through the jobs HTTP API",
+        help="start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs, and show their states",
         description="Call the jobs HTTP API: a local `cairn dev` server (the default) or a deployed stack "
         "(--api https://..., signed with your AWS credentials, or --token for a JWT authorizer).",
     )
@@ -304,6 +322,11 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     job_argument(state)
     state.add_argument("phase", metavar="PHASE", help="the phase (its state as the job last entered it)")
     state.add_argument("--diff", metavar="OTHER", help="print what changed from OTHER's entry state to PHASE's instead")
+    maps = action("maps", run_maps, "show what a job's maps did: items by status, the failed, the last to finish")
+    job_argument(maps)
+    maps.add_argument(
+        "--item", nargs=2, metavar=("MAP", "INDEX"), help="show one item whole: attempts, error, traceback, log"
+    )
     log = action("log", run_log, "print a job's log entries")
     job_argument(log)
     log.add_argument(

@@ -214,6 +214,14 @@ class ApiClient:
         """The changes from phase ``before``'s entry state to ``after``'s (``GET /jobs/{id}/diff``)."""
         return self.request("GET", self._job(job_id, "/diff"), query={"from": before, "to": after})
 
+    def maps(self, job_id: str) -> Json:
+        """The job's maps, each as one lane (``GET /jobs/{id}/maps``): ``{"jobId", "maps"}``."""
+        return self.request("GET", self._job(job_id, "/maps"))
+
+    def map_item(self, job_id: str, map_id: str, index: int) -> Json:
+        """One item of a map whole (``GET /jobs/{id}/maps/{mapId}/items/{index}``)."""
+        return self.request("GET", self._job(job_id, f"/maps/{quote(map_id, safe='')}/items/{int(index)}"))
+
     def pause(self, job_id: str) -> Json:
         """Pause the job at its next phase boundary; the paused job."""
         return self.request("POST", self._job(job_id, "/pause"))

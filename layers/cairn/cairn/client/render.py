@@ -247,3 +247,44 @@ def diff_lines(diff: Json) -> str:
     if diff.get("truncated"):
         lines.append("  ... and more changes (the list stops there)")
     return "\n".join(lines)
+
+
+def _item_line(item: Json) -> str:
+    error = f": {item.get('errorType') or 'error'}: {item.get('error')}" if item.get("error") else ""
+    when = clock_time(item.get("updatedAt"), date=False)
+    return f"    item {item.get('index')}  {item.get('status')}  attempt {item.get('attempt')}  {when}{error}"
+
+
+def map_lanes(maps: Json) -> str:
+    """``GET /jobs/{id}/maps`` as lines: each map's items by status, then its failed and last finished items."""
+    lanes = maps.get("maps") or []
+    if not lanes:
+        return "No map: this job has run none."
+    lines: list[str] = []
+    for lane in lanes:
+        counts = lane.get("counts", {})
+        lines.append(
+            f"Map {lane.get('id')}: {lane.get('count')} items of {lane.get('phase')} "
+            f"(from {lane.get('startedBy')}, then {lane.get('then')}): "
+            f"{counts.get('done', 0)} done, {counts.get('failed', 0)} failed, {counts.get('pending', 0)} pending; "
+            f"{lane.get('attempts')} attempts"
+        )
+        if lane.get("failed"):
+            lines.append("  Failed:")
+            lines.extend(_item_line(item) for item in lane["failed"])
+        if lane.get("lastFinished"):
+            lines.append("  Last to finish:")
+            lines.extend(_item_line(item) for item in lane["lastFinished"])
+    return "\n".join(lines)
+
+
+def map_item_details(item: Json) -> str:
+    """``GET /jobs/{id}/maps/{mapId}/items/{index}`` as lines: status, attempts, error and traceback, log."""
+    lines = [_item_line(item).strip()]
+    failure = item.get("failure") or {}
+    if failure.get("traceback"):
+        lines.append("Traceback:")
+        lines.append(str(failure["traceback"]))
+    for entry in item.get("log") or []:
+        lines.append(log_line(entry))
+    return "\n".join(lines)

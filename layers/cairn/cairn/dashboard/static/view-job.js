@@ -14,6 +14,7 @@ import { entryStates } from "./entry-states.js";
 import { renderCheckpoint, renderResult, renderUsage } from "./job-panels.js";
 import { KIND_LABELS } from "./labels.js";
 import { renderLog } from "./log.js";
+import { mapLanes } from "./map-lanes.js";
 import { Poller } from "./poller.js";
 import { openRerun, openStartOver } from "./restart-dialogs.js";
 import { renderPipelineGraph } from "./pipeline-graph.js";
@@ -22,6 +23,8 @@ import { renderTimeline } from "./timeline.js";
 
 /** The most older phase records the view reads for its timeline (which shows the last 300 runs). */
 const MAX_OLDER_PHASES = 300;
+/** How often the lanes of a running job's maps are read again (each read reads every item record). */
+const MAPS_EVERY_MS = 10_000;
 
 /**
  * One job, live: status banner, actions, timeline, log, usage, checkpoint and result.
@@ -64,6 +67,7 @@ export function jobView(main, route) {
   const graph = h("div", { class: "pipeline-graph" });
   // the phases a job can enter (the API leaves out a map's item phases, which have no entry state of their own)
   const enterable = () => (Array.isArray(view.job?.rerunPhases) ? view.job.rerunPhases : view.phases);
+  const maps = mapLanes(jobId);
   const sawPanel = entryStates(jobId, enterable, () => poller.controller.signal);
 
   const grid = h(
@@ -77,6 +81,7 @@ export function jobView(main, route) {
         { class: "panel timeline-panel", "aria-labelledby": "timeline-title" },
         h("h2", { id: "timeline-title" }, "Timeline"),
         timeline,
+        maps.element,
       ),
       h(
         "section",
@@ -147,6 +152,18 @@ export function jobView(main, route) {
     view.job = view.older.length ? { ...job, phases: [...view.older, ...(job.phases ?? [])] } : job;
     show();
     if (stateDetails.open && view.stateKey !== key) await readState(signal, key);
+    await readMaps(signal, key);
+  }
+
+  /** The maps' lanes, for a job that has run a map: again when it changed, or every MAPS_EVERY_MS while it runs. */
+  async function readMaps(signal, key) {
+    const mapped = (view.job?.phases ?? []).some((record) => record.outcome === "map") || view.job?.fanOut;
+    if (!mapped) return;
+    const due = view.job.status === "running" && Date.now() - (view.mapsAt ?? 0) >= MAPS_EVERY_MS;
+    if (key === view.mapsKey && !due) return;
+    await maps.refresh(signal);
+    view.mapsKey = key;
+    view.mapsAt = Date.now();
   }
 
   async function readLog(job, signal) {
