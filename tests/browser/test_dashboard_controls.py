@@ -84,8 +84,14 @@ def test_cancel_a_running_job(browser_page: Page, gated_stack: DevStack, tmp_pat
     worker_done(gated_stack, "cancelled-running")
     view = gated_stack.api.get("cancelled-running")
     assert (view["status"], view["phases"]) == ("cancelled", [])  # the worker in flight could not commit gather
+    cut = view["cutShort"]  # yet the run it cut short is shown, from its claim to the cancel
+    assert cut["phase"] == "gather"
+    assert cut["startedAt"] <= cut["endedAt"] == view["updatedAt"]
     wait_for_refreshes(page, "cancelled-running", 1, fast=True)
     expect(banner).to_have_attribute("data-status", "cancelled")
+    cut_row = page.locator(".timeline-row.outcome-cut-short")
+    expect(cut_row).to_contain_text("gather")
+    expect(cut_row).to_contain_text("cut short by the cancel")
 
 
 def worker_done(stack: DevStack, job_id: str, timeout: float = 30.0) -> None:

@@ -194,6 +194,22 @@ class RetryRequest(RequestModel):
         return self
 
 
+class CutShort(WireModel):
+    """A phase run a cancel cut short: which phase, when its claim began, when the cancel landed."""
+
+    phase: str
+    started_at: int = Field(description="When the run's claim began (Unix ms)")
+    ended_at: int = Field(description="When the cancel landed (Unix ms)")
+
+    @classmethod
+    def of(cls, job: Job) -> CutShort | None:
+        """The run ``job``'s cancel cut short; None unless it is cancelled with a claim's start and no lease."""
+        cut = job.status == JobStatus.CANCELLED and job.claimed_at is not None and job.lease_owner is None
+        if not cut or job.claimed_at is None or job.checkpoint is None:
+            return None
+        return cls(phase=job.checkpoint.next_phase, started_at=job.claimed_at, ended_at=job.updated_at)
+
+
 class JobView(WireModel):
     """A job as the API shows it. ``state`` (the checkpoint's state) only when asked for."""
 
@@ -217,6 +233,12 @@ class JobView(WireModel):
         default=None,
         description="When the phase run in flight began (Unix time in milliseconds): its worker's claim; null when "
         "no worker holds the job. A crash report keeps it, so the crashed attempt's record starts then",
+    )
+    cut_short: CutShort | None = Field(
+        default=None,
+        exclude_if=lambda run: run is None,
+        description="The phase run a cancel cut short (its worker could no longer commit): present on a cancelled "
+        "job that a worker held when it was cancelled",
     )
     error: str | None = None
     result: Any = None
@@ -281,6 +303,7 @@ class JobView(WireModel):
             wake_at=job.not_before if job.status == JobStatus.RUNNING else None,
             attempt=job.attempt,
             claimed_at=job.claimed_at if job.lease_owner is not None else None,
+            cut_short=CutShort.of(job),
             error=job.error,
             result=job.result,
             usage=dict(job.usage),

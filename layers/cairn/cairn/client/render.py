@@ -172,6 +172,10 @@ def job_details(job: Json, now_ms: int) -> str:
     usage = job.get("usage") or {}
     if usage:
         fields.append(("Usage", ", ".join(f"{name}={value}" for name, value in sorted(usage.items()))))
+    cut = job.get("cutShort")
+    if isinstance(cut, dict):
+        ran = f"{clock_time(cut.get('startedAt'))} until the cancel at {clock_time(cut.get('endedAt'), date=False)}"
+        fields.append(("Cut short", f"phase {_text(cut.get('phase'))} ran from {ran}"))
     if job.get("error"):
         fields.append(("Error", str(job["error"])))
     if job.get("result") is not None:

@@ -59,7 +59,7 @@ class JobControls:
         expression.value("cancelled", JobStatus.CANCELLED.value)
         expression.value("complete", JobStatus.COMPLETE.value)
         set_status(expression, self.table.codec, job_id, JobStatus.CANCELLED)
-        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt")
+        expression.remove("leaseOwner", "leaseExpiresAt", "claimSequence")  # claimedAt stays: the run it cut short
         append_action(expression, transitions.action_entry("Job cancelled", by, now))
         return self._update(
             job_id, now, expression, outcome=lambda stored, token: transitions.cancel(stored, job_id, now, token, by)

@@ -237,7 +237,10 @@ def pause(existing: Job | None, job_id: str, now_ms: int, token: str, actor: str
 
 
 def cancel(existing: Job | None, job_id: str, now_ms: int, token: str, actor: str | None = None) -> Written:
-    """Cancel a job: fence any worker, keep the checkpoint so a resume is still possible. Who asked is logged."""
+    """Cancel a job: fence any worker, keep the checkpoint so a resume is still possible. Who asked is logged.
+
+    The claim's start (``claimed_at``) stays, with no lease: the phase run the cancel cut short began then.
+    """
     job = live(existing, now_ms)
     if job is None:
         raise JobNotFoundError(job_id)
@@ -252,7 +255,7 @@ def cancel(existing: Job | None, job_id: str, now_ms: int, token: str, actor: st
             "lease_owner": None,
             "lease_expires_at": None,
             "claim_sequence": None,
-            "claimed_at": None,
+            "claimed_at": job.claimed_at if job.lease_owner is not None else None,
             "updated_at": now_ms,
             "expires_at": job.expires_at_after(now_ms),
             "write_token": token,

@@ -26,13 +26,14 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
   const records = all.slice(-MAX_TIMELINE_ROWS);
   const live = currentRun(job, log, now);
   const acted = log.filter((entry) => entry.kind === "action");
-  if (records.length === 0 && !live && acted.length === 0) {
+  const cut = job.cutShort ?? null; // the run a cancel cut short: its worker could no longer commit
+  if (records.length === 0 && !live && !cut && acted.length === 0) {
     container.replaceChildren(h("p", { class: "muted" }, "No phase has run yet."));
     return;
   }
   const times = acted.map((entry) => entry.timestamp);
-  const starts = records.map((record) => record.startedAt).concat(live ? [live.start] : [], times);
-  const ends = records.map((record) => record.endedAt).concat(live ? [live.end] : [], times);
+  const starts = records.map((record) => record.startedAt).concat(live ? [live.start] : [], cut ? [cut.startedAt] : [], times);
+  const ends = records.map((record) => record.endedAt).concat(live ? [live.end] : [], cut ? [cut.endedAt] : [], times);
   const origin = Math.min(...starts, job.createdAt ?? Infinity);
   const span = Math.max(Math.max(...ends) - origin, 1);
   const at = (ms) => `${(((ms - origin) / span) * 100).toFixed(3)}%`;
@@ -81,6 +82,19 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
   if (live) {
     headRun(live.start);
     rows.push(timelineRow(live.row(at, width)));
+  }
+  if (cut) {
+    headRun(cut.startedAt);
+    rows.push(
+      timelineRow({
+        phase: cut.phase,
+        attempt: job.attempt,
+        outcome: "cut-short",
+        summary: `${formatDuration(cut.endedAt - cut.startedAt)} · cut short by the cancel`,
+        title: `${cut.phase}, attempt ${job.attempt}: started ${fullFormat.format(new Date(cut.startedAt))}, cut short by the cancel at ${fullFormat.format(new Date(cut.endedAt))}`,
+        bar: { left: at(cut.startedAt), width: width(cut.endedAt - cut.startedAt) },
+      }),
+    );
   }
   if (acted.length) rows.push(actionsRow(acted, at));
 

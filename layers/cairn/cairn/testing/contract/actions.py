@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
+from ...core.errors import ClaimLostError
 from ...core.models import Job, JobStatus, LogEntry
 from ...core.storage_port import Storage
 from ...core.transitions import Journal, SignalDelivery
@@ -65,6 +68,21 @@ class ActionContract(ContractBase):
         page = storage.history_page(JOB, None, 1)  # the start's own history item holds it now
         assert page is not None
         assert messages(page.items[0].log) == ["Job paused by alice", "Job resumed"]
+
+    def test_a_cancel_keeps_when_the_run_it_cut_short_began_and_fences_it(
+        self, storage: Storage, clock: SkippingClock
+    ) -> None:
+        job, fence = claimed(storage, clock)
+        clock.advance(5)
+        storage.cancel(JOB, by="erin")
+
+        after = stored(storage)
+        assert (after.status, after.lease_owner, after.claimed_at) == (JobStatus.CANCELLED, None, job.claimed_at)
+        with pytest.raises(ClaimLostError):
+            storage.commit(JOB, fence, commit_request(clock, job, "done"))
+        resumed = storage.start_job(start_request(clock, seen=stored(storage)))
+        assert resumed.claimed_at is None  # a start begins no run: the next claim does
+        assert stored(storage).claimed_at is None
 
     def test_a_pause_during_a_phase_stays_pending_past_that_phases_commit(
         self, storage: Storage, clock: SkippingClock
