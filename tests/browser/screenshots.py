@@ -5,13 +5,12 @@
 Starts ``cairn dev --driver direct`` on this bundle (free ports), starts ``document-intake`` jobs that end
 complete, end in error, are paused, are cancelled and stay running a while, and photographs the dashboard it
 serves with Debian's chromium (Playwright's sync API, never a browser of Playwright's own): the jobs view
-(jobs.png), filtered to the complete jobs with the totals (jobs-filtered.png), the bulk retry dialog for
-every failed job (bulk-dialog.png), then the job view of the running job (job-running.png), of the failed
-one with its traceback open (job-error.png: its export path cannot be written) and of a complete one
-(job-complete.png). Each view is photographed once it shows the expected status and its data (the jobs'
-rows; the job's banner, timeline, log and usage) and no alert; else the command fails, saying what the
-view showed instead.
-"""
+(jobs.png), filtered to the complete jobs with the totals (jobs-filtered.png), the bulk retry dialog for every
+failed job (bulk-dialog.png), then the job view of the running job (job-running.png), of the failed one with its
+traceback open (job-error.png: its export path cannot be written) and of a complete one (job-complete.png), and
+of a job whose pages a map extracted, its lane and one item open (job-map.png). Each view is photographed once
+it shows the expected status and its data (the jobs' rows; the job's banner, timeline, log and usage) and no
+alert; else the command fails, saying what the view showed instead."""
 
 from __future__ import annotations
 
@@ -75,6 +74,8 @@ SEEDS = (
     Seed("broken-export", {"document": "invoice.txt", "output_path": "/proc/cairn-export/result.json"}, "error"),
     Seed("report-draft", {"document": "report.txt", "page_seconds": 2}, "paused", then="pause", phase="publish"),
     Seed("contract-review", {"document": "contract.txt"}, "complete"),
+    # Its pages extracted by a map, two at a time: its view draws the map as one lane.
+    Seed("contract-pages", {"document": "contract.txt", "page_concurrency": 2}, "complete"),
     # Five pages, five seconds after each: about 25 s in ``extract``, long enough to photograph it running
     # once the others have settled (the paused one only stops when its own extract ends, about 10 s in).
     Seed(RUNNING, {"document": "report.txt", "page_seconds": 5}, "running"),
@@ -97,6 +98,13 @@ class Shot:
 
 def _unfold_failures(page: Page) -> None:
     page.evaluate("for (const details of document.querySelectorAll('details.failure')) details.open = true")
+
+
+def _show_map(page: Page) -> None:
+    page.locator(".maps").scroll_into_view_if_needed()
+    page.locator(".map-lane button").last.click()
+    page.wait_for_selector(".map-item-detail h4", timeout=TIMEOUT_MS)
+    page.locator(".timeline-panel").evaluate("(panel) => panel.scrollIntoView()")
 
 
 def _open_bulk_retry(page: Page) -> None:
@@ -147,6 +155,7 @@ SHOTS = (
     _job_shot("job-running.png", RUNNING, "running"),
     _job_shot("job-error.png", "broken-export", "error", "details.failure", act=_unfold_failures),
     _job_shot("job-complete.png", "contract-review", "complete", ".result > *"),
+    _job_shot("job-map.png", "contract-pages", "complete", ".map-lane", act=_show_map),
 )
 
 

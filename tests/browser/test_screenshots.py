@@ -26,11 +26,21 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_the_screenshots_show_six_different_views(browser: Browser, dashboard_stack: DevStack, tmp_path: Path) -> None:
+def test_the_screenshots_show_seven_different_views(
+    browser: Browser, dashboard_stack: DevStack, tmp_path: Path
+) -> None:
     paths = take_screenshots(dashboard_stack, browser, tmp_path)
 
     assert sorted(path.name for path in paths) == sorted(
-        ["jobs.png", "jobs-filtered.png", "bulk-dialog.png", "job-running.png", "job-error.png", "job-complete.png"]
+        [
+            "jobs.png",
+            "jobs-filtered.png",
+            "bulk-dialog.png",
+            "job-running.png",
+            "job-error.png",
+            "job-complete.png",
+            "job-map.png",
+        ]
     )
     assert [path.name for path in paths] == [shot.file for shot in SHOTS]
     for path in paths:

@@ -402,7 +402,7 @@ def test_log_prints_every_entry_with_time_phase_and_kind(jobs: JobsServer, capsy
     assert status == 0
     assert len(lines) == len(entries) > 4
     assert re.fullmatch(
-        r'\d\d:\d\d:\d\d  fetch\s+info\s+Job started at phase "fetch" by arn:aws:iam::\d+:user/local', lines[0]
+        r'\d\d:\d\d:\d\d  fetch\s+action\s+Job started at phase "fetch" by arn:aws:iam::\d+:user/local', lines[0]
     )
     decision = next(line for line in lines if " decision " in line)
     assert re.search(r"\(reason: .+\)$", decision)

@@ -24,8 +24,14 @@ from .core.engine import (
     usable_checkpoint,
     validate_job_id,
 )
-from .core.errors import EnteredStateNotFoundError, InvalidInputError, JobNotFoundError, UnknownPhaseError
-from .core.models import Checkpoint, Job, JobStatus, RetryMode
+from .core.errors import (
+    EnteredStateNotFoundError,
+    InvalidInputError,
+    JobNotFoundError,
+    MapItemNotFoundError,
+    UnknownPhaseError,
+)
+from .core.models import Checkpoint, Job, JobStatus, MapItem, MapRecord, RetryMode
 from .core.pipeline import Pipeline
 from .core.registry import PipelineRegistry
 from .core.scheduler_port import Scheduler
@@ -282,6 +288,25 @@ class Cairn:
             if found is not None:
                 return found
         raise EnteredStateNotFoundError(job_id, phase)
+
+    def maps(self, job_id: str) -> list[tuple[MapRecord, list[MapItem]]]:
+        """Every map the job has run, oldest first, with its item records (each read: an operator's view)."""
+        if self.storage.get_route(validate_job_id(job_id)) is None:
+            raise JobNotFoundError(job_id)
+        return [(record, self.storage.get_items(job_id, record.fan_out.id)) for record in self.storage.get_maps(job_id)]
+
+    def map_item(self, job_id: str, map_id: str, index: int) -> MapItem:
+        """Item ``index`` of the job's map ``map_id``; MapItemNotFoundError (a JobNotFoundError) says what's missing."""
+        if self.storage.get_route(validate_job_id(job_id)) is None:
+            raise JobNotFoundError(job_id)
+        record = next((found for found in self.storage.get_maps(job_id) if found.fan_out.id == map_id), None)
+        if record is None:
+            raise MapItemNotFoundError(job_id, f'Job "{job_id}" has no map "{map_id}"')
+        item = self.storage.get_item(job_id, map_id, index) if 0 <= index < record.fan_out.count else None
+        if item is None:
+            message = f'Map "{map_id}" of job "{job_id}" has no item {index} (it has {record.fan_out.count})'
+            raise MapItemNotFoundError(job_id, message)
+        return item
 
     def list(self, *, status: JobStatus | str | None = None) -> list[Job]:
         """The jobs in storage, newest first, optionally only those with ``status``."""

@@ -1,5 +1,5 @@
-"""What a job's maps did: each map as one lane (its items counted by status, the failed and the last to finish
-listed), and one item whole (its attempts, error, traceback, log and result).
+"""What a job's maps did: each map as one lane (its items counted by status, the failed and the slowest listed),
+and one item whole (its attempts, error, traceback, log and result).
 
 - ``GET /jobs/{jobId}/maps``: every map the job has run, oldest first. It reads every item record of the
   job's maps (an operator's view of a map; the job's own view never calls it).
@@ -19,11 +19,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import Field
 
 from ..app import Cairn
-from ..core.errors import JobNotFoundError
 from ..core.ids import validate_job_id
 from ..core.models import Failure, LogEntry, MapItem, MapItemStatus, MapRecord, WireModel
 from .api_auth import owner_of
-from .api_errors import ApiError
 from .api_models import ErrorBody, JobId
 from .api_services import current_services
 from .observability import logger
@@ -33,8 +31,8 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
 #: Failed items a lane lists by index (the rest are counted).
 LISTED_FAILED = 20
-#: Items a lane lists as the last to finish.
-LISTED_LAST = 5
+#: Items a lane lists as the slowest.
+LISTED_SLOWEST = 5
 #: The highest item index a request may name (a map holds at most this many items).
 MAX_ITEM_INDEX = 100_000
 
@@ -46,6 +44,9 @@ class ItemSummary(WireModel):
     status: MapItemStatus
     attempt: int
     updated_at: int = Field(description="Unix ms of the item's last write (when it finished, once it has)")
+    ran_ms: int | None = Field(
+        default=None, description="How long its last attempt ran (ms), once it finished; null when not known"
+    )
     error: str | None = None
     error_type: str | None = Field(default=None, description="The last failed attempt's exception type")
 
@@ -58,13 +59,21 @@ class ItemSummary(WireModel):
             status=item.status,
             attempt=item.attempt,
             updated_at=item.updated_at,
+            ran_ms=ran_ms(item),
             error=item.error,
             error_type=failure_type,
         )
 
 
+def ran_ms(item: MapItem) -> int | None:
+    """How long a finished item's last attempt ran: from its claim to its finish (None: unfinished, or unknown)."""
+    if item.status == "pending" or item.claimed_at is None:
+        return None
+    return max(0, item.updated_at - item.claimed_at)
+
+
 class MapLane(WireModel):
-    """One map of a job: what ran it, its items counted by status, the failed ones and the last to finish."""
+    """One map of a job: what ran it, its items counted by status, the failed ones and the slowest."""
 
     id: str
     phase: str = Field(description="The item phase (each item runs it)")
@@ -76,7 +85,9 @@ class MapLane(WireModel):
     counts: dict[str, int] = Field(description="Items by status: pending, done, failed")
     attempts: int = Field(description="Attempts of every item together (a retried item counts each)")
     failed: list[ItemSummary] = Field(description=f"The failed items, by index (the first {LISTED_FAILED})")
-    last_finished: list[ItemSummary] = Field(description=f"The {LISTED_LAST} items that finished last, newest first")
+    slowest: list[ItemSummary] = Field(
+        description=f"The {LISTED_SLOWEST} finished items whose last attempt ran longest, slowest first"
+    )
 
     @classmethod
     def of(cls, record: MapRecord, items: list[MapItem]) -> MapLane:
@@ -85,7 +96,8 @@ class MapLane(WireModel):
         for item in items:
             counts[item.status] = counts.get(item.status, 0) + 1
         counts["pending"] += max(0, record.fan_out.count - len(items))  # items not yet written are pending
-        finished = sorted((item for item in items if item.status != "pending"), key=lambda item: -item.updated_at)
+        timed = [item for item in items if ran_ms(item) is not None]
+        slowest = sorted(timed, key=lambda item: (-(ran_ms(item) or 0), item.index))[:LISTED_SLOWEST]
         return cls(
             id=record.fan_out.id,
             phase=record.fan_out.phase,
@@ -97,7 +109,7 @@ class MapLane(WireModel):
             counts=counts,
             attempts=sum(item.attempt for item in items),
             failed=[ItemSummary.of(item) for item in items if item.status == "failed"][:LISTED_FAILED],
-            last_finished=[ItemSummary.of(item) for item in finished[:LISTED_LAST]],
+            slowest=[ItemSummary.of(item) for item in slowest],
         )
 
 
@@ -140,24 +152,16 @@ def _jobs(job_id: str) -> Cairn:
     return current_services().cairn(owner)
 
 
-def _maps(jobs: Cairn, job_id: str) -> list[MapRecord]:
-    """The job's map records; JobNotFoundError for a job the caller does not have."""
-    if jobs.storage.get_route(job_id) is None:
-        raise JobNotFoundError(job_id)
-    return jobs.storage.get_maps(job_id)
-
-
 @router.get(
     "/jobs/<jobId>/maps",
     summary="A job's maps, each as one lane",
     description="Every map the job has run, oldest first: its items counted by status, the failed ones and the "
-    "last to finish. Reads every item record of the job's maps.",
+    "slowest. Reads every item record of the job's maps.",
     tags=["jobs"],
     responses=_responses("The job's maps"),
 )
 def get_job_maps(job_id: JobIdPath) -> JobMaps:
-    jobs = _jobs(job_id)
-    lanes = [MapLane.of(record, jobs.storage.get_items(job_id, record.fan_out.id)) for record in _maps(jobs, job_id)]
+    lanes = [MapLane.of(record, items) for record, items in _jobs(job_id).maps(job_id)]
     return JobMaps(job_id=job_id, maps=lanes)
 
 
@@ -169,14 +173,7 @@ def get_job_maps(job_id: JobIdPath) -> JobMaps:
     responses=_responses("The item"),
 )
 def get_map_item(job_id: JobIdPath, map_id: MapIdPath, index: IndexPath) -> ItemView:
-    jobs = _jobs(job_id)
-    record = next((record for record in _maps(jobs, job_id) if record.fan_out.id == map_id), None)
-    if record is None:
-        raise ApiError(HTTPStatus.NOT_FOUND, "not_found", f'Job "{job_id}" has no map "{map_id}"')
-    item = jobs.storage.get_item(job_id, map_id, index) if index < record.fan_out.count else None
-    if item is None:
-        message = f'Map "{map_id}" of job "{job_id}" has no item {index} (it has {record.fan_out.count})'
-        raise ApiError(HTTPStatus.NOT_FOUND, "not_found", message)
+    item = _jobs(job_id).map_item(job_id, map_id, index)
     summary = ItemSummary.of(item).model_dump()
     return ItemView(
         **summary,

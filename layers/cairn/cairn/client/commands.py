@@ -322,7 +322,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     job_argument(state)
     state.add_argument("phase", metavar="PHASE", help="the phase (its state as the job last entered it)")
     state.add_argument("--diff", metavar="OTHER", help="print what changed from OTHER's entry state to PHASE's instead")
-    maps = action("maps", run_maps, "show what a job's maps did: items by status, the failed, the last to finish")
+    maps = action("maps", run_maps, "show what a job's maps did: items by status, the failed, the slowest")
     job_argument(maps)
     maps.add_argument(
         "--item", nargs=2, metavar=("MAP", "INDEX"), help="show one item whole: attempts, error, traceback, log"

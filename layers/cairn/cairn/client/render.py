@@ -255,12 +255,14 @@ def diff_lines(diff: Json) -> str:
 
 def _item_line(item: Json) -> str:
     error = f": {item.get('errorType') or 'error'}: {item.get('error')}" if item.get("error") else ""
+    ran = item.get("ranMs")
+    took = f"  ran {ran / 1000:.3f} s" if isinstance(ran, int | float) else ""
     when = clock_time(item.get("updatedAt"), date=False)
-    return f"    item {item.get('index')}  {item.get('status')}  attempt {item.get('attempt')}  {when}{error}"
+    return f"    item {item.get('index')}  {item.get('status')}  attempt {item.get('attempt')}  {when}{took}{error}"
 
 
 def map_lanes(maps: Json) -> str:
-    """``GET /jobs/{id}/maps`` as lines: each map's items by status, then its failed and last finished items."""
+    """``GET /jobs/{id}/maps`` as lines: each map's items by status, then its failed and slowest items."""
     lanes = maps.get("maps") or []
     if not lanes:
         return "No map: this job has run none."
@@ -276,9 +278,9 @@ def map_lanes(maps: Json) -> str:
         if lane.get("failed"):
             lines.append("  Failed:")
             lines.extend(_item_line(item) for item in lane["failed"])
-        if lane.get("lastFinished"):
-            lines.append("  Last to finish:")
-            lines.extend(_item_line(item) for item in lane["lastFinished"])
+        if lane.get("slowest"):
+            lines.append("  Slowest:")
+            lines.extend(_item_line(item) for item in lane["slowest"])
     return "\n".join(lines)
 
 

@@ -104,6 +104,14 @@ class EnteredStateNotFoundError(JobNotFoundError):
         self.phase = phase
 
 
+class MapItemNotFoundError(JobNotFoundError):
+    """The job has no such map, or its map no such item."""
+
+    def __init__(self, job_id: str, message: str) -> None:
+        CairnError.__init__(self, message)
+        self.job_id = job_id
+
+
 class JobExistsError(CairnError):
     """A job with this id already exists and was not to be touched; ``job`` is the existing job."""
 

@@ -108,6 +108,7 @@ def claim_item(
         "lease_owner": worker,
         "lease_expires_at": lease_expires_at,
         "not_before": None,
+        "claimed_at": now_ms,
     }
     return item.model_copy(update={**common, **update})
 

@@ -215,6 +215,12 @@ class MapItem(WireModel):
     version: int = 0
     write_token: str | None = None
     updated_at: int = 0
+    claimed_at: int | None = Field(
+        default=None,
+        exclude_if=lambda claimed: claimed is None,
+        description="Unix ms: when the attempt in flight, or the last one, began (its claim); with updated_at, "
+        "how long a finished item's last attempt ran",
+    )
 
 
 class MapRecord(WireModel):

@@ -1,12 +1,12 @@
 /**
  * A job's maps, each drawn as one lane (`GET /jobs/{id}/maps`): a bar of its items by status, the counts, the
- * failed items and the last to finish listed, each item's attempts, error, traceback and log one click away
+ * failed items and the slowest listed, each item's attempts, error, traceback and log one click away
  * (`GET /jobs/{id}/maps/{mapId}/items/{index}`).
  */
 
 import { api, ApiError, jobPath } from "./api.js";
 import { h, setChildren } from "./dom.js";
-import { formatTime, numberFormat, prettyJson } from "./format.js";
+import { formatDuration, formatTime, numberFormat, prettyJson } from "./format.js";
 import { renderLog } from "./log.js";
 
 const STATUS_ORDER = ["done", "failed", "pending"];
@@ -15,6 +15,7 @@ const STATUS_ORDER = ["done", "failed", "pending"];
 function itemButton(jobId, lane, item, open) {
   const attempts = item.attempt > 1 ? ` · ${item.attempt} attempts` : "";
   const error = item.errorType ? ` · ${item.errorType}` : item.error ? " · error" : "";
+  const ran = item.ranMs != null ? ` · ran ${formatDuration(item.ranMs)}` : "";
   return h(
     "li",
     {},
@@ -28,11 +29,11 @@ function itemButton(jobId, lane, item, open) {
       },
       `item ${item.index}`,
     ),
-    ` ${item.status}${attempts}${error} · ${formatTime(item.updatedAt)}`,
+    ` ${item.status}${attempts}${ran}${error} · ${formatTime(item.updatedAt)}`,
   );
 }
 
-/** One lane: the bar, the counts, the failed and the last finished items. */
+/** One lane: the bar, the counts, the failed and the slowest items. */
 function laneElement(jobId, lane, open) {
   const bar = h("div", { class: "map-bar", "aria-hidden": "true" });
   for (const status of STATUS_ORDER) {
@@ -57,8 +58,8 @@ function laneElement(jobId, lane, open) {
     lane.failed?.length
       ? h("div", {}, h("p", { class: "muted" }, "Failed:"), h("ul", { class: "map-items", "aria-label": "Failed items" }, lane.failed.map((item) => itemButton(jobId, lane, item, open))))
       : null,
-    lane.lastFinished?.length
-      ? h("div", {}, h("p", { class: "muted" }, "Last to finish:"), h("ul", { class: "map-items", "aria-label": "Last items to finish" }, lane.lastFinished.map((item) => itemButton(jobId, lane, item, open))))
+    lane.slowest?.length
+      ? h("div", {}, h("p", { class: "muted" }, "Slowest:"), h("ul", { class: "map-items", "aria-label": "Slowest items" }, lane.slowest.map((item) => itemButton(jobId, lane, item, open))))
       : null,
   );
 }

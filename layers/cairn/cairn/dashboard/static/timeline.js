@@ -96,7 +96,6 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
       }),
     );
   }
-  if (acted.length) rows.push(actionsRow(acted, at));
 
   setChildren(
     container,
@@ -104,6 +103,7 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
       ? h("p", { class: "muted" }, `The last ${records.length} of ${all.length} phase runs.`)
       : null,
     h("ol", { class: "timeline-rows" }, rows),
+    acted.length ? h("ol", { class: "timeline-marks" }, actionsRow(acted, at)) : null,
     h(
       "div",
       { class: "timeline-axis muted", "aria-hidden": "true" },
@@ -198,7 +198,7 @@ function actionsRow(entries, at) {
   }
   return h(
     "li",
-    { class: "timeline-row timeline-actions" },
+    { class: "timeline-actions" }, // not a phase run: the rows of runs are .timeline-row
     h("div", { class: "timeline-label" }, h("span", { class: "phase-name" }, "Actions")),
     track,
     h(

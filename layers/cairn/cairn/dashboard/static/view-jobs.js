@@ -371,6 +371,7 @@ export function jobsView(main, route) {
   poller.start();
   return {
     stop: () => {
+      clearTimeout(typing); // a search typed just before another view opened (Enter) must not bring the list back
       stopListening();
       stopShortcuts();
       poller.stop();
