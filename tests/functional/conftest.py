@@ -8,16 +8,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from cairn.testing.stack import LocalStack
-from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, new_bucket, new_table, s3_client
+from tests.aws import dynamodb_client, new_bucket, new_table, s3_client
 from tests.functional import jobs_server
 from tests.functional.api_client import Api
 from tests.functional.jobs_server import JobsServer
+from tests.functional.stacks import moto_stack
 from tests.support import FakeClock
 
 if TYPE_CHECKING:
@@ -63,14 +62,8 @@ def stack_clock() -> FakeClock:
 @pytest.fixture
 def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
     """The bundle (phase functions and scheduler, direct driver) in-process on moto."""
-    with mock_aws():
-        yield LocalStack.create(
-            PIPELINES,
-            dynamodb=dynamodb_client(),
-            s3=s3_client(),
-            sqs=boto3.client("sqs", region_name=REGION),
-            clock=stack_clock,
-        )
+    with moto_stack(stack_clock) as stack:
+        yield stack
 
 
 @pytest.fixture

@@ -6,16 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-import boto3
 import pytest
-from moto import mock_aws
 
-from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
-from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
 from tests.functional.jobs_server import JobsServer
 from tests.functional.pipelines import pricing_pipeline
+from tests.functional.stacks import moto_stack
 from tests.functional.test_jobs_cli import run_cli, show_json
 from tests.support import FakeClock
 
@@ -25,14 +21,8 @@ PRICING_FILE = "tests/functional/pipelines.py"
 @pytest.fixture
 def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
     """The bundle's pipelines and ``pricing`` (whose phase has a bug) in-process on moto."""
-    with mock_aws():
-        yield LocalStack.create(
-            PipelineRegistry([*PIPELINES, pricing_pipeline()]),
-            dynamodb=dynamodb_client(),
-            s3=s3_client(),
-            sqs=boto3.client("sqs", region_name=REGION),
-            clock=stack_clock,
-        )
+    with moto_stack(stack_clock, pricing_pipeline()) as stack:
+        yield stack
 
 
 def test_show_prints_the_exception_type_and_the_users_frames_of_the_last_failed_attempt(

@@ -8,17 +8,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from cairn import Done, Map, Next, PhaseContext, Pipeline, RetryPolicy
-from cairn.core.registry import PipelineRegistry
 from cairn.testing.api_events import http_api_event, iam_caller
 from cairn.testing.stack import LocalStack
-from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
 from tests.functional.jobs_server import FUNCTION, JobsServer
+from tests.functional.stacks import moto_stack
 from tests.functional.test_jobs_cli import run_cli
 from tests.support import FakeClock
 
@@ -51,14 +47,8 @@ def fanned_pipeline() -> Pipeline[Any]:
 @pytest.fixture
 def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
     """The bundle's pipelines and ``fanned``, in-process on moto."""
-    with mock_aws():
-        yield LocalStack.create(
-            PipelineRegistry([*PIPELINES, fanned_pipeline()]),
-            dynamodb=dynamodb_client(),
-            s3=s3_client(),
-            sqs=boto3.client("sqs", region_name=REGION),
-            clock=stack_clock,
-        )
+    with moto_stack(stack_clock, fanned_pipeline()) as stack:
+        yield stack
 
 
 def maps_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

@@ -10,17 +10,13 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from cairn.client.render import clock_time, job_details
-from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
-from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
 from tests.functional.jobs_server import JobsServer
 from tests.functional.pipelines import approval_pipeline
+from tests.functional.stacks import moto_stack
 from tests.functional.test_jobs_cli import INVOICE, cli, error_line, run_cli, show_json
 from tests.support import FakeClock
 
@@ -30,14 +26,8 @@ REQUEST = '{"amount": 120}'
 @pytest.fixture
 def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
     """The bundle's pipelines and ``approval`` (``ask`` waits for the signal ``approval``), in-process on moto."""
-    with mock_aws():
-        yield LocalStack.create(
-            PipelineRegistry([*PIPELINES, approval_pipeline()]),
-            dynamodb=dynamodb_client(),
-            s3=s3_client(),
-            sqs=boto3.client("sqs", region_name=REGION),
-            clock=stack_clock,
-        )
+    with moto_stack(stack_clock, approval_pipeline()) as stack:
+        yield stack
 
 
 def waiting(jobs: JobsServer, capsys: pytest.CaptureFixture[str], job_id: str) -> None:

@@ -61,11 +61,9 @@ from .api_models import (
     CreatedTime,
     CreateJobRequest,
     Cursor,
-    ErrorBody,
     Health,
     IdPrefix,
     JobHistory,
-    JobId,
     JobLog,
     JobView,
     PipelineList,
@@ -77,6 +75,7 @@ from .api_models import (
 )
 from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view, shown
 from .api_request import MAX_BODY_BYTES, admit
+from .api_routes import JobIdPath, errors, responses
 from .api_services import ApiServices, checked_input, current_services
 from .api_states import router as states_router
 from .entry import Handler, entry_point
@@ -93,22 +92,9 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 HEALTH_OWNER = "cairn-health"
 
-JobIdPath = Annotated[JobId, Path(alias="jobId", description="The job's id")]
 SignalNamePath = Annotated[SignalName, Path(alias="name", description="The signal's name")]
 SignalPayload = list[Any] | dict[str, Any] | str | int | float | bool | None
 """Any JSON value; spelled as a union with a list so that a JSON array is taken whole, not as its first item."""
-
-
-def _errors(*statuses: HTTPStatus) -> dict[int, Any]:
-    """OpenAPI entries for the error responses of a route (all share one body)."""
-    content = {content_types.APPLICATION_JSON: {"model": ErrorBody}}
-    return {status.value: {"description": status.phrase, "content": content} for status in statuses}
-
-
-def _responses(success: HTTPStatus, description: str, *failures: HTTPStatus) -> dict[int, Any]:
-    """OpenAPI responses of a route: its success (the return type's schema) and its errors."""
-    common = (HTTPStatus.BAD_REQUEST, HTTPStatus.UNAUTHORIZED, HTTPStatus.INTERNAL_SERVER_ERROR)
-    return {success.value: {"description": description}, **_errors(*common, *failures)}
 
 
 def _job_response(status: HTTPStatus, view: JobView) -> Response[JobView]:
@@ -158,9 +144,7 @@ def existing(jobs: Cairn, job_id: str) -> Job:
     status_code=HTTPStatus.ACCEPTED.value,
     summary="Start a job",
     tags=["jobs"],
-    responses=_responses(
-        HTTPStatus.ACCEPTED, "The job is stored and its first phase is scheduled", HTTPStatus.CONFLICT
-    ),
+    responses=responses(HTTPStatus.ACCEPTED, "The job is stored and its first phase is scheduled", HTTPStatus.CONFLICT),
 )
 def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView]:
     services = current_services()
@@ -185,7 +169,7 @@ CREATED_TO_FILTER = "Only jobs created at or before this time; a time before cre
     "/jobs",
     summary="List jobs, newest first",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
+    responses=responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
 )
 def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs with this status")] = None,
@@ -217,7 +201,7 @@ def list_jobs(
     description="Read from the listing index, not from every job: exact while the caller has up to about 4,000 "
     "jobs (1,000 a listing shard); above that each count is a lower bound and exact is false.",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.OK, "A count per status; exact says whether each is exact or at least so"),
+    responses=responses(HTTPStatus.OK, "A count per status; exact says whether each is exact or at least so"),
 )
 def count_jobs() -> JobCounts:
     return current_services().storage(caller()).count_jobs()
@@ -227,7 +211,7 @@ def count_jobs() -> JobCounts:
     "/jobs/<jobId>",
     summary="Show a job",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.OK, "The job", HTTPStatus.NOT_FOUND),
+    responses=responses(HTTPStatus.OK, "The job", HTTPStatus.NOT_FOUND),
 )
 def get_job(
     job_id: JobIdPath,
@@ -242,7 +226,7 @@ def get_job(
     "/jobs/<jobId>/log",
     summary="A job's log",
     tags=["jobs"],
-    responses=_responses(
+    responses=responses(
         HTTPStatus.OK, "Log entries and annotations, oldest first; paged with limit and cursor", HTTPStatus.NOT_FOUND
     ),
 )
@@ -262,7 +246,7 @@ def get_job_log(
     description="What each of the job's writes added, newest first: its log entries and the record of the phase "
     "run it ended. A page costs what it holds; GET /jobs/{jobId} holds the newest and historyCursor reads on.",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.OK, "One page of writes; pass its cursor to get older ones", HTTPStatus.NOT_FOUND),
+    responses=responses(HTTPStatus.OK, "One page of writes; pass its cursor to get older ones", HTTPStatus.NOT_FOUND),
 )
 def get_job_history(
     job_id: JobIdPath,
@@ -285,7 +269,7 @@ def get_job_history(
     "as it would be ignored; so is a phase the job's pipeline does not have. "
     "A worker still running the job is fenced off.",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.ACCEPTED, "The job is restarted", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+    responses=responses(HTTPStatus.ACCEPTED, "The job is restarted", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
 def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()] = None) -> Response[JobView]:
     services = current_services()
@@ -334,7 +318,7 @@ def change_status(job_id: str, change: Callable[..., Job], metric: str) -> JobVi
     "/jobs/<jobId>/pause",
     summary="Pause a running job at its next phase boundary",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.OK, "The paused job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+    responses=responses(HTTPStatus.OK, "The paused job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
 def pause(job_id: JobIdPath) -> JobView:
     return change_status(job_id, Cairn.pause, "JobsPaused")
@@ -344,7 +328,7 @@ def pause(job_id: JobIdPath) -> JobView:
     "/jobs/<jobId>/cancel",
     summary="Cancel a job; its checkpoint stays, so a resume is still possible",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.OK, "The cancelled job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+    responses=responses(HTTPStatus.OK, "The cancelled job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
 def cancel(job_id: JobIdPath) -> JobView:
     return change_status(job_id, Cairn.cancel, "JobsCancelled")
@@ -358,7 +342,7 @@ def cancel(job_id: JobIdPath) -> JobView:
     "ctx.signal. A signal no one waits for (the job waits for another, or for nothing, or a second delivery "
     "won the race) is refused with 409 and stored nowhere.",
     tags=["jobs"],
-    responses=_responses(HTTPStatus.ACCEPTED, "The job runs its next phase", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
+    responses=responses(HTTPStatus.ACCEPTED, "The job runs its next phase", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
 def send_signal(
     job_id: JobIdPath, name: SignalNamePath, payload: Annotated[SignalPayload, Body(description="The payload")] = None
@@ -382,7 +366,7 @@ def send_signal(
     description="Each pipeline's phases in order, the JSON schema of its state ({} for plain JSON) and a sample "
     "initial state (the schema's first example; null when it has none): what a form to start a job needs.",
     tags=["pipelines"],
-    responses=_responses(HTTPStatus.OK, "Every pipeline, by name"),
+    responses=responses(HTTPStatus.OK, "Every pipeline, by name"),
 )
 def list_pipelines() -> PipelineList:
     caller()  # names the caller in the log, as every other route does
@@ -396,7 +380,7 @@ def list_pipelines() -> PipelineList:
     tags=["operations"],
     responses={
         HTTPStatus.OK.value: {"description": "The table answered a read"},
-        **_errors(HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.SERVICE_UNAVAILABLE),
+        **errors(HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.SERVICE_UNAVAILABLE),
     },
 )
 def health() -> Health:

@@ -13,18 +13,12 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import content_types
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import Field
 
-from ..app import Cairn
-from ..core.ids import validate_job_id
 from ..core.models import Failure, LogEntry, MapItem, MapItemStatus, MapRecord, WireModel
-from .api_auth import owner_of
-from .api_models import ErrorBody, JobId
-from .api_services import current_services
-from .observability import logger
+from .api_routes import JobIdPath, callers_jobs, responses
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 """The routes of this module, included in the API's resolver."""
@@ -131,25 +125,10 @@ class ItemView(ItemSummary):
     log: list[LogEntry] = Field(default_factory=list)
 
 
-JobIdPath = Annotated[JobId, Path(alias="jobId", description="The job's id")]
 MapIdPath = Annotated[
     str, Path(alias="mapId", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$", description="The map's id")
 ]
 IndexPath = Annotated[int, Path(alias="index", ge=0, le=MAX_ITEM_INDEX, description="The item's index")]
-
-_ERRORS = (HTTPStatus.BAD_REQUEST, HTTPStatus.UNAUTHORIZED, HTTPStatus.NOT_FOUND, HTTPStatus.INTERNAL_SERVER_ERROR)
-
-
-def _responses(description: str) -> dict[int, Any]:
-    content = {content_types.APPLICATION_JSON: {"model": ErrorBody}}
-    errors = {status.value: {"description": status.phrase, "content": content} for status in _ERRORS}
-    return {HTTPStatus.OK.value: {"description": description}, **errors}
-
-
-def _jobs(job_id: str) -> Cairn:
-    owner = owner_of(router.current_event.raw_event)
-    logger.append_keys(owner=owner, job_id=validate_job_id(job_id))
-    return current_services().cairn(owner)
 
 
 @router.get(
@@ -158,10 +137,10 @@ def _jobs(job_id: str) -> Cairn:
     description="Every map the job has run, oldest first: its items counted by status, the failed ones and the "
     "slowest. Reads every item record of the job's maps.",
     tags=["jobs"],
-    responses=_responses("The job's maps"),
+    responses=responses(HTTPStatus.OK, "The job's maps", HTTPStatus.NOT_FOUND),
 )
 def get_job_maps(job_id: JobIdPath) -> JobMaps:
-    lanes = [MapLane.of(record, items) for record, items in _jobs(job_id).maps(job_id)]
+    lanes = [MapLane.of(record, items) for record, items in callers_jobs(router, job_id).maps(job_id)]
     return JobMaps(job_id=job_id, maps=lanes)
 
 
@@ -170,10 +149,10 @@ def get_job_maps(job_id: JobIdPath) -> JobMaps:
     summary="One item of a job's map",
     description="The item's status, attempts, input, result, error with its exception and traceback, and log.",
     tags=["jobs"],
-    responses=_responses("The item"),
+    responses=responses(HTTPStatus.OK, "The item", HTTPStatus.NOT_FOUND),
 )
 def get_map_item(job_id: JobIdPath, map_id: MapIdPath, index: IndexPath) -> ItemView:
-    item = _jobs(job_id).map_item(job_id, map_id, index)
+    item = callers_jobs(router, job_id).map_item(job_id, map_id, index)
     summary = ItemSummary.of(item).model_dump()
     return ItemView(
         **summary,

@@ -13,19 +13,15 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import content_types
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import Field
 
 from ..app import Cairn
-from ..core.ids import validate_job_id
 from ..core.models import WireModel
 from ..core.state_diff import StateChange, diff_states
-from .api_auth import owner_of
-from .api_models import ErrorBody, JobId, PhaseName
-from .api_services import current_services
-from .observability import logger
+from .api_models import PhaseName
+from .api_routes import JobIdPath, callers_jobs, responses
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 """The routes of this module, included in the API's resolver."""
@@ -61,22 +57,7 @@ class StateComparison(WireModel):
     truncated: bool = Field(description="More changes exist than are listed")
 
 
-JobIdPath = Annotated[JobId, Path(alias="jobId", description="The job's id")]
 PhasePath = Annotated[PhaseName, Path(alias="phase", description="The phase (or an old name of it)")]
-
-_ERRORS = (HTTPStatus.BAD_REQUEST, HTTPStatus.UNAUTHORIZED, HTTPStatus.NOT_FOUND, HTTPStatus.INTERNAL_SERVER_ERROR)
-
-
-def _responses(description: str) -> dict[int, Any]:
-    content = {content_types.APPLICATION_JSON: {"model": ErrorBody}}
-    errors = {status.value: {"description": status.phrase, "content": content} for status in _ERRORS}
-    return {HTTPStatus.OK.value: {"description": description}, **errors}
-
-
-def _jobs(job_id: str) -> Cairn:
-    owner = owner_of(router.current_event.raw_event)
-    logger.append_keys(owner=owner, job_id=validate_job_id(job_id))
-    return current_services().cairn(owner)
 
 
 def _entered(jobs: Cairn, job_id: str, phase: str) -> EnteredState:
@@ -90,10 +71,10 @@ def _entered(jobs: Cairn, job_id: str, phase: str) -> EnteredState:
     description="The checkpoint that last entered the phase, as the job's history keeps it for rerun-from-phase. "
     "404 when the job has not entered that phase since it last started over.",
     tags=["jobs"],
-    responses=_responses("The phase's entry state"),
+    responses=responses(HTTPStatus.OK, "The phase's entry state", HTTPStatus.NOT_FOUND),
 )
 def get_entered_state(job_id: JobIdPath, phase: PhasePath) -> JobState:
-    entered = _entered(_jobs(job_id), job_id, phase)
+    entered = _entered(callers_jobs(router, job_id), job_id, phase)
     return JobState(job_id=job_id, **entered.model_dump())
 
 
@@ -103,14 +84,14 @@ def get_entered_state(job_id: JobIdPath, phase: PhasePath) -> JobState:
     description="The changes from the state the first phase was entered with to the second's (JSON Pointer "
     "paths; added, removed or changed; a bounded list). The states themselves: GET /jobs/{jobId}/states/{phase}.",
     tags=["jobs"],
-    responses=_responses("Both entry states and the changes between them"),
+    responses=responses(HTTPStatus.OK, "Both entry states and the changes between them", HTTPStatus.NOT_FOUND),
 )
 def get_state_diff(
     job_id: JobIdPath,
     before: Annotated[PhaseName, Query(alias="from", description="The phase whose entry state is the base")],
     after: Annotated[PhaseName, Query(alias="to", description="The phase whose entry state is compared with it")],
 ) -> StateComparison:
-    jobs = _jobs(job_id)
+    jobs = callers_jobs(router, job_id)
     old, new = _entered(jobs, job_id, before), _entered(jobs, job_id, after)
     diff = diff_states(old.state, new.state)
     return StateComparison.model_validate(
