@@ -20,12 +20,12 @@ from ..errors import (
     VersionConflict,
 )
 from ..ids import validate_job_id
-from ..models import Checkpoint, Job, JobStatus, LogEntry, RetryMode
+from ..models import Checkpoint, Job, JobStatus, RetryMode
 from ..pipeline import Pipeline
 from ..restarts import check_retry
 from ..scheduler_port import Scheduler
 from ..storage_port import Storage
-from ..transitions import Journal, StartJob
+from ..transitions import Journal, StartJob, action_entry
 from .rerunning import rerun_from
 from .writes import START_ATTEMPTS, job_expires_at, job_ttl_seconds, resolve_write
 
@@ -120,13 +120,7 @@ def run_pipeline(
         state = saved.state if saved is not None else fresh_state
         checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
         first = existing is None or existing.is_expired(now)
-        note = LogEntry(
-            message=_start_note(mode, first, start_phase, actor),
-            timestamp=now,
-            phase=start_phase,
-            kind="action",
-            actor=actor,
-        )
+        note = action_entry(_start_note(mode, first, start_phase), actor, now, start_phase)
         wait = _wait_again(existing, saved, now)
         request = StartJob(
             job_id=job_id,
@@ -159,14 +153,13 @@ def run_pipeline(
     raise StorageError(f'Job "{job_id}" kept changing while it was being started; try again', retryable=True)
 
 
-def _start_note(mode: RetryMode, first: bool, phase: str, actor: str | None) -> str:
-    """The first log line of a (re)start: what happened, at which phase, and who asked (when known)."""
-    who = f" by {actor}" if actor else ""
+def _start_note(mode: RetryMode, first: bool, phase: str) -> str:
+    """What a (re)start did, at which phase: its log line, to which who asked is added (``action_entry``)."""
     if first:
-        return f'Job started at phase "{phase}"{who}'
+        return f'Job started at phase "{phase}"'
     if mode == RetryMode.FULL:
-        return f'Job started over at phase "{phase}"{who}'
-    return f'Job retried ({mode.value}) at phase "{phase}"{who}'
+        return f'Job started over at phase "{phase}"'
+    return f'Job retried ({mode.value}) at phase "{phase}"'
 
 
 def _empty_state(pipeline: Pipeline[Any], state: Any) -> Any:

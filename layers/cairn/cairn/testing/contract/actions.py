@@ -118,3 +118,25 @@ class ActionContract(ContractBase):
         assert after.pending_log == []
         assert actions(after) == [('Signal "approval" delivered by dave', "dave")]
         assert messages(after.log).count('Signal "approval" delivered by dave') == 1
+
+    def test_a_commit_moves_only_the_actions_its_claim_saw_and_a_resent_commit_moves_nothing_again(
+        self, storage: Storage, clock: SkippingClock
+    ) -> None:
+        started(storage, clock, phase="review", waiting_for="approval")
+        clock.advance(1)
+        woken = storage.deliver_signal(JOB, SignalDelivery(name="approval", payload=None, now_ms=clock(), actor="dave"))
+        claimed_job = storage.claim(claim_request(clock, woken))
+        assert claimed_job is not None
+        clock.advance(1)
+        storage.pause(JOB, by="frank")  # during the phase: after the claim read the job
+        clock.advance(1)
+        commit = commit_request(clock, claimed_job, "next", next_phase="after", state={"n": 1})
+        storage.commit(JOB, fence_of(claimed_job), commit)
+        storage.commit(JOB, fence_of(claimed_job), commit)  # its response was lost: sent again
+
+        after = stored(storage)
+        assert [entry.message for entry in after.pending_log] == ["Job paused by frank"]
+        assert actions(after) == [('Signal "approval" delivered by dave', "dave"), ("Job paused by frank", "frank")]
+        page = storage.history_page(JOB, None, 1)  # the commit's own history item: the signal, once
+        assert page is not None
+        assert messages(page.items[0].log)[:1] == ['Signal "approval" delivered by dave']
