@@ -10,6 +10,11 @@ from typing import Any
 Json = Mapping[str, Any]
 _MISSING = "-"
 _RESULT_CHARS = 100
+_HASH_PREFIX = "sha256:"  # a hash of the phase's module (cairn.core.versions)
+_HEX = frozenset("0123456789abcdef")
+_SHORT_HASH = 12
+_LONG_HASH = 16  # hex digits from which a version is a hash to shorten (a commit's 40), not a build number
+_SHORT_VERSION = 20
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, indent: str = "") -> str:
@@ -103,11 +108,45 @@ def _outcome(record: Json) -> str:
     return outcome
 
 
-def timeline(phases: Sequence[Json]) -> str:
-    """One row per finished phase run: phase, attempt, outcome, start time, duration (and error, if any)."""
-    errors = any(record.get("error") for record in phases)
-    rows = []
+def short_version(version: Any) -> str:
+    """A phase run's code version as a column shows it, like a short git hash: ``sha256:3f2a9c1b7d4e`` is
+    ``3f2a9c1b7d4e``, a commit's 40 hex digits their first 12; ``lambda:7`` or a short build id as it is, a
+    long one cut (``--json`` has it whole)."""
+    if not isinstance(version, str) or not version:
+        return _MISSING
+    shown = version.removeprefix(_HASH_PREFIX) or version
+    if len(shown) >= _LONG_HASH and all(char in _HEX for char in shown.lower()):
+        return shown[:_SHORT_HASH]
+    return shown if len(shown) <= _SHORT_VERSION else shown[: _SHORT_VERSION - 1] + "…"
+
+
+def code_changes(phases: Sequence[Json]) -> list[str | None]:
+    """For each phase run, the code version the previous run of the same phase ran when its own differs, else None.
+
+    Runs without a version (records written before cairn kept one) are skipped: they neither change nor compare.
+    """
+    last: dict[Any, str] = {}
+    changes: list[str | None] = []
     for record in phases:
+        version, phase = record.get("codeVersion"), record.get("phase")
+        before = last.get(phase)
+        changes.append(before if isinstance(version, str) and version and before not in (None, version) else None)
+        if isinstance(version, str) and version:
+            last[phase] = version
+    return changes
+
+
+def _code(record: Json, before: str | None) -> str:
+    return short_version(record.get("codeVersion")) + (" (changed)" if before is not None else "")
+
+
+def timeline(phases: Sequence[Json]) -> str:
+    """One row per finished phase run: phase, attempt, outcome, start time, duration, the code it ran (marked
+    ``(changed)`` where it differs from the previous run of the same phase), and its error, if any."""
+    errors = any(record.get("error") for record in phases)
+    versions = any(record.get("codeVersion") for record in phases)
+    rows = []
+    for record, before in zip(phases, code_changes(phases), strict=True):
         started, ended = record.get("startedAt"), record.get("endedAt")
         took = ended - started if isinstance(started, int) and isinstance(ended, int) else None
         row = [
@@ -116,9 +155,18 @@ def timeline(phases: Sequence[Json]) -> str:
             _outcome(record),
             clock_time(started),
             duration(took),
+            *([_code(record, before)] if versions else []),
         ]
         rows.append([*row, str(record.get("error") or "")] if errors else row)
-    headers = ["PHASE", "ATTEMPT", "OUTCOME", "STARTED", "DURATION", *(["ERROR"] if errors else [])]
+    headers = [
+        "PHASE",
+        "ATTEMPT",
+        "OUTCOME",
+        "STARTED",
+        "DURATION",
+        *(["CODE"] if versions else []),
+        *(["ERROR"] if errors else []),
+    ]
     return table(headers, rows, indent="  ")
 
 

@@ -3,6 +3,7 @@
  * flight.
  */
 
+import { codeChanges, codeLabel, codeTitle } from "./code-versions.js";
 import { h, setChildren } from "./dom.js";
 import { formatDuration, formatTime, fullFormat, quoted } from "./format.js";
 import { OUTCOME_LABELS } from "./labels.js";
@@ -24,6 +25,8 @@ const RESTART_ENTRY = /^(Job (started|retried|rerun)|Rerun from phase|Resumed)/;
 export function renderTimeline(container, job, log = [], now = Date.now()) {
   const all = job.phases ?? [];
   const records = all.slice(-MAX_TIMELINE_ROWS);
+  // the code each run's phase ran before, where it changed: read over every record, the older ones not drawn too
+  const changedFrom = codeChanges(all).slice(all.length - records.length);
   const live = currentRun(job, log, now);
   const acted = log.filter((entry) => entry.kind === "action");
   const cut = job.cutShort ?? null; // the run a cancel cut short: its worker could no longer commit
@@ -69,10 +72,11 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
       title: [
         `${record.phase}, attempt ${record.attempt}: started ${fullFormat.format(new Date(record.startedAt))}`,
         ...parts,
-        record.codeVersion ? `code ${record.codeVersion}` : null,
+        codeTitle(record.codeVersion, changedFrom[index]),
       ]
         .filter(Boolean)
         .join(", "),
+      code: codeLabel(record.codeVersion, changedFrom[index]),
       error: record.error,
       failure: record.failure,
       bar: { left: at(record.startedAt), width: width(duration) },
@@ -209,8 +213,8 @@ function actionsRow(entries, at) {
   );
 }
 
-/** One row of the timeline: the phase and attempt, the track with its bar (and gap), the summary. */
-function timelineRow({ phase, attempt, outcome, summary, title, error, failure, bar, gap }) {
+/** One row of the timeline: the phase, attempt and code, the track with its bar (and gap), the summary. */
+function timelineRow({ phase, attempt, outcome, summary, title, code, error, failure, bar, gap }) {
   const track = h("div", { class: "track", "aria-hidden": "true" });
   const place = (element, { left, width }) => {
     // Set through the CSSOM, not a style attribute: a strict Content-Security-Policy allows it.
@@ -228,6 +232,7 @@ function timelineRow({ phase, attempt, outcome, summary, title, error, failure, 
       { class: "timeline-label" },
       h("span", { class: "mono phase-name" }, phase),
       attempt > 1 ? h("span", { class: "attempt" }, `attempt ${attempt}`) : null,
+      code,
     ),
     track,
     h("div", { class: "timeline-summary" }, summary),
