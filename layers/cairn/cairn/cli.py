@@ -1,5 +1,5 @@
 """The ``cairn`` command: ``cairn --version``, ``validate-pipeline MODULE:ATTR``, ``template``, ``new``, ``dev``,
-``jobs`` and ``dashboard``.
+``jobs``, ``dashboard`` and ``ops``.
 
 Standard library only at import time (no boto3): ``cairn`` itself is imported only by the
 subcommand that needs it. Every expected error is one line on stderr and exit status 2.
@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .client.dashboard_command import add_command as add_dashboard_command
 
     add_dashboard_command(commands)
+    from .client.ops import add_command as add_ops_command
+
+    add_ops_command(commands)
     return parser
 
 

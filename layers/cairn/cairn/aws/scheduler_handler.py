@@ -201,10 +201,17 @@ class Dispatcher:
         return {"status": job.status.value if job else "stale", "jobId": message.job_id}
 
     def sweep(self) -> dict[str, Any]:
-        """Advance again every running job whose worker is gone and that has not moved for a while."""
+        """Advance again the running jobs whose worker is gone and that have not moved for a while.
+
+        At most ``CAIRN_SWEEP_BATCH`` jobs a run (the rest wait for the next run); the ``StalledJobs``
+        metric counts those found, 0 included (so an alarm on it always has data).
+        """
+        settings = self.runtime.settings
         storage = self.runtime.storage("sweep")
+        found = storage.stalled_jobs(idle_seconds=settings.sweep_idle_seconds, limit=settings.sweep_batch)
+        metrics.add_metric(name="StalledJobs", unit=MetricUnit.Count, value=len(found))
         revived = []
-        for stalled in storage.stalled_jobs(idle_seconds=self.runtime.settings.sweep_idle_seconds):
+        for stalled in found:
             try:
                 pipeline = self.pipelines.get(stalled.pipeline)
                 scheduler = self.runtime.start_scheduler(stalled.owner, pipeline)
@@ -212,7 +219,15 @@ class Dispatcher:
                     revived.append(stalled.job_id)
             except Exception:
                 logger.exception("Could not revive a stalled job", extra={"job_id": stalled.job_id})
-        logger.info("Sweep done", extra={"revived": len(revived)})
+        logger.info(
+            "Sweep done",
+            extra={
+                "found": len(found),
+                "revived": len(revived),
+                "batch": settings.sweep_batch,
+                "batch_full": len(found) >= settings.sweep_batch,
+            },
+        )
         return {"revived": revived}
 
     def resolve(self, request: ResolveRequest) -> dict[str, Any]:

@@ -22,6 +22,8 @@ SCHEDULER_FUNCTION = "CAIRN_SCHEDULER_FUNCTION"
 DELAY_QUEUE_URL = "CAIRN_DELAY_QUEUE_URL"
 STATE_MACHINE_ARN = "CAIRN_STATE_MACHINE_ARN"
 SWEEP_IDLE_SECONDS = "CAIRN_SWEEP_IDLE_SECONDS"
+SWEEP_BATCH = "CAIRN_SWEEP_BATCH"
+"""The most stalled jobs one sweep revives; the rest wait for the next sweep (the template's ``SweepBatchSize``)."""
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
@@ -65,6 +67,7 @@ class Settings:
     delay_queue_url: str | None = None
     state_machine_arn: str | None = None
     sweep_idle_seconds: int = 120
+    sweep_batch: int = 100
 
     def phase_function(self, pipeline: str, phase: str) -> str:
         """The name of the Lambda function that runs ``phase`` of ``pipeline`` (``<prefix><pipeline>-<phase>``)."""
@@ -97,6 +100,7 @@ class Settings:
             delay_queue_url=env.get(DELAY_QUEUE_URL) or None,
             state_machine_arn=env.get(STATE_MACHINE_ARN) or None,
             sweep_idle_seconds=_positive_int(env, SWEEP_IDLE_SECONDS, 120),
+            sweep_batch=_positive_int(env, SWEEP_BATCH, 100),
             table_name=env.get(TABLE_NAME) or None,
             state_bucket=env.get(STATE_BUCKET) or None,
             inline_state_limit=_positive_int(env, INLINE_STATE_LIMIT, DEFAULT_INLINE_STATE_LIMIT),

@@ -3,7 +3,8 @@
 Everything is read from the transformed template and the stack moto created: a function's handler,
 runtime, timeout, memory and environment from the Lambda service, its layers from its resource; its SQS sources from its
 event source mappings; its schedules from the ``AWS::Events::Rule`` resources that target it; its
-async invoke config from its ``AWS::Lambda::EventInvokeConfig``; the API's routes from the OpenAPI body
+async invoke config from its ``AWS::Lambda::EventInvokeConfig`` (retries, and an on-failure destination that is a
+function or a queue); the API's routes from the OpenAPI body
 of the ``AWS::ApiGatewayV2::Api``. Intrinsics are resolved by moto (:func:`cairn.dev.coverage.resolved`).
 """
 
@@ -95,6 +96,7 @@ class StackReader:
                 memory=int(configuration["MemorySize"]),
                 maximum_retry_attempts=int(config.get("MaximumRetryAttempts", DEFAULT_RETRY_ATTEMPTS)),
                 on_failure=_function_name(on_failure) if on_failure and ":function:" in str(on_failure) else None,
+                on_failure_queue=self._queue_url(on_failure) if on_failure and ":sqs:" in str(on_failure) else None,
                 sqs_sources=tuple(self._sqs_sources(name)),
                 schedules=tuple(_schedules(rules, arn, logical_id)),
                 http_routes=tuple(route for route, function in routes if function == arn),
@@ -104,6 +106,10 @@ class StackReader:
             )
         return found
 
+    def _queue_url(self, arn: Any) -> str:
+        """The URL of the stack's queue ``arn`` names (an ``arn:aws:sqs:<region>:<account>:<name>``)."""
+        return str(self.sqs.get_queue_url(QueueName=str(arn).rsplit(":", 1)[1])["QueueUrl"])
+
     def _sqs_sources(self, name: str) -> Iterator[SqsSource]:
         """The function's enabled SQS event source mappings."""
         listed = self.lambda_client.list_event_source_mappings(FunctionName=name)["EventSourceMappings"]
@@ -111,9 +117,8 @@ class StackReader:
             arn = str(mapping.get("EventSourceArn", ""))
             if ":sqs:" not in arn or mapping.get("State") not in ("Enabled", "Creating", None):
                 continue
-            url = self.sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[1])["QueueUrl"]
             yield SqsSource(
-                queue_url=str(url),
+                queue_url=self._queue_url(arn),
                 queue_arn=arn,
                 batch_size=int(mapping.get("BatchSize") or 10),
                 report_batch_item_failures="ReportBatchItemFailures" in (mapping.get("FunctionResponseTypes") or []),

@@ -2,12 +2,15 @@
 
 An asynchronous invocation is queued and run as Lambda's async queue runs it: a failure
 (an error, a timeout, a dead worker) is retried ``maximum_retry_attempts`` times (after 1 then
-2 minutes, as Lambda waits), then its on-failure record goes to the function's ``on_failure``
-destination. Invocations of one function run at most ``concurrency`` at a time.
+2 minutes, as Lambda waits), then its on-failure record goes to the function's destination: an
+async invocation of its ``on_failure`` function, or a message to its ``on_failure_queue`` (the record's
+JSON, as Lambda sends it to an SQS destination). Invocations of one function run at most ``concurrency``
+at a time.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import uuid
@@ -21,6 +24,8 @@ from .environments import FunctionPool, Outcome
 from .logs import DevLog
 
 if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
     from .models import FunctionConfig
 
 ASYNC_RETRY_DELAYS = (60.0, 120.0)
@@ -47,8 +52,11 @@ class LambdaService:
         region: str,
         account: str,
         concurrency: int = 4,
+        sqs: SQSClient | None = None,
     ) -> None:
         self.functions = dict(functions)
+        self.sqs = sqs
+        """The SQS client of the local stack: what sends an on-failure record to a queue destination."""
         self.log = log
         self.region = region
         self.account = account
@@ -144,6 +152,24 @@ class LambdaService:
             record = failure_record(self.function_arn(name), request_id, payload, outcome.payload, invoke_count=attempt)
             self.log.say(self.log.short_name(name), f"on-failure record to {self.log.short_name(function.on_failure)}")
             self.invoke_async(function.on_failure, record)
+        elif function.on_failure_queue:
+            self._to_queue(name, function.on_failure_queue, request_id, payload, outcome, attempt)
+
+    def _to_queue(
+        self, name: str, queue_url: str, request_id: str, payload: Any, outcome: Outcome, attempt: int
+    ) -> None:
+        """Send the on-failure record of a failed async invocation of ``name`` to the queue at ``queue_url``."""
+        short, queue = self.log.short_name(name), queue_url.rsplit("/", 1)[-1]
+        if self.sqs is None:
+            self.log.say(short, f"on-failure record to {queue} dropped: no SQS client", "WARNING")
+            return
+        record = failure_record(self.function_arn(name), request_id, payload, outcome.payload, invoke_count=attempt)
+        try:
+            self.sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(record))
+        except Exception as exc:  # the queue is gone, or the endpoint is shutting down: Lambda would drop it too
+            self.log.say(short, f"on-failure record to {queue} dropped: {exc}", "WARNING")
+            return
+        self.log.say(short, f"on-failure record to the queue {queue}", "WARNING")
 
     def _retry(self, name: str, payload: Any, request_id: str, attempt: int) -> None:
         with self._idle:

@@ -60,6 +60,7 @@ class FunctionConfig:
     memory: int
     maximum_retry_attempts: int
     on_failure: str | None
+    """The function an async invocation's on-failure record goes to (an ``OnFailure`` of ``Type: Lambda``)."""
     sqs_sources: tuple[SqsSource, ...]
     schedules: tuple[Schedule, ...]
     http_routes: tuple[Route, ...]
@@ -69,6 +70,8 @@ class FunctionConfig:
     built_layers: tuple[Path, ...] = ()
     """The ``python/`` folders of the function's layers when each is a built one (a ``sam build`` output:
     the function then runs on them alone, as in Lambda); empty when a layer is a source folder."""
+    on_failure_queue: str | None = None
+    """The URL of the queue an async invocation's on-failure record goes to (an ``OnFailure`` of ``Type: SQS``)."""
 
 
 @dataclass(frozen=True)

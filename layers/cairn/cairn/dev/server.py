@@ -199,6 +199,7 @@ class DevServer:
         if options.skip_waits:
             self.skipper = TimeSkipper(self.log, self.stopping)
             environment.update(self.skipper.environment)
+        sqs = self._client("sqs")
         self.lambdas = LambdaService(
             deployment.functions,
             environment,
@@ -206,11 +207,11 @@ class DevServer:
             region=REGION,
             account=LOCAL_ACCOUNT,
             concurrency=options.concurrency,
+            sqs=sqs,
         )
         self.aws.lambdas.service = self.lambdas
         if options.warm:
             self._warm(self.lambdas)
-        sqs = self._client("sqs")
         sources = [source for function in deployment.functions.values() for source in function.sqs_sources]
         if self.skipper is not None:
             self.skipper.watch([source.queue_arn for source in sources], self.lambdas, {deployment.api.function_name})

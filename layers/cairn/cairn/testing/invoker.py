@@ -3,9 +3,13 @@
 ``LocalLambda`` answers the same ``invoke`` call a boto3 Lambda client does,
 so the direct driver's scheduler and the API use it unchanged. An async
 (``Event``) invoke is queued and run by :meth:`LocalLambda.drain`, as Lambda's
-own queue would run it; a function that fails (raises, or its process dies)
-sends Lambda's on-failure record to the function's destination, with async
-retries off, as the SAM template configures them.
+own queue would run it; a function that fails (raises, or its process dies) is
+tried again up to its ``max_retries`` (queued behind what is queued, as Lambda
+waits before a retry), then sends Lambda's on-failure record to the function's
+destination: another function (an async invoke of it) or an SQS queue
+(:class:`QueueDestination`: the record's JSON as the message), as the SAM
+template configures them (phase functions: no retries, the scheduler; the
+scheduler: 2 retries, its dead-letter queue).
 
 Each invocation belongs to a chain, as Lambda traces it: an invoke made while
 a function runs (and, through :class:`LocalStack`, a message it sends to SQS)
@@ -26,10 +30,10 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..core.errors import CairnError
 from .faults import SimulatedCrash
@@ -100,21 +104,48 @@ class LocalContext:
 
 @dataclass
 class Invocation:
-    """One queued async invoke."""
+    """One queued async invoke; ``attempt`` counts its runs (2 and 3 are Lambda's retries)."""
 
     function: str
     payload: dict[str, Any]
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     chain: Chain = field(default_factory=Chain)
+    attempt: int = 1
+
+
+class MessageSender(Protocol):
+    """What a queue destination needs of an SQS client."""
+
+    def send_message(self, *, QueueUrl: str, MessageBody: str) -> Any:
+        """Send one message (boto3's ``sqs.send_message``)."""
+
+
+@dataclass(frozen=True)
+class QueueDestination:
+    """An SQS queue as an on-failure destination: the on-failure record's JSON is sent to it."""
+
+    queue_url: str
+    sqs: MessageSender
+
+    def send(self, record: dict[str, Any]) -> None:
+        """Send ``record`` to the queue, as Lambda sends it (the JSON object as the message body)."""
+        self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=json.dumps(record))
+
+
+Destination = str | QueueDestination
+"""An on-failure destination: a function's name, or a queue."""
+MAX_ASYNC_RETRIES = 2
+"""The most retries Lambda makes of a failed async invoke (``MaximumRetryAttempts``: 0 to 2)."""
 
 
 @dataclass
 class FunctionSpec:
-    """A registered function: its handler and where its failures go."""
+    """A registered function: its handler, how often a failed async invoke is retried and where it then goes."""
 
     handler: LambdaHandler
-    on_failure: str | None = None
+    on_failure: Destination | None = None
     recursive_loop: RecursiveLoop = "Terminate"
+    max_retries: int = 0
 
 
 class LocalLambda:
@@ -133,11 +164,15 @@ class LocalLambda:
         name: str,
         handler: LambdaHandler,
         *,
-        on_failure: str | None = None,
+        on_failure: Destination | None = None,
         recursive_loop: RecursiveLoop = "Terminate",
+        max_retries: int = 0,
     ) -> None:
-        """Deploy ``handler`` as function ``name``; failures of async invokes go to ``on_failure``."""
-        self.functions[name] = FunctionSpec(handler, on_failure, recursive_loop)
+        """Deploy ``handler`` as function ``name``; a failed async invoke is retried ``max_retries`` times (0 to 2),
+        then its on-failure record goes to ``on_failure`` (a function's name or a :class:`QueueDestination`)."""
+        if not 0 <= max_retries <= MAX_ASYNC_RETRIES:
+            raise ValueError(f"max_retries must be 0 to {MAX_ASYNC_RETRIES}, got {max_retries}")
+        self.functions[name] = FunctionSpec(handler, on_failure, recursive_loop, max_retries)
 
     @property
     def current_chain(self) -> Chain | None:
@@ -166,7 +201,11 @@ class LocalLambda:
             return self.functions[name].handler(event, LocalContext(name))
 
     def invoke(self, *, FunctionName: str, InvocationType: str = "RequestResponse", Payload: Any = b"{}") -> Any:
-        """Invoke a function as boto3's ``lambda.invoke`` does (async: queued; sync: run now)."""
+        """Invoke a function as boto3's ``lambda.invoke`` does (async: queued; sync: run now).
+
+        A synchronous invoke whose function raises answers as Lambda does: ``FunctionError`` ``Unhandled``
+        and Lambda's error payload (``errorMessage``, ``errorType``, ``stackTrace``).
+        """
         name = FunctionName.rsplit(":", 1)[-1] if FunctionName.startswith("arn:") else FunctionName
         if name not in self.functions:
             raise CairnError(f"Function not found: {FunctionName}")
@@ -175,7 +214,11 @@ class LocalLambda:
         if InvocationType == "Event":
             self.queue.append(Invocation(name, payload, chain=self.current_chain or Chain()))
             return {"StatusCode": 202}
-        result = self.call(name, payload, chain=self.current_chain)
+        try:
+            result = self.call(name, payload, chain=self.current_chain)
+        except (Exception, SimulatedCrash) as exc:
+            failed = json.dumps(error_payload(exc)).encode()
+            return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": io.BytesIO(failed)}
         return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(result).encode())}
 
     def pending(self) -> int:
@@ -191,7 +234,8 @@ class LocalLambda:
         return ran
 
     def run(self, invocation: Invocation) -> Any:
-        """Run one async invocation; a failure becomes an on-failure record for the destination.
+        """Run one async invocation; a failure is retried (the same request, in the same chain, queued again)
+        while the function's ``max_retries`` allow, then becomes an on-failure record for the destination.
 
         An invocation that recursive loop detection stops does not run; it is kept in :attr:`stopped`.
         """
@@ -205,20 +249,35 @@ class LocalLambda:
                 return spec.handler(invocation.payload, context)
             except (Exception, SimulatedCrash) as exc:
                 record = on_failure_record(invocation, context, exc)
-                self.failures.append(record)
-                if spec.on_failure:
-                    self.queue.append(Invocation(spec.on_failure, record, chain=chain))
-                return None
+        if invocation.attempt <= spec.max_retries:
+            self.queue.append(replace(invocation, attempt=invocation.attempt + 1))
+            return None
+        self.failures.append(record)
+        if isinstance(spec.on_failure, QueueDestination):
+            spec.on_failure.send(record)
+        elif spec.on_failure:
+            self.queue.append(Invocation(spec.on_failure, record, chain=chain))
+        return None
 
 
 def on_failure_record(invocation: Invocation, context: LocalContext, exc: BaseException) -> dict[str, Any]:
     """The record Lambda sends to an on-failure destination after an async invoke failed."""
-    error = {
+    return failure_record(
+        context.invoked_function_arn,
+        invocation.request_id,
+        invocation.payload,
+        error_payload(exc),
+        invoke_count=invocation.attempt,
+    )
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    """What Lambda answers for a function that raised ``exc``: its message, type and the end of its stack."""
+    return {
         "errorMessage": str(exc) or type(exc).__name__,
         "errorType": type(exc).__name__,
         "stackTrace": traceback.format_exception(exc)[-3:],
     }
-    return failure_record(context.invoked_function_arn, invocation.request_id, invocation.payload, error)
 
 
 def failure_record(

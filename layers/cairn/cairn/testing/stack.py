@@ -3,7 +3,8 @@
 ``LocalStack`` registers one function per phase of each pipeline
 (``<prefix><pipeline>-<phase>``: the generic phase handler with that
 function's ``CAIRN_PIPELINE`` and ``CAIRN_PHASE``, async retries off, failures
-to the scheduler) and the scheduler function with a
+to the scheduler) and the scheduler function (2 async retries, failures to its
+dead-letter queue, :attr:`LocalStack.scheduler_dlq_url`) with a
 :class:`LocalLambda`, and gives them a :class:`Runtime` whose AWS clients talk
 to moto. ``run_until_idle`` plays Lambda's async queue and the SQS delay
 queue's event source mapping until nothing is left to run.
@@ -30,7 +31,7 @@ from ..core.clock import Clock, system_clock_ms
 from ..core.errors import CairnError
 from ..core.registry import PipelineRegistry
 from ..core.settings import PHASE, PIPELINE, DriverName, Settings
-from .invoker import Chain, Invocation, LambdaHandler, LocalLambda, RecursiveLoop
+from .invoker import Chain, Invocation, LambdaHandler, LocalLambda, QueueDestination, RecursiveLoop
 from .serialised import one_call_at_a_time
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ SCHEDULER = f"{PREFIX}scheduler"
 TRACE_HEADER: Final = "AWSTraceHeader"
 TEMPLATE_RECURSIVE_LOOP: RecursiveLoop = "Allow"
 """The ``RecursiveLoop`` of the phase functions and the scheduler in template.yaml."""
+SCHEDULER_RETRIES: Final = 2
+"""The scheduler's async retries in template.yaml (its ``EventInvokeConfig``'s ``MaximumRetryAttempts``)."""
 QUEUED_COUNTS: Final = (
     "ApproximateNumberOfMessages",
     "ApproximateNumberOfMessagesDelayed",
@@ -81,10 +84,13 @@ class LocalStack:
         invoker: LocalLambda,
         *,
         recursive_loop: RecursiveLoop = TEMPLATE_RECURSIVE_LOOP,
+        scheduler_dlq_url: str | None = None,
     ) -> None:
         self.pipelines = pipelines
         self.runtime = runtime
         self.invoker = invoker
+        self.scheduler_dlq_url = scheduler_dlq_url
+        """The scheduler's dead-letter queue: the on-failure records of the events it failed on for good."""
         scheduler = runtime.settings.scheduler_function or SCHEDULER
         for pipeline in pipelines:
             for phase in pipeline.phase_names:
@@ -93,7 +99,16 @@ class LocalStack:
                 name = runtime.settings.phase_function(pipeline.name, phase)
                 invoker.register(name, handler, on_failure=scheduler, recursive_loop=recursive_loop)
         self.scheduler: LambdaHandler = scheduler_handler(pipelines, runtime=runtime)
-        invoker.register(scheduler, self.scheduler, recursive_loop=recursive_loop)
+        dead_letters = (
+            QueueDestination(scheduler_dlq_url, runtime.sqs) if scheduler_dlq_url and runtime.sqs is not None else None
+        )
+        invoker.register(
+            scheduler,
+            self.scheduler,
+            on_failure=dead_letters,
+            recursive_loop=recursive_loop,
+            max_retries=SCHEDULER_RETRIES,
+        )
 
     @classmethod
     def create(
@@ -109,7 +124,8 @@ class LocalStack:
         clock: Clock = system_clock_ms,
         recursive_loop: RecursiveLoop = TEMPLATE_RECURSIVE_LOOP,
     ) -> LocalStack:
-        """Create a table, a bucket and a delay queue (unique names) and wire the functions to them.
+        """Create a table, a bucket, a delay queue and the scheduler's dead-letter queue (unique names) and wire
+        the functions to them.
 
         DynamoDB calls are serialised, so moto's conditional writes are atomic as DynamoDB's are.
         ``recursive_loop`` is the phase functions' and the scheduler's recursive loop setting.
@@ -121,6 +137,7 @@ class LocalStack:
         bucket = f"cairn-state-{suffix}"
         s3.create_bucket(Bucket=bucket)
         queue_url = sqs.create_queue(QueueName=f"cairn-delays-{suffix}")["QueueUrl"]
+        dlq_url = sqs.create_queue(QueueName=f"cairn-scheduler-dlq-{suffix}")["QueueUrl"]
         settings = Settings(
             table_name=table,
             state_bucket=bucket,
@@ -135,7 +152,7 @@ class LocalStack:
         runtime = Runtime(
             settings=settings, dynamodb=dynamodb, s3=s3, lambda_client=invoker, sqs=traced, sfn=sfn, clock=clock
         )
-        return cls(pipelines, runtime, invoker, recursive_loop=recursive_loop)
+        return cls(pipelines, runtime, invoker, recursive_loop=recursive_loop, scheduler_dlq_url=dlq_url)
 
     def register(self, name: str, handler: LambdaHandler) -> None:
         """Deploy another function (the API, say) beside the phases and the scheduler."""
