@@ -170,3 +170,15 @@ class ModelError(CairnError):
     def __init__(self, message: str, *, retryable: bool | None = None, code: str | None = None) -> None:
         super().__init__(message, retryable=retryable)
         self.code = code
+
+
+class TransitionLimitError(CairnError):
+    """A job reached its limit of transitions (:mod:`cairn.core.transition_guard`): it is stopped in ``error``.
+
+    ``limit`` is the limit in force; the message names the setting that gives it and how to go on.
+    """
+
+    def __init__(self, job_id: str, limit: int, message: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.limit = limit

@@ -17,6 +17,7 @@ from .models import Checkpoint
 from .retry import RetryPolicy
 from .signals import admit_payload, checked_signal_models
 from .text import validation_problems
+from .transition_guard import DEFAULT_MAX_TRANSITIONS
 
 if TYPE_CHECKING:
     from .context import PhaseContext
@@ -76,6 +77,8 @@ class Pipeline(Generic[S]):
     ``aliases`` maps old phase names to current ones, so checkpoints written
     before a rename still resume. ``signals`` maps a signal's name to the pydantic
     model its payload must fit (:mod:`cairn.core.signals`); other signals take any JSON.
+    ``max_transitions`` is how many phase runs and map items a job may take before it is stopped in
+    ``error`` (:mod:`cairn.core.transition_guard`; a stack may lower it with ``CAIRN_MAX_TRANSITIONS``).
     """
 
     def __init__(
@@ -87,6 +90,7 @@ class Pipeline(Generic[S]):
         memory_ttl: timedelta = timedelta(days=30),
         aliases: Mapping[str, str] | None = None,
         signals: Mapping[str, type[BaseModel]] | None = None,
+        max_transitions: int = DEFAULT_MAX_TRANSITIONS,
     ) -> None:
         if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
@@ -94,10 +98,15 @@ class Pipeline(Generic[S]):
             raise PipelineError(f"Pipeline {name!r}: ttl must be positive, got {ttl}")
         if memory_ttl <= timedelta(0):
             raise PipelineError(f"Pipeline {name!r}: memory_ttl must be positive, got {memory_ttl}")
+        if isinstance(max_transitions, bool) or not isinstance(max_transitions, int) or max_transitions <= 0:
+            raise PipelineError(
+                f"Pipeline {name!r}: max_transitions must be a positive whole number, got {max_transitions!r}"
+            )
         self.name = name
         self.state_model = state
         self.ttl = ttl
         self.memory_ttl = memory_ttl
+        self.max_transitions = max_transitions
         self.aliases: dict[str, str] = dict(aliases or {})
         self.signal_models = checked_signal_models(name, signals)
         self._phases: dict[str, Phase] = {}

@@ -24,6 +24,8 @@ STATE_MACHINE_ARN = "CAIRN_STATE_MACHINE_ARN"
 SWEEP_IDLE_SECONDS = "CAIRN_SWEEP_IDLE_SECONDS"
 SWEEP_BATCH = "CAIRN_SWEEP_BATCH"
 """The most stalled jobs one sweep revives; the rest wait for the next sweep (the template's ``SweepBatchSize``)."""
+MAX_TRANSITIONS = "CAIRN_MAX_TRANSITIONS"
+"""The stack's limit of a job's transitions: lowers every pipeline's ``max_transitions`` (:mod:`.transition_guard`)."""
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
@@ -61,6 +63,8 @@ class Settings:
     offload_state_from: int = DEFAULT_OFFLOAD_STATE_FROM
     aws_retry_mode: RetryModeName = "adaptive"
     aws_max_attempts: int = 8
+    max_transitions: int | None = None
+    """``CAIRN_MAX_TRANSITIONS``: the most transitions a job of any pipeline may take (None: each pipeline's own)."""
     driver: DriverName = "direct"
     function_prefix: str = ""
     scheduler_function: str | None = None
@@ -107,7 +111,20 @@ class Settings:
             offload_state_from=_positive_int(env, OFFLOAD_STATE_FROM, DEFAULT_OFFLOAD_STATE_FROM),
             aws_retry_mode=mode,
             aws_max_attempts=_positive_int(env, AWS_MAX_ATTEMPTS, 8),
+            max_transitions=stack_max_transitions(env),
         )
+
+
+def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | None:
+    """``CAIRN_MAX_TRANSITIONS`` (``os.environ`` by default): a positive whole number, or None when it is not set.
+
+    The engine reads it where it claims a run (:func:`cairn.core.transition_guard.transition_limit`), as
+    :meth:`Settings.from_env` does: the engine is handed pipelines, not settings.
+    """
+    env = os.environ if environ is None else environ
+    if not env.get(MAX_TRANSITIONS):
+        return None
+    return _positive_int(env, MAX_TRANSITIONS, 0)
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..context import PhaseContext
-from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError
+from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError, TransitionLimitError
 from ..failures import failure_of
 from ..models import Failure, Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from ..pipeline import Phase, Pipeline, to_json
 from ..scheduler_port import Scheduler
 from ..storage_port import Storage
+from ..transition_guard import run_refused
 from .claimed_run import ClaimedRun, claim_run, commit_unknown_phase
 from .map_items import advance_item, items_unfinished, start_map
 from .waits import end_wait_if_due, enter_sleep, enter_wait
@@ -66,7 +67,11 @@ def advance_phase(
 
 
 def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
-    """Run the claimed phase (or take up its map's items) and commit what it returned."""
+    """Run the claimed phase (or take up its map's items) and commit what it returned.
+
+    A job that has counted its limit of transitions is stopped in ``error`` before its phase runs
+    (:mod:`cairn.core.transition_guard`).
+    """
     pipeline = run.pipeline
     if not pipeline.has_phase(run.phase_name):
         return commit_unknown_phase(run)
@@ -74,6 +79,9 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
     released = items_unfinished(run, scheduler)
     if released is not None:
         return released
+    refused = run_refused(run.job.job_id, run.job.usage, run.limit)
+    if refused is not None:
+        return run.stop(refused)
     results = [item.result for item in run.map_items] if run.map_items is not None else None
     phase = pipeline.get_phase(run.phase_name)
     try:
@@ -167,6 +175,8 @@ def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Sc
         if isinstance(outcome, Map):
             try:
                 return start_map(run, outcome, scheduler)
+            except TransitionLimitError as exc:
+                return run.stop(exc)
             except InvalidInputError as exc:
                 message = f'Phase "{phase.name}" returned a map that cannot run: {exc}'
                 run.entry(message, level="error", kind="error")

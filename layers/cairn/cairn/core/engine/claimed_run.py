@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import ttl
 from ..context import JournalBuffer
-from ..errors import UnknownPhaseError
+from ..errors import TransitionLimitError, UnknownPhaseError
 from ..ids import validate_job_id
 from ..lessons import lessons_in
 from ..models import (
@@ -33,15 +33,28 @@ from ..models import (
 from ..outcomes import WaitFor
 from ..pipeline import Pipeline
 from ..storage_port import Storage
-from ..transitions import Claim, Commit, CrashReport, Fence, Save
+from ..transition_guard import TRANSITION_KINDS, TRANSITIONS, TransitionLimit, stop_usage, transition_limit
+from ..transitions import Claim, Commit, CrashReport, Fence, Journal, Save, merge_usage
 from ..versions import code_version
 from .writes import job_expires_at, logger, resolve_write
 
 
 class ClaimedRun:
-    """One claimed run of one phase: the writes it may make, all fenced by its claim."""
+    """One claimed run of one phase: the writes it may make, all fenced by its claim.
 
-    def __init__(self, job: Job, pipeline: Pipeline[Any], storage: Storage, worker: str, started_at: int) -> None:
+    ``limit`` is the job's limit of transitions (:mod:`cairn.core.transition_guard`); a commit that
+    leaves the phase counts one.
+    """
+
+    def __init__(
+        self,
+        job: Job,
+        pipeline: Pipeline[Any],
+        storage: Storage,
+        worker: str,
+        started_at: int,
+        limit: TransitionLimit,
+    ) -> None:
         assert job.checkpoint is not None
         self.job = job
         self.pipeline = pipeline
@@ -51,6 +64,7 @@ class ClaimedRun:
         self.started_at = started_at
         self.checkpoint = job.checkpoint
         self.phase_name = job.checkpoint.next_phase
+        self.limit = limit
         self.journal = JournalBuffer()
         self.map_items: list[MapItem] | None = None
         #: Called once the run's next write (a save or the commit) has landed: it carried the map's usage.
@@ -101,6 +115,7 @@ class ClaimedRun:
         fan_out: FanOut | None = None,
         failure: Failure | None = None,
     ) -> Job:
+        """End the run with ``kind``; one that leaves the phase counts a transition (:data:`TRANSITION_KINDS`)."""
         self.remember_lessons()
         now = self.storage.clock()
         error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
@@ -125,7 +140,7 @@ class ClaimedRun:
             # a job lives its TTL past the moment it wakes or its wait times out, never expiring asleep
             expires_at=job_expires_at(self.pipeline, max(now, not_before or now, deadline or now)),
             record=record,
-            journal=self.journal.peek(),
+            journal=self._journal_of(kind),
             checkpoint=checkpoint,
             result=result,
             error=error,
@@ -139,6 +154,23 @@ class ClaimedRun:
         self.journal.clear()
         self._written()
         return self.job
+
+    def _journal_of(self, kind: PhaseOutcome) -> Journal:
+        """What the commit hands over: the journal, with the transition counted when the run leaves its phase."""
+        journal = self.journal.peek()
+        if kind not in TRANSITION_KINDS:
+            return journal
+        return Journal(log=journal.log, usage=merge_usage(journal.usage, {TRANSITIONS: 1}))
+
+    def stop(self, refused: TransitionLimitError) -> Job:
+        """Stop the job in ``error``: it reached its limit of transitions (:mod:`cairn.core.transition_guard`).
+
+        The commit records the count the guard stopped at, so that a retry counts from there.
+        """
+        self.entry(refused.message, level="error", kind="error")
+        logger.error("Job %s: %s", self.job.job_id, refused.message)
+        self.journal.add_usage(stop_usage(self.job.usage))
+        return self.commit("error", error=refused.message)
 
 
 def lease_for(pipeline: Pipeline[Any], phase: str | None) -> float:
@@ -163,6 +195,7 @@ def claim_run(
     _ = pipeline.initial_phase  # an empty pipeline is refused here
     worker = worker or uuid.uuid4().hex
     lease = lease_for(pipeline, phase)
+    limit = transition_limit(pipeline)  # a bad CAIRN_MAX_TRANSITIONS is refused before anything is written
     now = storage.clock()
     request = Claim(
         job_id=job_id,
@@ -179,7 +212,7 @@ def claim_run(
     if claimed is None:
         logger.debug("No advance for job %s (phase %s): not claimable", job_id, phase)
         return None
-    return ClaimedRun(claimed, pipeline, storage, worker, claimed.claimed_at or now)
+    return ClaimedRun(claimed, pipeline, storage, worker, claimed.claimed_at or now, limit)
 
 
 def commit_unknown_phase(run: ClaimedRun) -> Job:

@@ -18,6 +18,7 @@ from ..outcomes import Map
 from ..pipeline import Pipeline
 from ..scheduler_port import ItemScheduler, Scheduler
 from ..storage_port import Storage
+from ..transition_guard import TRANSITIONS, map_refused
 from .claimed_run import ClaimedRun, claim_run
 from .writes import job_ttl_seconds, logger
 
@@ -77,18 +78,26 @@ def advance_item(
 
 
 def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
-    """Write the map's item records, commit the checkpoint at ``then`` with the map, schedule the first items."""
+    """Write the map's item records, commit the checkpoint at ``then`` with the map, schedule the first items.
+
+    Each item counts one transition, with that commit; a map whose items and ``then`` would pass the
+    job's limit is refused before anything is written: TransitionLimitError (:mod:`cairn.core.transition_guard`).
+    """
     if not isinstance(scheduler, ItemScheduler):
         raise InvalidInputError(
             "a map needs a scheduler that runs items (the inline scheduler, the direct driver); "
             "the Step Functions driver does not run maps yet"
         )
     values = validate_map(outcome, run.pipeline)
+    phase = run.pipeline.resolve_name(outcome.phase)
+    refused = map_refused(run.job.job_id, run.job.usage, run.limit, items=len(values), phase=phase)
+    if refused is not None:
+        raise refused
     state = run.pipeline.dump_state(outcome.state) if outcome.state is not None else run.job.checkpoint.state  # type: ignore[union-attr]
     now = run.storage.clock()
     fan_out = FanOut(
         id=uuid.uuid4().hex,
-        phase=run.pipeline.resolve_name(outcome.phase),
+        phase=phase,
         count=len(values),
         max_concurrency=outcome.max_concurrency,
     )
@@ -100,6 +109,7 @@ def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
     )
     store.create(items, record)
     run.entry(f'Map of {len(values)} items over phase "{fan_out.phase}", then "{outcome.then}"')
+    run.journal.add_usage({TRANSITIONS: len(values)})  # each item is an invocation of its own
     checkpoint = Checkpoint(next_phase=outcome.then, state=state, created_at=now)
     job = run.commit("map", checkpoint=checkpoint, fan_out=fan_out)
     if job.status == JobStatus.RUNNING:
