@@ -110,8 +110,8 @@ def test_the_driver_and_architecture_are_the_template_s_defaults_and_samconfig_s
     assert parameters["Driver"]["Default"] == "stepfunctions"
     assert parameters["Architecture"]["Default"] == "x86_64"
     samconfig = tomllib.loads((bundle / "samconfig.toml").read_text(encoding="utf-8"))
-    for environment_name in ("default", "prod"):
-        assert samconfig[environment_name]["global"]["parameters"]["parameter_overrides"] == "Architecture=x86_64"
+    overrides = {name: samconfig[name]["global"]["parameters"]["parameter_overrides"] for name in ("default", "prod")}
+    assert overrides == {"default": "Architecture=x86_64", "prod": "Architecture=x86_64 Stage=prod"}
     assert (bundle / "functions" / "billing" / "pipeline.py").is_file()
 
 

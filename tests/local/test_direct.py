@@ -77,11 +77,24 @@ def test_the_stack_is_the_transformed_templates_on_cloudformation_and_lambda(dir
     assert sorted(function["FunctionName"] for function in listed) == info["functions"]
     banner = direct_stack.output().split("Ready.", 1)[0]
     assert "the SAM transform, then CloudFormation (moto)" in banner
-    for kind in ("AWS::ApiGatewayV2::Api", "AWS::Lambda::EventInvokeConfig", "AWS::CloudWatch::Alarm"):
+    for kind in ("AWS::ApiGatewayV2::Api", "AWS::Lambda::EventInvokeConfig"):
         assert f"local runner  {kind} (" in banner
     queues = session.client("sqs", endpoint_url=info["awsEndpoint"]).list_queues()["QueueUrls"]
     assert any("DelayQueue" in url for url in queues)
-    assert any("DeadLetterQueue" in url for url in queues)
+    assert any("-DeadLetterQueue" in url for url in queues)
+    assert any("SchedulerDeadLetterQueue" in url for url in queues)
+    # the production signals are created with the stack: the alarms, the dashboard, each phase's live alias
+    cloudwatch = session.client("cloudwatch", endpoint_url=info["awsEndpoint"])
+    alarms = [alarm["AlarmName"] for alarm in cloudwatch.describe_alarms()["MetricAlarms"]]
+    for alarm in ("StalledJobsAlarm", "SchedulerDeadLetterAlarm", "DocumentIntakeThrottlesAlarm"):
+        assert any(f"-{alarm}-" in name for name in alarms), alarm
+    assert outputs["DashboardName"] in [
+        item["DashboardName"] for item in cloudwatch.list_dashboards()["DashboardEntries"]
+    ]
+    aliases = session.client("lambda", endpoint_url=info["awsEndpoint"]).list_aliases(
+        FunctionName=f"{info['stack']}-document-intake-fetch"
+    )["Aliases"]
+    assert [alias["Name"] for alias in aliases] == ["live"]
 
 
 def test_a_killed_worker_leaves_the_job_in_error_with_its_checkpoint_and_resume_finishes_it(

@@ -89,7 +89,7 @@ def test_every_phase_function_reports_a_failed_invocation_to_the_scheduler_witho
     for function_id in phase_functions(resolver).values():
         config = invoke_config(resolver, function_id)
         assert config["MaximumRetryAttempts"] == 0, function_id
-        assert config["Qualifier"] == "$LATEST", function_id
+        assert config["Qualifier"] == "live", function_id  # the alias every phase function is invoked through
         assert config["DestinationConfig"]["OnFailure"] == {"Destination": resolver.arn("SchedulerFunction")}
 
 
@@ -182,7 +182,7 @@ def test_the_settings_name_the_resources_of_the_stack(driver: str) -> None:
         assert settings.delay_queue_url == resolver.ref("DelayQueue")
         assert settings.scheduler_function == resolver.name("SchedulerFunction")
         for key, phase_id in functions.items():
-            assert settings.phase_function(*key) == resolver.name(phase_id)
+            assert settings.phase_function(*key) == f"{resolver.name(phase_id)}:live"
         if driver == "stepfunctions":
             assert settings.state_machine_arn == resolver.ref("PipelineStateMachine")
         else:
@@ -196,7 +196,8 @@ def test_the_settings_follow_the_parameters() -> None:
     assert Settings.from_env(variables).sweep_idle_seconds == 900
     assert variables["POWERTOOLS_LOG_LEVEL"] == variables["LOG_LEVEL"] == "DEBUG"
     assert variables["CAIRN_CHECKPOINT_TTL_HOURS"] == "48"
-    assert variables["POWERTOOLS_SERVICE_NAME"] == variables["POWERTOOLS_METRICS_NAMESPACE"] == "cairn"
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "cairn"
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "cairn/cairn-test"  # one namespace per stack
 
 
 def test_the_state_machine_arn_is_built_without_a_reference_to_it() -> None:
@@ -366,43 +367,54 @@ def test_jwt_cannot_be_deployed_without_issuer_and_audience() -> None:
 # -- alarms and outputs
 
 
-def test_alarms_watch_the_phases_the_scheduler_and_the_dead_letters() -> None:
+def test_alarms_watch_the_phases_the_scheduler_the_queues_the_api_and_stalled_jobs() -> None:
     resolver = stack(Driver="stepfunctions")
     watched: set[str] = set()
     for alarm_id in resolver.of_type("AWS::CloudWatch::Alarm"):
         alarm = resolver.properties(alarm_id)
         assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
-        assert alarm["Threshold"] == 0
+        # every alarm but the delay queue's age goes off at the first one; a delay is never over 15 minutes
+        assert alarm["Threshold"] == (1800 if alarm_id == "DelayQueueAgeAlarm" else 0), alarm_id
+        assert "Runbook: docs/OPERATIONS.md, " in alarm["AlarmDescription"], alarm_id
         metrics = [metric["MetricStat"]["Metric"] for metric in alarm.get("Metrics", []) if "MetricStat" in metric]
         metrics += [alarm] if "MetricName" in alarm else []
         for metric in metrics:
             for dimension in metric["Dimensions"]:
                 watched.add(f"{metric['MetricName']}:{dimension['Value']}")
-    expected = {f"Errors:{resolver.name(function_id)}" for function_id in phase_functions(resolver).values()}
+    functions = [resolver.name(function_id) for function_id in phase_functions(resolver).values()]
+    fronts = [resolver.name("SchedulerFunction"), resolver.name("ApiFunction")]
+    expected = {f"{metric}:{name}" for name in functions for metric in ("Errors", "Throttles")}
+    expected |= {f"DestinationDeliveryFailures:{name}" for name in [*functions, resolver.name("SchedulerFunction")]}
+    expected |= {f"Throttles:{name}" for name in fronts}
     expected |= {
         f"Errors:{resolver.name('SchedulerFunction')}",
         f"ApproximateNumberOfMessagesVisible:{resolver.name('DeadLetterQueue')}",
+        f"ApproximateNumberOfMessagesVisible:{resolver.name('SchedulerDeadLetterQueue')}",
+        f"ApproximateAgeOfOldestMessage:{resolver.name('DelayQueue')}",
         f"ExecutionsFailed:{resolver.ref('PipelineStateMachine')}",
+        f"5xx:{resolver.ref('HttpApi')}",
+        "StalledJobs:cairn",
     }
-    assert expected <= watched
+    assert expected <= watched, sorted(expected - watched)
 
 
-def test_each_pipeline_has_errors_alarms_summing_each_of_its_phases_once() -> None:
-    """One metric-math alarm per pipeline (another per 10 phases more: CloudWatch's limit), every phase in one."""
+@pytest.mark.parametrize("metric", ["Errors", "Throttles", "DestinationDeliveryFailures"])
+def test_each_pipeline_has_alarms_summing_each_of_its_phases_once(metric: str) -> None:
+    """One metric-math alarm per pipeline and metric (another per 10 phases more: CloudWatch's limit)."""
     resolver = stack()
     functions = phase_functions(resolver)
     summed: dict[str, list[str]] = {}
     for alarm_id in resolver.of_type("AWS::CloudWatch::Alarm"):
         metrics = resolver.properties(alarm_id).get("Metrics", [])
         stats = {metric["Id"]: metric["MetricStat"]["Metric"] for metric in metrics if "MetricStat" in metric}
-        if not stats:
+        if not stats or {stat["MetricName"] for stat in stats.values()} != {metric}:
             continue
         (expression,) = [metric for metric in metrics if metric.get("ReturnData")]
         assert set(expression["Expression"].replace(" ", "").split("+")) == set(stats), alarm_id
         assert len(stats) <= 10, alarm_id
-        for metric in stats.values():
-            assert (metric["Namespace"], metric["MetricName"]) == ("AWS/Lambda", "Errors"), alarm_id
-            (dimension,) = metric["Dimensions"]
+        for stat in stats.values():
+            assert stat["Namespace"] == "AWS/Lambda", alarm_id
+            (dimension,) = stat["Dimensions"]
             summed.setdefault(dimension["Value"], []).append(alarm_id)
     for pipeline in PIPELINES:
         names = [resolver.name(functions[pipeline.name, phase]) for phase in pipeline.phase_names]

@@ -47,6 +47,19 @@ STAR_ACTIONS = {
     "xray:PutTelemetryRecords": "Tracing: Active (X-Ray has no resource-level permissions)",
     "xray:GetSamplingRules": "X-Ray SDK sampling (no resource-level permissions)",
     "xray:GetSamplingTargets": "X-Ray SDK sampling (no resource-level permissions)",
+    **{
+        f"logs:{action}": "the state machine's logging (Step Functions' log delivery has no resource-level permissions)"
+        for action in (
+            "CreateLogDelivery",
+            "GetLogDelivery",
+            "UpdateLogDelivery",
+            "DeleteLogDelivery",
+            "ListLogDeliveries",
+            "PutResourcePolicy",
+            "DescribeResourcePolicies",
+            "DescribeLogGroups",
+        )
+    },
 }
 # AWS managed policies that SAM attaches to the roles it generates, with the reason they are accepted.
 MANAGED_POLICIES = {
@@ -216,8 +229,10 @@ class Arns:
         self.objects = f"{self.bucket}/*"
         self.delay_queue = resolver.arn("DelayQueue")
         self.dead_letter_queue = resolver.arn("DeadLetterQueue")
+        self.scheduler_dead_letter_queue = resolver.arn("SchedulerDeadLetterQueue")
         self.scheduler = resolver.arn("SchedulerFunction")
-        self.functions = [resolver.arn(logical_id) for logical_id in phase_functions(resolver).values()]
+        # phase functions are invoked through their live alias (CAIRN_FUNCTION_ALIAS), never unqualified
+        self.functions = [f"{resolver.arn(logical_id)}:live" for logical_id in phase_functions(resolver).values()]
         self.state_machine = resolver.arn("PipelineStateMachine")
         bucket = resolver.params.get("DocumentsBucket", "")  # what document-intake's fetch reads
         self.documents = [f"arn:{PARTITION}:s3:::{bucket}/*"] if bucket else []
@@ -231,7 +246,7 @@ def allowed_resources(arns: Arns, action: str) -> list[str]:
     if kind == "s3":
         return [arns.bucket, arns.objects, *arns.documents]
     if kind == "sqs":
-        return [arns.delay_queue]
+        return [arns.delay_queue, arns.scheduler_dead_letter_queue]
     if kind == "lambda":
         return [*arns.functions, arns.scheduler]
     if kind == "states":
@@ -273,6 +288,7 @@ NOT_CALLS = {
     "DelayQueuePolling": "the scheduler's SQS event source polls the delay queue with its role",
     "OnFailureDestination": "Lambda sends a phase function's failure records to the scheduler with the phase "
     "function's role (SAM adds the grant for EventInvokeConfig)",
+    "OwnFailures": "Lambda sends the scheduler's own failure records to its dead-letter queue with its role",
 }
 
 
@@ -282,6 +298,7 @@ def not_calls(arns: Arns, function_id: str) -> set[tuple[str, str]]:
     if function_id == "SchedulerFunction":
         polling = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes")
         needed |= {(action, arns.delay_queue) for action in polling}
+        needed.add(("sqs:SendMessage", arns.scheduler_dead_letter_queue))
     elif function_id != "ApiFunction":
         needed.add(("lambda:InvokeFunction", arns.scheduler))
     return needed
@@ -433,4 +450,6 @@ def test_the_state_machine_invokes_the_stack_functions_and_nothing_else() -> Non
     }
     assert invoked == {*arns.functions, arns.scheduler}
     used = {service(action) for statement in granted for action in actions(statement)}
-    assert used <= {"lambda", "xray"}
+    assert used <= {"lambda", "xray", "logs"}
+    logging = {action for statement in granted for action in actions(statement) if service(action) == "logs"}
+    assert logging <= set(STAR_ACTIONS), "the state machine's role writes no logs itself: it sets up delivery"

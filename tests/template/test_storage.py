@@ -102,7 +102,7 @@ def test_the_table_has_the_only_extra_properties_a_deployment_adds(table: dict[s
         "GlobalSecondaryIndexes",
         "TimeToLiveSpecification",
     }
-    assert extra == {"PointInTimeRecoverySpecification", "SSESpecification"}
+    assert extra == {"PointInTimeRecoverySpecification", "SSESpecification", "DeletionProtectionEnabled"}
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert table["SSESpecification"] == {"SSEEnabled": True}
     assert "TableName" not in table, "a fixed name would stop two stacks sharing an account"
@@ -127,11 +127,15 @@ def test_retention_covers_two_of_every_allowed_ttl_by_at_least_a_day() -> None:
 @pytest.mark.parametrize(("hours", "days"), [("24", 3), ("48", 5), ("168", 15)])
 def test_the_bucket_expires_state_after_the_retention_of_the_ttl(hours: str, days: int) -> None:
     stack = Resolver(sam_transform(CheckpointTtlHours=hours), CheckpointTtlHours=hours)
-    (rule,) = stack.properties("StateBucket")["LifecycleConfiguration"]["Rules"]
+    rules = {rule["Id"]: rule for rule in stack.properties("StateBucket")["LifecycleConfiguration"]["Rules"]}
+    rule = rules["ExpireSpilledState"]
     assert rule["Status"] == "Enabled"
     assert rule["ExpirationInDays"] == days
     assert "Prefix" not in rule, "every object expires"
     assert "Filter" not in rule, "every object expires"
+    # the bucket is versioned: what a deletion or an expiry leaves behind goes too
+    assert rule["NoncurrentVersionExpiration"]["NoncurrentDays"] >= 1
+    assert rules["RemoveExpiredDeleteMarkers"]["ExpiredObjectDeleteMarker"] is True
 
 
 def test_the_bucket_is_private_and_encrypted() -> None:

@@ -138,17 +138,58 @@ def test_a_template_without_its_generated_section_is_reported(tmp_path: Path) ->
     )
 
 
-def test_a_stack_name_too_long_for_the_function_names_is_reported(tmp_path: Path) -> None:
+def too_long(stack: str, source: str, logical_id: str, length: int, room: int) -> str:
+    return (
+        f'stack name "{stack}" ({source}) makes the FunctionName of {logical_id} {length} characters long, over its '
+        f"limit of 64: use a stack name of at most {room} characters"
+    )
+
+
+def test_a_saved_stack_name_too_long_for_a_function_name_is_reported(tmp_path: Path) -> None:
+    """document-intake-extract_page is the longest phase function suffix (28 characters): 35 fit, 36 do not."""
     template = copy_of_template(tmp_path)
     config = (ROOT / "samconfig.toml").read_text(encoding="utf-8")
     assert 'stack_name = "cairn"' in config
-    (tmp_path / "samconfig.toml").write_text(config.replace('stack_name = "cairn"', f'stack_name = "{"c" * 24}"'))
+    (tmp_path / "samconfig.toml").write_text(config.replace('stack_name = "cairn"', f'stack_name = "{"c" * 36}"'))
+    source = "samconfig.toml, [default.global.parameters]"
     assert check(template, PIPELINES, FUNCTIONS) == [
-        f'stack name "{"c" * 24}" (samconfig.toml, [default.global.parameters]) has 24 characters: at most 23 keep '
-        "every phase function's name within Lambda's 64"
+        too_long("c" * 36, source, "DocumentIntakeExtractPageFunction", 65, 35)
     ]
+    (tmp_path / "samconfig.toml").write_text(config.replace('stack_name = "cairn"', f'stack_name = "{"c" * 35}"'))
+    assert check(template, PIPELINES, FUNCTIONS) == []
     shutil.copy(ROOT / "samconfig.toml", tmp_path / "samconfig.toml")
     assert check(template, PIPELINES, FUNCTIONS) == []
+
+
+def test_any_stack_name_the_user_passes_is_checked_instead_of_the_saved_ones(tmp_path: Path) -> None:
+    template = copy_of_template(tmp_path)
+    shutil.copy(ROOT / "samconfig.toml", tmp_path / "samconfig.toml")
+    fits = "cairn-production-eu-west-1-team-x"  # 33 characters
+    assert check(template, PIPELINES, FUNCTIONS, stack_name=[fits]) == []
+    longer = "cairn-production-eu-west-1-team-docs-42"  # 39: too long for <stack>-document-intake-extract_page
+    assert check(template, PIPELINES, FUNCTIONS, stack_name=[fits, longer]) == [
+        too_long(longer, "--stack-name", "DocumentIntakeExtractPageFunction", 39 + 1 + 28, 35)
+    ]
+    assert check(template, PIPELINES, FUNCTIONS, stack_name=["9-lives"]) == [
+        'stack name "9-lives" (--stack-name) is not one CloudFormation accepts: a letter, then up to 127 letters, '
+        "digits and hyphens"
+    ]
+
+
+@pytest.mark.parametrize("length", [35, 36, 60, 128])
+def test_through_the_command_a_stack_name_is_refused_exactly_when_a_name_would_not_fit(
+    tmp_path: Path, length: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = copy_of_template(tmp_path)
+    stack = "s" * length
+    status = main(["template", "check", "--root", str(ROOT), "--template", str(template), "--stack-name", stack])
+    error = capsys.readouterr().err
+    if length <= 35:
+        assert status == 0, error
+    else:
+        assert status == 1
+        assert f'stack name "{stack}" (--stack-name) makes the FunctionName of' in error
+        assert "over its limit of 64" in error
 
 
 def test_a_generated_resource_written_by_hand_is_reported(tmp_path: Path) -> None:

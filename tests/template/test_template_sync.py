@@ -68,7 +68,10 @@ def test_a_second_pipeline_sharing_phase_names_is_added_once(
         f"{template}: added InvoiceReviewPublishFunction (AWS::Serverless::Function)",
         f"{template}: added InvoiceReviewPublishLogGroup (AWS::Logs::LogGroup)",
         f"{template}: added InvoiceReviewErrorsAlarm (AWS::CloudWatch::Alarm)",
+        f"{template}: added InvoiceReviewThrottlesAlarm (AWS::CloudWatch::Alarm)",
+        f"{template}: added InvoiceReviewDeliveryFailuresAlarm (AWS::CloudWatch::Alarm)",
         f"{template}: changed InvokeFunctionsPolicy",
+        f"{template}: changed StackDashboard",
         f"{template}: {summary(registry)}",
     ]
     text = template.read_text(encoding="utf-8")
@@ -105,6 +108,8 @@ def test_a_removed_phase_is_removed_with_its_log_group(tmp_path: Path) -> None:
     changed = sync(template, registry)
     assert [line for line in changed if "DocumentIntake" in line or "Invoke" in line] == [
         "changed DocumentIntakeErrorsAlarm",
+        "changed DocumentIntakeThrottlesAlarm",
+        "changed DocumentIntakeDeliveryFailuresAlarm",
         "changed InvokeFunctionsPolicy",
         "removed DocumentIntakePublishFunction (AWS::Serverless::Function)",
         "removed DocumentIntakePublishLogGroup (AWS::Logs::LogGroup)",
@@ -153,8 +158,13 @@ def test_a_pipeline_of_more_than_ten_phases_gets_an_alarm_per_ten() -> None:
     long: Pipeline[Any] = Pipeline("long")
     for index in range(23):
         long.phase(name=f"step{index}")(lambda ctx: Next("step0", ctx.state))
-    alarms = resources.errors_alarms(long)
+    alarms = resources.phase_alarms(long, resources.ERRORS)
     assert list(alarms) == ["LongErrorsAlarm", "LongErrorsAlarm2", "LongErrorsAlarm3"]
+    assert resources.alarm_ids(long, resources.THROTTLES) == [
+        "LongThrottlesAlarm",
+        "LongThrottlesAlarm2",
+        "LongThrottlesAlarm3",
+    ]
     summed = [
         [metric["Label"] for metric in alarm["Properties"]["Metrics"] if "MetricStat" in metric]
         for alarm in alarms.values()

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from ..core.models import Job
+from ..core.models import Job, JobStatus
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
 logger = Logger(service="cairn")
-metrics = Metrics(namespace="cairn")
+# The stack's own namespace (the template sets cairn/<stack>, which its dashboard and alarms read).
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "cairn")
 
 _TRUE = ("1", "y", "yes", "t", "true", "on")
 _FALSE = ("0", "n", "no", "f", "false", "off")
@@ -62,6 +63,10 @@ def record_phase_metrics(job: Job | None, *, phase: str, duration_ms: float) -> 
     outcome = job.phases[-1].outcome if job.phases else None
     if outcome in ("error", "unknown-phase"):
         metrics.add_metric(name="PhaseFailures", unit=MetricUnit.Count, value=1)
+    if job.status == JobStatus.COMPLETE:
+        metrics.add_metric(name="JobsCompleted", unit=MetricUnit.Count, value=1)
+    elif job.status == JobStatus.ERROR:
+        metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=1)
     if outcome == "retry":
         metrics.add_metric(name="PhaseRetries", unit=MetricUnit.Count, value=1)
     if job.checkpoint is not None:

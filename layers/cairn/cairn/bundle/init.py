@@ -85,7 +85,7 @@ def _samconfig(text: str, options: Options) -> str:
     stack = stack_name(options.folder)
     text = text.replace('stack_name = "cairn-prod"', f'stack_name = "{stack}-prod"')
     text = text.replace('stack_name = "cairn"', f'stack_name = "{stack}"')
-    return text.replace('"Architecture=arm64"', f'"Architecture={options.architecture}"')
+    return text.replace('"Architecture=arm64', f'"Architecture={options.architecture}')
 
 
 def _template(text: str, options: Options) -> str:

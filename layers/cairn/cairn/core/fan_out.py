@@ -41,6 +41,7 @@ from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
 from .scheduler_port import ItemScheduler
+from .settings import stack_max_map_concurrency
 from .storage_port import Storage
 from .transitions import merge_usage, new_token
 
@@ -70,6 +71,13 @@ def validate_map(outcome: Map, pipeline: Pipeline[Any]) -> list[Any]:
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
         raise InvalidInputError(f"Map(max_concurrency) must be a whole number from 1 to {MAX_CONCURRENCY}")
     return items
+
+
+def map_concurrency(requested: int, environ: Mapping[str, str] | None = None) -> int:
+    """How many items of a map run at once: what the map asked for, lowered to the stack's
+    ``CAIRN_MAX_MAP_CONCURRENCY`` when that is set (a ConfigurationError when it is not a positive number)."""
+    ceiling = stack_max_map_concurrency(environ)
+    return requested if ceiling is None else min(requested, ceiling)
 
 
 # -- the item record's rules (pure) ------------------------------------------------------------

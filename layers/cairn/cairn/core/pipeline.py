@@ -36,6 +36,8 @@ RESERVED_PREFIXES = ("CAIRN_", "AWS_", "POWERTOOLS_", "_")
 #: Lambda's bounds on a function's timeout (seconds) and memory (MB).
 TIMEOUT_RANGE = (1, 900)
 MEMORY_RANGE = (128, 10240)
+#: The most reserved concurrency a phase may ask for (Lambda refuses what the account cannot spare).
+MAX_RESERVED_CONCURRENCY = 10_000
 #: How much longer than its function's timeout a claim lasts by default: a claim never ends while the
 #: function holding it may still run.
 LEASE_MARGIN_SECONDS = 30.0
@@ -54,6 +56,8 @@ class FunctionSettings:
     memory: int = 512
     environment: Mapping[str, Any] = field(default_factory=dict)
     statements: tuple[Mapping[str, Any], ...] = ()
+    reserved_concurrency: int | None = None
+    """The function's reserved concurrency; None: the stack's PhaseReservedConcurrency (or none)."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,7 @@ class Pipeline(Generic[S]):
         lease_seconds: float | None = None,
         environment: Mapping[str, Any] | None = None,
         statements: Iterable[Mapping[str, Any]] = (),
+        reserved_concurrency: int | None = None,
     ) -> Callable[[PhaseFunction], PhaseFunction]: ...
 
     def phase(
@@ -141,12 +146,14 @@ class Pipeline(Generic[S]):
         lease_seconds: float | None = None,
         environment: Mapping[str, Any] | None = None,
         statements: Iterable[Mapping[str, Any]] = (),
+        reserved_concurrency: int | None = None,
     ) -> PhaseFunction | Callable[[PhaseFunction], PhaseFunction]:
         """Register a phase, as ``@pipeline.phase`` or ``@pipeline.phase(retry=..., timeout=..., memory=...)``.
 
         ``timeout`` (seconds) and ``memory`` (MB) size the phase's Lambda
         function; ``environment`` and ``statements`` add variables and IAM
-        statements to it (see :class:`FunctionSettings`). ``lease_seconds`` is
+        statements to it (see :class:`FunctionSettings`); ``reserved_concurrency`` caps how many runs of
+        the phase the account gives at once (default: the stack's PhaseReservedConcurrency). ``lease_seconds`` is
         how long a worker's claim on the job lasts: by default the timeout and
         half a minute, and never less than the timeout.
         """
@@ -157,7 +164,7 @@ class Pipeline(Generic[S]):
                 raise PipelineError(f"Invalid phase name {phase_name!r}")
             if phase_name in self._phases:
                 raise PipelineError(f'Pipeline "{self.name}" already has a phase "{phase_name}"')
-            settings = _function_settings(phase_name, timeout, memory, environment, statements)
+            settings = _function_settings(phase_name, timeout, memory, environment, statements, reserved_concurrency)
             lease = float(timeout) + LEASE_MARGIN_SECONDS if lease_seconds is None else lease_seconds
             if lease < timeout:
                 raise PipelineError(
@@ -263,6 +270,7 @@ def _function_settings(
     memory: int,
     environment: Mapping[str, Any] | None,
     statements: Iterable[Mapping[str, Any]],
+    reserved_concurrency: int | None = None,
 ) -> FunctionSettings:
     """The phase's function settings, each checked against what Lambda accepts."""
     for what, value, (low, high) in (("timeout", timeout, TIMEOUT_RANGE), ("memory", memory, MEMORY_RANGE)):
@@ -272,7 +280,17 @@ def _function_settings(
     for key in variables:
         if not isinstance(key, str) or not ENVIRONMENT_NAME.fullmatch(key) or key.startswith(RESERVED_PREFIXES):
             raise PipelineError(f'Phase "{phase}": invalid or reserved environment variable name {key!r}')
-    return FunctionSettings(timeout, memory, variables, tuple(dict(statement) for statement in statements))
+    if reserved_concurrency is not None and (
+        isinstance(reserved_concurrency, bool)
+        or not isinstance(reserved_concurrency, int)
+        or not 0 <= reserved_concurrency <= MAX_RESERVED_CONCURRENCY
+    ):
+        raise PipelineError(
+            f'Phase "{phase}": reserved_concurrency must be a whole number from 0 to {MAX_RESERVED_CONCURRENCY} '
+            f"(or None for the stack's PhaseReservedConcurrency), got {reserved_concurrency!r}"
+        )
+    statements_given = tuple(dict(statement) for statement in statements)
+    return FunctionSettings(timeout, memory, variables, statements_given, reserved_concurrency)
 
 
 def to_json(value: Any, *, what: str = "Value") -> Any:

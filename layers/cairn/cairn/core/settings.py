@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -18,6 +19,11 @@ AWS_RETRY_MODE = "CAIRN_AWS_RETRY_MODE"
 AWS_MAX_ATTEMPTS = "CAIRN_AWS_MAX_ATTEMPTS"
 DRIVER = "CAIRN_DRIVER"
 FUNCTION_PREFIX = "CAIRN_FUNCTION_PREFIX"
+MAX_MAP_CONCURRENCY = "CAIRN_MAX_MAP_CONCURRENCY"
+"""The stack's ceiling on how many items of one map run at once (the template's ``MaxMapConcurrency``)."""
+FUNCTION_ALIAS = "CAIRN_FUNCTION_ALIAS"
+"""The alias every phase function is invoked through (the template's AutoPublishAlias); empty: the function itself."""
+_ALIAS = re.compile(r"[A-Za-z0-9_-]{1,128}")
 SCHEDULER_FUNCTION = "CAIRN_SCHEDULER_FUNCTION"
 DELAY_QUEUE_URL = "CAIRN_DELAY_QUEUE_URL"
 STATE_MACHINE_ARN = "CAIRN_STATE_MACHINE_ARN"
@@ -67,6 +73,7 @@ class Settings:
     """``CAIRN_MAX_TRANSITIONS``: the most transitions a job of any pipeline may take (None: each pipeline's own)."""
     driver: DriverName = "direct"
     function_prefix: str = ""
+    function_alias: str = ""
     scheduler_function: str | None = None
     delay_queue_url: str | None = None
     state_machine_arn: str | None = None
@@ -74,8 +81,9 @@ class Settings:
     sweep_batch: int = 100
 
     def phase_function(self, pipeline: str, phase: str) -> str:
-        """The name of the Lambda function that runs ``phase`` of ``pipeline`` (``<prefix><pipeline>-<phase>``)."""
-        return naming.function_name(self.function_prefix, pipeline, phase)
+        """The function that runs ``phase`` of ``pipeline``: ``<prefix><pipeline>-<phase>``, ``:<alias>`` after it."""
+        name = naming.function_name(self.function_prefix, pipeline, phase)
+        return f"{name}:{self.function_alias}" if self.function_alias else name
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -100,6 +108,7 @@ class Settings:
         return cls(
             driver=driver,
             function_prefix=env.get(FUNCTION_PREFIX, ""),
+            function_alias=_alias(env),
             scheduler_function=env.get(SCHEDULER_FUNCTION) or None,
             delay_queue_url=env.get(DELAY_QUEUE_URL) or None,
             state_machine_arn=env.get(STATE_MACHINE_ARN) or None,
@@ -127,6 +136,15 @@ def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | Non
     return _positive_int(env, MAX_TRANSITIONS, 0)
 
 
+def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int | None:
+    """``CAIRN_MAX_MAP_CONCURRENCY`` (``os.environ`` by default): the most items of one map run at once in the
+    stack, lowering a ``Map(max_concurrency=...)`` above it; None when it is not set."""
+    env = os.environ if environ is None else environ
+    if not env.get(MAX_MAP_CONCURRENCY):
+        return None
+    return _positive_int(env, MAX_MAP_CONCURRENCY, 0)
+
+
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -138,3 +156,14 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     if value <= 0:
         raise ConfigurationError(f"{name} must be positive, got {value}")
     return value
+
+
+def _alias(env: Mapping[str, str]) -> str:
+    """``CAIRN_FUNCTION_ALIAS`` as Lambda accepts an alias name (letters, digits, ``-`` and ``_``, not all digits)."""
+    alias = env.get(FUNCTION_ALIAS, "")
+    if alias and (not _ALIAS.fullmatch(alias) or alias.isdigit()):
+        raise ConfigurationError(
+            f"{FUNCTION_ALIAS} must be a Lambda alias name (up to 128 letters, digits, '-' or '_', not all digits), "
+            f"got {alias!r}"
+        )
+    return alias

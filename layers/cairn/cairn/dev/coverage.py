@@ -7,7 +7,8 @@ moto creates most of the stack; these it does not, and ``cairn dev`` stands in (
   :class:`cairn.dev.gateway.ApiGateway`, the routes read from its OpenAPI body.
 - ``AWS::Lambda::EventInvokeConfig``: the retries and the on-failure destination of an async
   invocation, read from the resource and run by :class:`cairn.dev.lambda_service.LambdaService`.
-- ``AWS::CloudWatch::Alarm``: not evaluated locally; nor are bucket and queue policies enforced.
+- ``AWS::CloudWatch::Alarm`` and ``AWS::Lambda::Alias``: registered as moto models (:mod:`.moto_models`);
+  alarms are not evaluated locally; nor are bucket and queue policies enforced.
 - ``AWS::Lambda::LayerVersion``'s ``Ref``, which moto leaves unresolved: its version's ARN.
 - ``AWS::StepFunctions::StateMachine``'s ``DefinitionSubstitutions``, which moto ignores, and the
   backend that runs executions, which moto's CloudFormation does not create it in: made through the
@@ -33,14 +34,14 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Final
 
+from . import moto_models
+
 API: Final = "AWS::ApiGatewayV2::Api"
 EVENT_INVOKE_CONFIG: Final = "AWS::Lambda::EventInvokeConfig"
-ALARM: Final = "AWS::CloudWatch::Alarm"
 STATE_MACHINE: Final = "AWS::StepFunctions::StateMachine"
 COVERED: Final = {
     API: "served by the local API",
     EVENT_INVOKE_CONFIG: "async retries and on-failure destinations run by the local Lambda",
-    ALARM: "not evaluated locally",
     "AWS::ApiGatewayV2::Stage": "the local API is its $default stage",
     "AWS::S3::BucketPolicy": "not enforced locally",
     "AWS::SQS::QueuePolicy": "not enforced locally",
@@ -90,6 +91,7 @@ def register_models() -> None:
     if not hasattr(LayerVersion, "physical_resource_id"):  # a layer's Ref is its version's ARN
         LayerVersion.physical_resource_id = property(lambda layer: layer.arn)  # type: ignore[attr-defined]
     _define_api_model()
+    moto_models.define()
     _stable_names()
     for cached in (get_model_list, get_model_map, get_name_type_map):
         cached.cache_clear()

@@ -3,8 +3,7 @@ and what in the template cannot work (:mod:`.handwritten`), naming the resource.
 
 from __future__ import annotations
 
-import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ from ...core import naming
 from ...core.pipeline import Phase, Pipeline
 from ...core.registry import PipelineRegistry
 from ...core.settings import PHASE, PIPELINE
-from . import cfnyaml, handwritten, loading, resources, section, serverless
+from . import cfnyaml, handwritten, loading, resources, section, serverless, stack_names
 from .errors import TemplateError
 
 FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
@@ -98,28 +97,20 @@ def _stale_problems(registry: PipelineRegistry, template: Mapping[str, Any], whe
             yield f"{_who(*pair)}: not in the registry, but {where} still has its function {logical_id}"
 
 
-def stack_name_problems(samconfig: Path) -> list[str]:
-    """Stack names in samconfig.toml too long for every phase function's name to fit Lambda's 64 characters."""
-    if not samconfig.is_file():
-        return []
-    try:
-        config = tomllib.loads(samconfig.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        return [f"{samconfig.name} does not parse: {exc}"]
-    problems = []
-    for environment, commands in config.items():
-        for command, table in commands.items() if isinstance(commands, dict) else ():
-            name = table.get("parameters", {}).get("stack_name") if isinstance(table, dict) else None
-            if isinstance(name, str) and len(name) > naming.MAX_STACK_NAME:
-                problems.append(
-                    f'stack name "{name}" ({samconfig.name}, [{environment}.{command}.parameters]) has {len(name)} '
-                    f"characters: at most {naming.MAX_STACK_NAME} keep every phase function's name within Lambda's "
-                    f"{naming.MAX_FUNCTION_NAME}"
-                )
-    return problems
+def stack_name_problems(loaded: Mapping[str, Any], samconfig: Path, given: Sequence[str] = ()) -> list[str]:
+    """Stack names (``given``, else those samconfig.toml saves) that push a name of the template over its limit."""
+    saved, unreadable = stack_names.saved_stack_names(samconfig)
+    named = [(name, "--stack-name") for name in given] or saved
+    return unreadable + [problem for name, source in named for problem in stack_names.problems(loaded, name, source)]
 
 
-def check(template: Path, registry: PipelineRegistry, functions: Path = loading.DEFAULT_FUNCTIONS) -> list[str]:
+def check(
+    template: Path,
+    registry: PipelineRegistry,
+    functions: Path = loading.DEFAULT_FUNCTIONS,
+    *,
+    stack_name: Sequence[str] = (),
+) -> list[str]:
     """Every disagreement between ``template`` and ``registry``, and every part of the template that
     cannot work, one line each; none when all is well. (``functions``, the folder the registry was
     imported from, is no longer read: each handler resolves in its own function's ``CodeUri``.)
@@ -127,8 +118,9 @@ def check(template: Path, registry: PipelineRegistry, functions: Path = loading.
     Each phase needs its function (running a handler that resolves in its code folder) with the
     timeout, memory, environment and statements it declares, and its log group; no function may run a
     phase the registry does not have; the generated section must be what ``cairn template sync``
-    writes; every resource must pass :func:`.handwritten.problems`; and the stack name in the
-    samconfig.toml beside the template must leave room for the function names.
+    writes; every resource must pass :func:`.handwritten.problems`; and each stack name (``stack_name``,
+    else those samconfig.toml beside the template saves) must keep every name the template makes from
+    it within its limit (:mod:`.stack_names`).
     """
     where = template.name
     try:
@@ -158,4 +150,4 @@ def check(template: Path, registry: PipelineRegistry, functions: Path = loading.
     elif current != section.render(registry):
         problems.append(f"the generated section of {where} is not what the registry gives: run cairn template sync")
     problems += handwritten.problems(loaded, template.parent, where, broken, reported=phase_functions)
-    return problems + stack_name_problems(template.parent / "samconfig.toml")
+    return problems + stack_name_problems(loaded, template.parent / "samconfig.toml", stack_name)

@@ -50,6 +50,15 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
             help=f"the folder the registry imports from (default: {DEFAULT_FUNCTIONS}, under --root); each "
             "handler resolves in its function's CodeUri",
         )
+        if action == "check":
+            parser.add_argument(
+                "--stack-name",
+                action="append",
+                default=[],
+                metavar="NAME",
+                help="check that every name the template makes from this stack name stays within its limit "
+                "(repeat for more; default: the stack names samconfig.toml saves)",
+            )
         parser.set_defaults(run=run)
 
 
@@ -81,7 +90,8 @@ def run_check(arguments: argparse.Namespace) -> int:
     """``cairn template check``: one line per problem (1), none (0), or why it cannot check (2)."""
     template, functions = _paths(arguments)
     try:
-        problems = check(template, load_registry(arguments.registry, functions), functions)
+        registry = load_registry(arguments.registry, functions)
+        problems = check(template, registry, functions, stack_name=arguments.stack_name)
     except TemplateError as exc:
         print(f"cairn: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -1,5 +1,6 @@
 """The template resources that follow from the registry: each phase's function and log group, each
-pipeline's errors alarm, and the policy that lets the stack invoke its functions.
+pipeline's alarms (errors, throttles, undelivered crash reports), the policy that lets the stack invoke
+its functions, and the stack's CloudWatch dashboard (:mod:`.dashboard`).
 
 Everything here is plain data in CloudFormation's long form (``{"Ref": "X"}``); :mod:`.cfnyaml`
 writes it with the short tags. The resources refer to hand-written parts of the template by the
@@ -9,12 +10,14 @@ logical ids below.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...core import naming
 from ...core.pipeline import Phase, Pipeline
 from ...core.registry import PipelineRegistry
 from ...core.settings import PHASE, PIPELINE
+from . import dashboard
 from .errors import TemplateError
 
 # Hand-written resources and conditions of template.yaml the generated ones refer to.
@@ -29,6 +32,14 @@ HAS_ALARM_EMAIL = "HasAlarmEmail"
 HAS_ALARM_TOPIC_ARN = "HasAlarmTopicArn"
 ALARM_TOPIC = "AlarmTopic"
 ALARM_TOPIC_ARN = "AlarmTopicArn"
+HAS_PHASE_RESERVED_CONCURRENCY = "HasPhaseReservedConcurrency"
+PHASE_RESERVED_CONCURRENCY = "PhaseReservedConcurrency"
+"""The stack-wide reserved concurrency of a phase function that declares none (empty: unreserved)."""
+DEPLOY_GRADUALLY = "DeployGradually"
+GRADUAL_DEPLOYMENT = "GradualDeployment"
+"""The CodeDeploy preference a deploy shifts each phase function's alias with (``none``: at once)."""
+FUNCTION_ALIAS = "live"
+"""The alias each phase function is published under and invoked through (``CAIRN_FUNCTION_ALIAS``)."""
 
 # Generated resources that are not a phase's.
 INVOKE_POLICY = "InvokeFunctionsPolicy"
@@ -51,11 +62,12 @@ def stack_name(suffix: str) -> dict[str, str]:
     return {"Fn::Sub": f"${{AWS::StackName}}-{suffix}"}
 
 
-def function_arn(suffix: str) -> dict[str, str]:
-    """The ARN of the stack's function ``<stack>-<suffix>``, built from its name (no reference to it)."""
+def function_arn(suffix: str, alias: str | None = None) -> dict[str, str]:
+    """The ARN of the stack's function ``<stack>-<suffix>`` (of its ``alias``), built from its name, not a reference."""
+    qualifier = f":{alias}" if alias else ""
     return {
         "Fn::Sub": f"arn:${{AWS::Partition}}:lambda:${{AWS::Region}}:${{AWS::AccountId}}:function:"
-        f"${{AWS::StackName}}-{suffix}"
+        f"${{AWS::StackName}}-{suffix}{qualifier}"
     }
 
 
@@ -105,8 +117,24 @@ def _as_policy(statement: Any) -> Any:
     return NO_VALUE if statement == NO_VALUE else {"Statement": [statement]}
 
 
+def reserved_concurrency(phase: Phase) -> Any:
+    """The phase's own reserved concurrency, else the stack's ``PhaseReservedConcurrency`` (empty: none)."""
+    if phase.function.reserved_concurrency is not None:
+        return phase.function.reserved_concurrency
+    return {"Fn::If": [HAS_PHASE_RESERVED_CONCURRENCY, {"Ref": PHASE_RESERVED_CONCURRENCY}, NO_VALUE]}
+
+
+def deployment_preference(pipeline: Pipeline[Any]) -> dict[str, Any]:
+    """With ``GradualDeployment``, CodeDeploy shifts the alias and rolls back on the pipeline's errors alarms."""
+    preference = {
+        "Type": {"Ref": GRADUAL_DEPLOYMENT},
+        "Alarms": [{"Ref": alarm_id} for alarm_id in alarm_ids(pipeline, ERRORS)],
+    }
+    return {"Fn::If": [DEPLOY_GRADUALLY, preference, NO_VALUE]}
+
+
 def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
-    """The ``AWS::Serverless::Function`` that runs ``phase`` of ``pipeline``."""
+    """The ``AWS::Serverless::Function`` that runs ``phase`` of ``pipeline``, published as its ``live`` alias."""
     return {
         "Type": "AWS::Serverless::Function",
         "Properties": {
@@ -117,6 +145,9 @@ def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
             "RecursiveLoop": "Allow",
             "Timeout": phase.function.timeout,
             "MemorySize": phase.function.memory,
+            "ReservedConcurrentExecutions": reserved_concurrency(phase),
+            "AutoPublishAlias": FUNCTION_ALIAS,
+            "DeploymentPreference": deployment_preference(pipeline),
             "LoggingConfig": {"LogGroup": {"Ref": naming.resource_id(pipeline.name, phase.name, "LogGroup")}},
             "EventInvokeConfig": {
                 "MaximumRetryAttempts": 0,
@@ -158,25 +189,59 @@ def alarm_actions() -> dict[str, Any]:
     }
 
 
-def alarm_ids(pipeline: Pipeline[Any]) -> list[str]:
-    """The logical ids of the pipeline's errors alarms: one per ``MAX_ALARM_METRICS`` phases."""
+@dataclass(frozen=True)
+class PhaseAlarm:
+    """One kind of alarm on a pipeline's phase functions: a Lambda metric summed over its phases."""
+
+    kind: str
+    """The logical id's part after the pipeline's name: ``<Pipeline><kind>Alarm``."""
+    metric: str
+    """The AWS/Lambda metric summed."""
+    what: str
+    """What the alarm going off means, after "A phase function of <pipeline> ..." ."""
+
+
+ERRORS = PhaseAlarm("Errors", "Errors", "failed")
+THROTTLES = PhaseAlarm("Throttles", "Throttles", "was throttled (its reserved concurrency or the account's is used up)")
+DELIVERY_FAILURES = PhaseAlarm(
+    "DeliveryFailures",
+    "DestinationDeliveryFailures",
+    "crashed and Lambda could not deliver its crash report to the scheduler (the sweep will find the job)",
+)
+PHASE_ALARMS = (ERRORS, THROTTLES, DELIVERY_FAILURES)
+
+
+def alarm_ids(pipeline: Pipeline[Any], *kinds: PhaseAlarm) -> list[str]:
+    """The logical ids of the pipeline's alarms of ``kinds`` (default: all), one per ``MAX_ALARM_METRICS`` phases."""
     count = -(-len(pipeline.phase_names) // MAX_ALARM_METRICS)
-    base = f"{naming.pascal(pipeline.name)}ErrorsAlarm"
-    return [base if index == 0 else f"{base}{index + 1}" for index in range(count)]
+    ids = []
+    for alarm in kinds or PHASE_ALARMS:
+        base = f"{naming.pascal(pipeline.name)}{alarm.kind}Alarm"
+        ids += [base if index == 0 else f"{base}{index + 1}" for index in range(count)]
+    return ids
 
 
-def errors_alarms(pipeline: Pipeline[Any]) -> dict[str, dict[str, Any]]:
-    """Alarms on the sum of the Errors of the pipeline's phase functions, at most 10 phases each."""
-    names = pipeline.phase_names
+def phase_alarms(pipeline: Pipeline[Any], *kinds: PhaseAlarm) -> dict[str, dict[str, Any]]:
+    """Alarms on the sum of a metric of the pipeline's phase functions, at most 10 phases each, per kind."""
     alarms: dict[str, dict[str, Any]] = {}
-    for index, alarm_id in enumerate(alarm_ids(pipeline)):
+    for alarm in kinds or PHASE_ALARMS:
+        alarms.update(_alarms_of_kind(pipeline, alarm))
+    return alarms
+
+
+def _alarms_of_kind(pipeline: Pipeline[Any], alarm: PhaseAlarm) -> dict[str, dict[str, Any]]:
+    names = pipeline.phase_names
+    label = alarm.metric.lower() if alarm is not DELIVERY_FAILURES else "undelivered crash reports"
+    alarms: dict[str, dict[str, Any]] = {}
+    ids_of_kind = alarm_ids(pipeline, alarm)
+    for index, alarm_id in enumerate(ids_of_kind):
         chunk = names[index * MAX_ALARM_METRICS : (index + 1) * MAX_ALARM_METRICS]
         which = f"phases {', '.join(chunk)}"
-        if len(alarm_ids(pipeline)) > 1:
+        if len(ids_of_kind) > 1:
             which = f"phases {index * MAX_ALARM_METRICS + 1} to {index * MAX_ALARM_METRICS + len(chunk)}: {which}"
         ids = metric_ids(chunk)
         metrics: list[dict[str, Any]] = [
-            {"Id": "errors", "Label": f"{pipeline.name} errors", "Expression": " + ".join(ids), "ReturnData": True}
+            {"Id": "total", "Label": f"{pipeline.name} {label}", "Expression": " + ".join(ids), "ReturnData": True}
         ]
         for phase, metric_id in zip(chunk, ids, strict=True):
             function_id = naming.resource_id(pipeline.name, phase, "Function")
@@ -190,7 +255,7 @@ def errors_alarms(pipeline: Pipeline[Any]) -> dict[str, dict[str, Any]]:
                         "Stat": "Sum",
                         "Metric": {
                             "Namespace": "AWS/Lambda",
-                            "MetricName": "Errors",
+                            "MetricName": alarm.metric,
                             "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": function_id}}],
                         },
                     },
@@ -199,7 +264,8 @@ def errors_alarms(pipeline: Pipeline[Any]) -> dict[str, dict[str, Any]]:
         alarms[alarm_id] = {
             "Type": "AWS::CloudWatch::Alarm",
             "Properties": {
-                "AlarmDescription": f"A phase function of {pipeline.name} failed (errors summed over {which}).",
+                "AlarmDescription": f"A phase function of {pipeline.name} {alarm.what} ({alarm.metric} summed "
+                f"over {which}). Runbook: docs/OPERATIONS.md, {alarm.kind}.",
                 "ComparisonOperator": "GreaterThanThreshold",
                 "Threshold": 0,
                 "EvaluationPeriods": 1,
@@ -217,7 +283,7 @@ def metric_ids(phases: list[str]) -> list[str]:
     for phase in phases:
         base = "".join(char if char.isalnum() else "_" for char in phase.lower())
         candidate, count = base, 1
-        while candidate in ids or candidate == "errors":
+        while candidate in ids or candidate == "total":
             count += 1
             candidate = f"{base}_{count}"
         ids.append(candidate)
@@ -225,12 +291,15 @@ def metric_ids(phases: list[str]) -> list[str]:
 
 
 def invoke_policy(registry: PipelineRegistry) -> dict[str, Any]:
-    """The managed policy to invoke every phase function and the scheduler, each by its exact ARN.
+    """The managed policy to invoke every phase function (its ``live`` alias) and the scheduler, by exact ARN.
 
     The ARNs are built from the names (no reference to the functions): the phase functions and the
     scheduler's role use this policy, so a reference would be circular.
     """
-    arns = [function_arn(naming.function_suffix(pipeline.name, phase.name)) for pipeline, phase in phases(registry)]
+    arns = [
+        function_arn(naming.function_suffix(pipeline.name, phase.name), FUNCTION_ALIAS)
+        for pipeline, phase in phases(registry)
+    ]
     return {
         "Type": "AWS::IAM::ManagedPolicy",
         "Properties": {
@@ -265,7 +334,13 @@ def generated(registry: PipelineRegistry) -> dict[str, dict[str, Any]]:
             owner = f'phase "{name}" of pipeline "{pipeline.name}"'
             add(naming.resource_id(pipeline.name, name, "Function"), function(pipeline, phase), owner)
             add(naming.resource_id(pipeline.name, name, "LogGroup"), log_group(pipeline, phase), owner)
-        for alarm_id, alarm in errors_alarms(pipeline).items():
-            add(alarm_id, alarm, f'the errors alarm of pipeline "{pipeline.name}"')
+        for alarm_id, alarm in phase_alarms(pipeline).items():
+            add(alarm_id, alarm, f'the alarms of pipeline "{pipeline.name}"')
     add(INVOKE_POLICY, invoke_policy(registry), "the invoke policy")
+    shown = [
+        (f"{pipeline.name} {phase.name}", naming.resource_id(pipeline.name, phase.name, "Function"))
+        for pipeline, phase in phases(registry)
+    ]
+    alarms = [alarm_id for pipeline in registry for alarm_id in alarm_ids(pipeline)]
+    add(dashboard.DASHBOARD, dashboard.resource(shown, alarms), "the dashboard")
     return resources

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...core import naming
 from ...core.registry import PipelineRegistry
-from . import cfnyaml, resources
+from . import cfnyaml, dashboard, resources
 from .errors import TemplateError
 
 START = "# >>> cairn template sync"
@@ -46,7 +46,11 @@ def render(registry: PipelineRegistry) -> str:
         f"{pad}# registry disagree. Each phase's timeout, memory, environment and IAM statements are declared",
         f"{pad}# in Python: @pipeline.phase(timeout=..., memory=..., environment=..., statements=...).",
     ]
-    groups = [*_pipeline_ids(registry), ("invoking the stack's functions", [resources.INVOKE_POLICY])]
+    groups = [
+        *_pipeline_ids(registry),
+        ("invoking the stack's functions", [resources.INVOKE_POLICY]),
+        ("the stack's dashboard", [dashboard.DASHBOARD]),
+    ]
     for heading, ids in groups:
         lines += ["", f"{pad}{_RULE} {heading}"]
         blocks = [cfnyaml.dump({logical_id: generated[logical_id]}, INDENT).rstrip("\n") for logical_id in ids]

@@ -11,7 +11,16 @@ from typing import Any
 
 from .. import ttl
 from ..errors import InvalidInputError, StorageError
-from ..fan_out import ItemRun, ItemStore, collected, new_items, runnable, schedule_items, validate_map
+from ..fan_out import (
+    ItemRun,
+    ItemStore,
+    collected,
+    map_concurrency,
+    new_items,
+    runnable,
+    schedule_items,
+    validate_map,
+)
 from ..ids import validate_job_id
 from ..models import Checkpoint, FanOut, Job, JobStatus, MapRecord
 from ..outcomes import Map
@@ -99,7 +108,7 @@ def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
         id=uuid.uuid4().hex,
         phase=phase,
         count=len(values),
-        max_concurrency=outcome.max_concurrency,
+        max_concurrency=map_concurrency(outcome.max_concurrency),
     )
     store = item_store(run.storage, run.pipeline, run.job.job_id, fan_out.id)
     items = new_items(values, now)

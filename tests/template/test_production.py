@@ -1,0 +1,238 @@
+"""The stack in production, on the template as ``sam deploy`` creates it: nothing dropped silently, limits
+that protect the account, signals an on-call engineer can act on, data protection and safe deploys.
+
+Each test reads the transformed template (the SAM transform after the language extensions) for the
+parameter values it names; tests/functional/test_dev_deployment.py and tests/local/test_direct.py
+create the same stack on moto's CloudFormation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from cairn.bundle.templating import resources
+from cairn.core.outcomes import Next
+from cairn.core.pipeline import Pipeline
+from cairn.core.settings import Settings
+from pipelines import PIPELINES
+from tests.template.cfn import ROOT, Resolver
+from tests.template.stacks import phase_functions, stack
+
+OPERATIONS = ROOT / "docs" / "OPERATIONS.md"
+
+
+def invoke_config(resolver: Resolver, function_id: str) -> dict[str, Any]:
+    (config,) = [
+        resolver.properties(config_id)
+        for config_id in resolver.of_type("AWS::Lambda::EventInvokeConfig")
+        if resolver.resources[config_id]["Properties"]["FunctionName"] == {"Ref": function_id}
+    ]
+    return config
+
+
+# -- nothing is dropped
+
+
+def test_the_scheduler_keeps_what_it_failed_on_three_times_in_its_own_queue() -> None:
+    resolver = stack()
+    config = invoke_config(resolver, "SchedulerFunction")
+    assert config["MaximumRetryAttempts"] == 2
+    destination = config["DestinationConfig"]["OnFailure"]["Destination"]
+    assert destination == resolver.arn("SchedulerDeadLetterQueue")
+    queue = resolver.properties("SchedulerDeadLetterQueue")
+    assert queue["MessageRetentionPeriod"] == 14 * 24 * 3600
+    assert queue["SqsManagedSseEnabled"] is True
+    outputs = resolver.resolve(resolver.template["Outputs"])
+    assert outputs["SchedulerDeadLetterQueueUrl"]["Value"] == resolver.ref("SchedulerDeadLetterQueue")
+    assert outputs["SchedulerFunctionName"]["Value"] == resolver.name("SchedulerFunction")
+
+
+def test_the_sweep_runs_on_the_schedule_and_batch_the_parameters_give() -> None:
+    resolver = stack(SweepSchedule="rate(2 minutes)", SweepBatchSize="25")
+    (rule,) = [
+        rule_id
+        for rule_id in resolver.of_type("AWS::Events::Rule")
+        if resolver.properties(rule_id)["Targets"][0]["Arn"] == resolver.arn("SchedulerFunction")
+    ]
+    assert resolver.properties(rule)["ScheduleExpression"] == "rate(2 minutes)"
+    variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
+    assert Settings.from_env(variables).sweep_batch == 25
+    assert stack().properties(rule)["ScheduleExpression"] == "rate(5 minutes)"
+
+
+# -- limits
+
+
+def test_phase_functions_are_unreserved_unless_the_stack_or_the_phase_says() -> None:
+    default, reserved = stack(), stack(PhaseReservedConcurrency="7")
+    for function_id in phase_functions(default).values():
+        assert "ReservedConcurrentExecutions" not in default.properties(function_id), function_id
+        assert reserved.properties(function_id)["ReservedConcurrentExecutions"] == "7", function_id
+    for front in ("SchedulerFunction", "ApiFunction"):
+        assert "ReservedConcurrentExecutions" not in reserved.properties(front)
+
+
+def test_a_phase_that_declares_its_reserved_concurrency_keeps_it_whatever_the_stack_says() -> None:
+    pipeline: Pipeline[Any] = Pipeline("capped")
+    pipeline.phase(name="hot", reserved_concurrency=3)(lambda ctx: Next("hot", ctx.state))
+    pipeline.phase(name="cold")(lambda ctx: Next("cold", ctx.state))
+    hot = resources.function(pipeline, pipeline.get_phase("hot"))["Properties"]
+    cold = resources.function(pipeline, pipeline.get_phase("cold"))["Properties"]
+    assert hot["ReservedConcurrentExecutions"] == 3
+    assert cold["ReservedConcurrentExecutions"]["Fn::If"][0] == "HasPhaseReservedConcurrency"
+
+
+@pytest.mark.parametrize("bad", [-1, 10_001, 2.5, True, "5"])
+def test_a_reserved_concurrency_lambda_refuses_is_refused_at_registration(bad: Any) -> None:
+    pipeline: Pipeline[Any] = Pipeline("capped")
+    with pytest.raises(Exception, match="reserved_concurrency must be a whole number from 0 to 10000"):
+        pipeline.phase(name="hot", reserved_concurrency=bad)(lambda ctx: Next("hot", ctx.state))
+
+
+def test_the_stack_wide_limits_reach_every_function() -> None:
+    resolver = stack(MaxTransitions="5000", MaxMapConcurrency="20")
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        variables = resolver.properties(function_id)["Environment"]["Variables"]
+        assert variables["CAIRN_MAX_TRANSITIONS"] == "5000", function_id
+        assert variables["CAIRN_MAX_MAP_CONCURRENCY"] == "20", function_id
+    unset = stack().properties("SchedulerFunction")["Environment"]["Variables"]
+    assert unset["CAIRN_MAX_TRANSITIONS"] == unset["CAIRN_MAX_MAP_CONCURRENCY"] == ""
+
+
+# -- signals
+
+
+def test_the_api_writes_a_json_access_log_line_with_the_request_id_and_the_caller() -> None:
+    resolver = stack()
+    (stage,) = resolver.of_type("AWS::ApiGatewayV2::Stage")
+    settings = resolver.properties(stage)["AccessLogSettings"]
+    assert settings["DestinationArn"] == resolver.arn("ApiAccessLogGroup")
+    line = json.loads(settings["Format"])
+    assert line["requestId"] == "$context.requestId"
+    assert line["userArn"] == "$context.identity.userArn"  # the IAM caller
+    assert line["jwtSubject"] == "$context.authorizer.claims.sub"  # the JWT caller
+    assert line["status"] == "$context.status"
+    assert resolver.properties("ApiAccessLogGroup")["RetentionInDays"] == 30
+
+
+@pytest.mark.parametrize("level", ["ERROR", "ALL"])
+def test_the_state_machine_logs_at_the_level_the_parameter_gives_without_execution_data(level: str) -> None:
+    resolver = stack(Driver="stepfunctions", StepFunctionsLogLevel=level)
+    (machine,) = resolver.of_type("AWS::StepFunctions::StateMachine")
+    logging = resolver.properties(machine)["LoggingConfiguration"]
+    assert logging["Level"] == level
+    assert logging["IncludeExecutionData"] is False
+    (destination,) = logging["Destinations"]
+    assert destination["CloudWatchLogsLogGroup"]["LogGroupArn"] == resolver.arn("StateMachineLogGroup")
+    assert not stack(Driver="direct").exists("StateMachineLogGroup")
+
+
+def test_every_alarm_names_a_runbook_section_that_exists() -> None:
+    text = OPERATIONS.read_text(encoding="utf-8")
+    named = set(re.findall(r"\*\*Alarm:\*\* `(\w+)`", text))
+    resolver = stack(Driver="stepfunctions")
+    for alarm_id in resolver.of_type("AWS::CloudWatch::Alarm"):
+        description = resolver.properties(alarm_id)["AlarmDescription"]
+        (section,) = re.findall(r"Runbook: docs/OPERATIONS\.md, (\w+)\.", description)
+        assert section in named, (alarm_id, section)
+
+
+@pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
+def test_the_dashboard_shows_jobs_phase_durations_and_every_alarm_of_the_stack(driver: str) -> None:
+    resolver = stack(Driver=driver)
+    dashboard = resolver.properties("StackDashboard")
+    assert dashboard["DashboardName"] == "cairn-test-cairn"
+    body = json.loads(dashboard["DashboardBody"])
+    shown = [widget["properties"] for widget in body["widgets"]]
+    (alarms,) = [widget["alarms"] for widget in shown if "alarms" in widget]
+    assert sorted(alarms) == sorted(resolver.arn(alarm_id) for alarm_id in resolver.of_type("AWS::CloudWatch::Alarm"))
+    metrics = [metric for widget in shown for metric in widget.get("metrics", [])]
+    own = {metric[1] for metric in metrics if metric[0] == "cairn/cairn-test"}
+    assert {"JobsStarted", "JobsCompleted", "JobsFailed", "StalledJobs"} <= own
+    durations = {metric[3] for metric in metrics if metric[:2] == ["AWS/Lambda", "Duration"]}
+    assert durations == {resolver.name(function_id) for function_id in phase_functions(resolver).values()}
+
+
+# -- data protection
+
+
+@pytest.mark.parametrize(
+    ("overrides", "protected"),
+    [
+        ({}, False),
+        ({"Stage": "prod"}, True),
+        ({"Stage": "prod", "TableDeletionProtection": "disabled"}, False),
+        ({"TableDeletionProtection": "enabled"}, True),
+    ],
+)
+def test_the_table_is_protected_from_deletion_in_prod_by_default(overrides: dict[str, str], protected: bool) -> None:
+    table = stack(**overrides).properties("CheckpointTable")
+    assert table["DeletionProtectionEnabled"] is protected
+
+
+def test_samconfig_deploys_prod_with_stage_prod() -> None:
+    text = (ROOT / "samconfig.toml").read_text(encoding="utf-8")
+    prod = text.split("[prod.global.parameters]", 1)[1].split("\n[", 1)[0]
+    assert "Stage=prod" in prod
+
+
+def test_the_bucket_keeps_old_versions_a_while_and_the_alarm_topic_is_encrypted() -> None:
+    resolver = stack(AlarmEmail="oncall@example.com")
+    assert resolver.properties("StateBucket")["VersioningConfiguration"] == {"Status": "Enabled"}
+    topic = resolver.properties("AlarmTopic")
+    assert topic["KmsMasterKeyId"] == resolver.ref("AlarmTopicKey")
+    key = resolver.properties("AlarmTopicKey")
+    assert key["EnableKeyRotation"] is True
+    publishers = [
+        statement
+        for statement in key["KeyPolicy"]["Statement"]
+        if statement["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    (publisher,) = publishers
+    assert set(publisher["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    assert not stack().exists("AlarmTopicKey")
+
+
+# -- safe deploys
+
+
+def test_every_phase_function_is_invoked_through_its_live_alias() -> None:
+    resolver = stack()
+    aliases = {}
+    for alias_id in resolver.of_type("AWS::Lambda::Alias"):
+        alias = resolver.resources[alias_id]["Properties"]
+        version = alias["FunctionVersion"]["Fn::GetAtt"][0]  # the version SAM publishes of this very function
+        assert resolver.resources[version]["Properties"]["FunctionName"] == alias["FunctionName"]
+        aliases[alias["FunctionName"]["Ref"]] = alias["Name"]
+    functions = phase_functions(resolver)
+    assert aliases == dict.fromkeys(functions.values(), "live")
+    variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
+    settings = Settings.from_env(variables)
+    for key, function_id in functions.items():
+        assert settings.phase_function(*key) == f"{resolver.name(function_id)}:live"
+    granted = resolver.properties("InvokeFunctionsPolicy")["PolicyDocument"]["Statement"][0]["Resource"]
+    assert sorted(granted) == sorted(
+        [f"{resolver.arn(function_id)}:live" for function_id in functions.values()]
+        + [resolver.arn("SchedulerFunction")]
+    )
+
+
+def test_no_gradual_deployment_by_default_and_codedeploy_with_the_errors_alarms_when_asked() -> None:
+    assert list(stack().of_type("AWS::CodeDeploy::DeploymentGroup")) == []
+    resolver = stack(GradualDeployment="Canary10Percent5Minutes")
+    functions = phase_functions(resolver)
+    groups = {
+        group_id: resolver.properties(group_id) for group_id in resolver.of_type("AWS::CodeDeploy::DeploymentGroup")
+    }
+    assert set(groups) == {f"{function_id}DeploymentGroup" for function_id in functions.values()}
+    for (pipeline, _), function_id in functions.items():
+        group = groups[f"{function_id}DeploymentGroup"]
+        assert group["DeploymentConfigName"] == "CodeDeployDefault.LambdaCanary10Percent5Minutes"
+        alarms = {alarm["Name"] for alarm in group["AlarmConfiguration"]["Alarms"]}
+        errors = resources.alarm_ids(PIPELINES.get(pipeline), resources.ERRORS)
+        assert alarms == {resolver.name(alarm_id) for alarm_id in errors}
+        assert "DEPLOYMENT_STOP_ON_ALARM" in group["AutoRollbackConfiguration"]["Events"]
