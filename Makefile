@@ -8,6 +8,10 @@ STAMP := $(VENV)/.installed
 SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
 SAM_STAMP := $(SAM_VENV)/.installed
+# checkov (the template's security checks) pins an older boto3 and networkx: a virtualenv of its own too.
+CHECKOV_VENV := .venv-checkov
+CHECKOV := $(CHECKOV_VENV)/bin/checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 NODE_STAMP := node_modules/.installed
 # The browser tests (tests/browser) run Debian's chromium through Playwright, never a browser of Playwright's own.
 CHROMIUM := /usr/bin/chromium
@@ -32,6 +36,11 @@ $(SAM_STAMP): requirements-sam.txt
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-sam.txt
 	touch $(SAM_STAMP)
+
+$(CHECKOV_STAMP): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $(CHECKOV_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
 	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
@@ -83,8 +92,15 @@ unit: $(STAMP)
 # `cairn template check` (the template's phase functions, log groups, alarms and invoke grants agree with
 # functions/pipelines.py; `cairn template sync` fixes what it reports), then sam validate --lint and cfn-lint
 # on the template; cfn-lint on the state machine as deployed (its ${...} substitutions filled, wrapped in an
-# AWS::StepFunctions::StateMachine); statelint on the ASL.
-validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+# AWS::StepFunctions::StateMachine); statelint on the ASL; checkov on the template as SAM deploys it.
+# checkov reads AWS::Serverless::* only in part (not the roles SAM makes for functions and the state machine, nor
+# their inline policies, the invoke permissions or the API's stage; an Fn::If reads as set), so it scans the
+# template as CloudFormation receives it (after AWS::LanguageExtensions and the SAM transform), once with the
+# parameters' defaults and once with every option on: tests/template/test_checkov.py writes both. That finds all
+# the SAM template would and more; a finding names the transformed template's logical id (template.yaml's, or one
+# SAM derives from it: ApiFunctionRole, HttpApiApiGatewayDefaultStage). Offline: --skip-download, no API key, no
+# PyPI version check. The checks it skips are in .checkov.yaml, each with its reason, and in docs/CHECKOV.md.
+validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/python -m cairn template check --template $(TEMPLATE)
 	$(SAM) validate --lint --template $(TEMPLATE)
 	$(BIN)/cfn-lint --include-checks I -- $(TEMPLATE)
@@ -93,6 +109,11 @@ validate: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
 		echo "cfn-lint $(STATE_MACHINE) (as deployed)" && \
 		$(BIN)/cfn-lint --include-checks I -- "$$wrapper/pipeline-state-machine.json"
 	$(STATELINT) $(STATE_MACHINE)
+	@scan=$$(mktemp -d) && trap 'rm -rf "$$scan"' EXIT && \
+		$(BIN)/python -m tests.template.test_checkov "$$scan" && \
+		echo "checkov $(TEMPLATE) (as SAM deploys it: the defaults, every option)" && \
+		env -u BC_API_KEY CKV_SKIP_PACKAGE_UPDATE_CHECK=true $(CHECKOV) --config-file .checkov.yaml \
+			--framework cloudformation --skip-download --compact --quiet --directory "$$scan"
 
 # Plain `sam build` and `sam deploy` with samconfig.toml's settings: the layer is built by layers/Makefile, for the
 # template's Architecture (samconfig.toml saves it for both). `make deploy` is `sam build && sam deploy`.
@@ -153,19 +174,19 @@ new: $(STAMP)
 
 # What a new user does, in a fresh clone of this repository's HEAD (in a temporary folder, removed after):
 # `cairn new demo-two`, then `make validate` and `make test`, untouched. The clone uses this checkout's
-# .venv, .venv-sam and node_modules through symlinks, and `-o` tells make they are up to date: nothing is
-# reinstalled. Only committed work is in the clone.
-scaffold-check: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+# .venv, .venv-sam, .venv-checkov and node_modules through symlinks, and `-o` tells make they are up to date:
+# nothing is reinstalled. Only committed work is in the clone.
+scaffold-check: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 	@clone=$$(mktemp -d) && trap 'rm -rf "$$clone"' EXIT && \
 		git clone --quiet "$(CURDIR)" "$$clone/cairn" && \
-		for tools in $(VENV) $(SAM_VENV) node_modules; do ln -sfn "$(CURDIR)/$$tools" "$$clone/cairn/$$tools"; done && \
+		for tools in $(VENV) $(SAM_VENV) $(CHECKOV_VENV) node_modules; do ln -sfn "$(CURDIR)/$$tools" "$$clone/cairn/$$tools"; done && \
 		cd "$$clone/cairn" && \
 		echo "scaffold-check: cairn new demo-two, make validate and make test in a fresh clone ($$clone/cairn)" && \
 		$(BIN)/python -m cairn new demo-two && \
-		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(NODE_STAMP) validate test
+		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(CHECKOV_STAMP) -o $(NODE_STAMP) validate test
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .bench node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .bench node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
 
 # Every benchmark suite of issue 15, then docs/BENCHMARKS.md (tables, targets, plots). The peers (DBOS, Temporal,
 # the durable execution SDK) and matplotlib live in virtualenvs of their own under .bench/venvs, never in .venv.
