@@ -229,3 +229,33 @@ def test_cloudformations_own_message_names_what_it_fails(aws: None, tmp_path: Pa
     text = SMALL + "      Environment:\n        Variables:\n          X: !ImportValue missing-export\n"
     with pytest.raises(DeploymentError, match="No export named missing-export found"):
         deploy(write(tmp_path, text), client=client)
+
+
+def test_the_production_resources_are_created_on_moto(aws: None) -> None:
+    """Stage=prod, an alarm address and the stepfunctions driver: what protects the data and what signals, created."""
+    deployment = deploy(
+        TEMPLATE,
+        client=client,
+        parameters={"Driver": "stepfunctions", "Stage": "prod", "AlarmEmail": "oncall@example.com"},
+    )
+    assert deployment.table_name is not None
+    table = client("dynamodb").describe_table(TableName=deployment.table_name)["Table"]
+    assert table["DeletionProtectionEnabled"] is True
+    bucket = deployment.outputs["StateBucketName"]
+    assert client("s3").get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
+    sns = client("sns")
+    (topic,) = sns.list_topics()["Topics"]
+    key_id = sns.get_topic_attributes(TopicArn=topic["TopicArn"])["Attributes"]["KmsMasterKeyId"]
+    assert key_id in [key["KeyId"] for key in client("kms").list_keys()["Keys"]]  # the stack's own key
+    queue = deployment.outputs["SchedulerDeadLetterQueueUrl"]
+    assert "SchedulerDeadLetterQueue" in queue
+    cloudwatch = client("cloudwatch")
+    alarms = {alarm["AlarmName"]: alarm for alarm in cloudwatch.describe_alarms()["MetricAlarms"]}
+    assert any("-ExecutionsFailedAlarm-" in name for name in alarms)
+    assert any("-StalledJobsAlarm-" in name for name in alarms)
+    raw = cloudwatch.get_dashboard(DashboardName=deployment.outputs["DashboardName"])["DashboardBody"]
+    body = raw if isinstance(raw, dict) else json.loads(raw)  # moto keeps the body it parsed
+    (shown,) = [widget["properties"]["alarms"] for widget in body["widgets"] if widget["type"] == "alarm"]
+    assert sorted(shown) == sorted(alarm["AlarmArn"] for alarm in alarms.values())
+    aliases = client("lambda").list_aliases(FunctionName="cairn-dev-document-intake-extract")["Aliases"]
+    assert [(alias["Name"], alias["FunctionVersion"]) for alias in aliases] == [("live", "1")]

@@ -15,6 +15,8 @@ moto creates most of the stack; these it does not, and ``cairn dev`` stands in (
   Step Functions API after the stack is created (:func:`substitute_definitions`).
 - ``AWS::DynamoDB::Table``'s ``TimeToLiveSpecification``, which moto's CloudFormation leaves disabled:
   enabled through the DynamoDB API after the stack is created (:func:`enable_time_to_live`).
+- ``AWS::S3::Bucket``'s ``VersioningConfiguration``, which moto's CloudFormation leaves off: enabled
+  through the S3 API after the stack is created (:func:`enable_versioning`).
 
 The names CloudFormation generates (``cairn-dev-CheckpointTable-<suffix>``) get a suffix made from the
 stack's name and the logical id instead of a random one (:func:`register_models`): each start of the same
@@ -205,6 +207,18 @@ def enable_time_to_live(stack: Any, template: Mapping[str, Any], client: Any) ->
             client.update_time_to_live(
                 TableName=_physical_id(stack, logical_id),
                 TimeToLiveSpecification={"Enabled": True, "AttributeName": str(specification["AttributeName"])},
+            )
+
+
+def enable_versioning(stack: Any, template: Mapping[str, Any], client: Any) -> None:
+    """Turn on each created bucket's ``VersioningConfiguration``, which moto's CloudFormation leaves off."""
+    for logical_id, resource in template["Resources"].items():
+        if resource.get("Type") != "AWS::S3::Bucket" or _physical_id(stack, logical_id) is None:
+            continue
+        versioning = resolved(stack, (resource.get("Properties") or {}).get("VersioningConfiguration"))
+        if versioning and versioning.get("Status") == "Enabled":
+            client.put_bucket_versioning(
+                Bucket=_physical_id(stack, logical_id), VersioningConfiguration={"Status": "Enabled"}
             )
 
 

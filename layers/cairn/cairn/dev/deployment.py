@@ -71,6 +71,7 @@ def deploy(
     stack = coverage.moto_stack(stack_name, region, account)
     coverage.substitute_definitions(stack, transformed, client("stepfunctions"))
     coverage.enable_time_to_live(stack, transformed, client("dynamodb"))
+    coverage.enable_versioning(stack, transformed, client("s3"))
     coverage.detach_event_sources(region, account)
     reader = StackReader(transformed, stack, client, artifacts.folder)
     functions = reader.functions()
