@@ -26,7 +26,9 @@ def overrides(section: dict[str, object]) -> dict[str, str]:
 def test_samconfig_saves_the_template_s_architecture_for_build_and_deploy_alike(environment: str) -> None:
     default = sam_template()["Parameters"]["Architecture"]["Default"]
     config = SAMCONFIG[environment]
-    assert overrides(config["global"]["parameters"]) == {"Architecture": default}
+    # prod also deploys with Stage=prod: what protects production data (the table's deletion protection)
+    stage = {"Stage": "prod"} if environment == "prod" else {}
+    assert overrides(config["global"]["parameters"]) == {"Architecture": default, **stage}
     for command in ("build", "deploy", "validate"):
         assert "parameter_overrides" not in config.get(command, {}).get("parameters", {}), command
 
