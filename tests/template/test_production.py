@@ -19,19 +19,11 @@ from cairn.core.outcomes import Next
 from cairn.core.pipeline import Pipeline
 from cairn.core.settings import Settings
 from pipelines import PIPELINES
-from tests.template.cfn import ROOT, Resolver
+from tests.template.cfn import ROOT
 from tests.template.stacks import phase_functions, stack
+from tests.template.test_functions import invoke_config
 
 OPERATIONS = ROOT / "docs" / "OPERATIONS.md"
-
-
-def invoke_config(resolver: Resolver, function_id: str) -> dict[str, Any]:
-    (config,) = [
-        resolver.properties(config_id)
-        for config_id in resolver.of_type("AWS::Lambda::EventInvokeConfig")
-        if resolver.resources[config_id]["Properties"]["FunctionName"] == {"Ref": function_id}
-    ]
-    return config
 
 
 # -- nothing is dropped

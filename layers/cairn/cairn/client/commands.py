@@ -19,7 +19,7 @@ from .bulk import BulkAction, add_selection_options, run_bulk, selects_many
 from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
-from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, read_json
+from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, positive, read_json
 from .render import (
     counts_table,
     diff_lines,
@@ -40,19 +40,6 @@ DEFAULT_INTERVAL = 2.0
 
 Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
 Action = Callable[[argparse.Namespace, ApiClient], int]
-
-
-def _positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
-        return value
-
-    return parse
 
 
 def _connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
@@ -310,7 +297,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     )
     listing.add_argument("--until", type=moment, metavar="TIME", help="only jobs created at or before TIME")
     listing.add_argument("--prefix", metavar="TEXT", help="only jobs whose id starts with TEXT")
-    listing.add_argument("--limit", type=_positive(int), metavar="N", help="jobs a page (the API's default: 50)")
+    listing.add_argument("--limit", type=positive(int), metavar="N", help="jobs a page (the API's default: 50)")
     listing.add_argument("--all", action="store_true", help="follow the cursor through every page")
     listing.add_argument("--cursor", help="the page after the one that printed this cursor")
     action("count", run_count, "count your jobs by status (exact up to a bound, else at least so many)")
@@ -335,9 +322,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         action="store_true",
         help="keep printing new entries until the job stops (with --json: one entry a line)",
     )
-    log.add_argument(
-        "--interval", type=_positive(float), default=DEFAULT_INTERVAL, metavar="SECONDS", help="default: 2"
-    )
+    log.add_argument("--interval", type=positive(float), default=DEFAULT_INTERVAL, metavar="SECONDS", help="default: 2")
 
     def jobs_argument(parser: argparse.ArgumentParser, verb: str) -> None:
         parser.add_argument("job_id", metavar="ID", nargs="?", help="the job's id (or select jobs with the options)")

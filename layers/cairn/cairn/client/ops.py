@@ -12,6 +12,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .options import positive
+
 if TYPE_CHECKING:
     from .redrive import Target
 
@@ -48,7 +50,7 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     redrive.add_argument("--region", help="the stack's region (default: your configuration)")
     redrive.add_argument("--endpoint-url", metavar="URL", help=f"an AWS endpoint (default: ${ENDPOINT_VARIABLE})")
     redrive.add_argument("--dry-run", action="store_true", help="list the messages (job, phase, when, why) only")
-    redrive.add_argument("--max", type=_positive, metavar="N", help="handle at most N messages")
+    redrive.add_argument("--max", type=positive(int), metavar="N", help="handle at most N messages")
     redrive.add_argument("--json", action="store_true", help="print the summary as JSON")
     redrive.set_defaults(run=run_redrive)
 
@@ -113,16 +115,6 @@ def _target(arguments: argparse.Namespace, clients: _Clients) -> Target:
         if exc.response.get("Error", {}).get("Code") == "ValidationError":  # no such stack
             raise RedriveUsageError(f"stack {arguments.stack_name!r}: {exc.response['Error'].get('Message')}") from exc
         raise
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -86,3 +87,18 @@ def read_json(value: str, stdin: TextIO, *, option: str = "--state") -> Any:
         raise UsageError(
             f"{option}: {where} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{hint}"
         ) from None
+
+
+def positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    """An argparse ``type``: a number of ``kind`` above 0, else a clear error naming what was given."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
+        return value
+
+    return parse
