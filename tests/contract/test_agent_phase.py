@@ -128,7 +128,8 @@ def test_the_agent_loops_turns_and_tools_to_an_answer(storage: Storage, clock: F
     assert job.result == {"answer": "Cairns and checkpoints both mark the way."}
     assert bench.model.calls == 3
     assert bench.tool_calls == Counter({"search": 1, "read": 2})
-    assert job.usage == {"model_calls": 3, "input_tokens": 550, "output_tokens": 70, "tool_calls": 3}
+    # the agent's turns and tool calls are one phase run: its next and publish's done are the transitions
+    assert job.usage == {"model_calls": 3, "input_tokens": 550, "output_tokens": 70, "tool_calls": 3, "transitions": 2}
     last = bench.model.requests[-1]
     assert last.system == "You are careful."
     assert [block.content for block in last.messages[-1].tool_results] == DOCUMENTS_IN_ORDER
@@ -153,7 +154,13 @@ def test_a_crash_after_any_turn_or_tool_call_repeats_no_model_or_tool_call(
         assert job.status == JobStatus.COMPLETE, f"crash after save #{number}: {job.error}"
         assert bench.model.calls == baseline.model.calls, f"crash after save #{number}"
         assert bench.tool_calls == baseline.tool_calls, f"crash after save #{number}"
-        assert job.usage == {"model_calls": 3, "input_tokens": 550, "output_tokens": 70, "tool_calls": 3}
+        assert job.usage == {
+            "model_calls": 3,
+            "input_tokens": 550,
+            "output_tokens": 70,
+            "tool_calls": 3,
+            "transitions": 2,
+        }
         assert job.result == {"answer": "Cairns and checkpoints both mark the way."}
         resumed = [entry.message for entry in job.log if entry.message.startswith("Resume the conversation")]
         assert len(resumed) == 1, f"crash after save #{number}: the job did not crash and resume once"

@@ -42,7 +42,7 @@ def test_entries_written_before_save_state_are_stored_with_it(storage: Storage, 
     assert during[1] == ["1"]
     final = job_of(storage, JOB)
     assert log_messages(final.log).count("item 1 processed") == 1
-    assert final.usage == {"items": 1}
+    assert final.usage == {"items": 1, "transitions": 1}
 
 
 def test_a_full_retry_clears_the_old_log_and_a_resume_keeps_it(storage: Storage, clock: FakeClock) -> None:
@@ -91,7 +91,7 @@ def test_usage_survives_a_resume(storage: Storage, clock: FakeClock) -> None:
     run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
     scheduler.drain()
 
-    assert job_of(storage, JOB).usage == {"tokens": 20}
+    assert job_of(storage, JOB).usage == {"tokens": 20, "transitions": 1}  # the error counts none, the done 1
 
 
 def test_usage_since_the_last_checkpoint_is_lost_in_a_crash(storage: Storage, clock: FakeClock) -> None:
@@ -117,4 +117,4 @@ def test_usage_since_the_last_checkpoint_is_lost_in_a_crash(storage: Storage, cl
     run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler)
     scheduler.drain()
 
-    assert job_of(storage, JOB).usage == {"tokens": 102}
+    assert job_of(storage, JOB).usage == {"tokens": 102, "transitions": 1}

@@ -169,7 +169,8 @@ def test_the_items_usage_and_log_join_the_jobs_once_through_a_retry_and_a_rerun_
     run.complete()
     first = run.jobs.get(JOB)
     assert run.merges == [RESULTS, RESULTS]
-    assert first.usage == {"tokens": TOKENS}
+    # split's map, each item, merge's done (its retry counts none)
+    assert first.usage == {"tokens": TOKENS, "transitions": 1 + ITEMS + 1}
     pages_logged = [message for message in log_messages(first.log) if message.startswith("read page")]
     assert pages_logged == [f"read page {index}" for index in range(ITEMS)]
 
@@ -179,5 +180,6 @@ def test_the_items_usage_and_log_join_the_jobs_once_through_a_retry_and_a_rerun_
     done = run.jobs.get(JOB)
     assert done.status == JobStatus.COMPLETE, done.error
     assert run.merges == [RESULTS, RESULTS, RESULTS]
-    assert done.usage == {"tokens": TOKENS}  # the items did not run again
+    # the items did not run again; the rerun of merge adds its done
+    assert done.usage == {"tokens": TOKENS, "transitions": 1 + ITEMS + 1 + 1}
     assert [message for message in log_messages(done.log) if message.startswith("read page")] == pages_logged

@@ -166,6 +166,7 @@ def test_usage_is_summed_across_phases_and_retries(storage: Storage, clock: Fake
         "input_tokens": 360,
         "cost": pytest.approx(0.75),
         "output_tokens": 7,
+        "transitions": 2,  # fetch's next and summarise's done: its two retries count nothing
     }
 
 
@@ -186,7 +187,7 @@ def test_usage_counters_must_be_numbers(storage: Storage, clock: FakeClock, valu
     scheduler.drain()
 
     assert len(raised) == 1
-    assert job_of(storage, JOB).usage == {}
+    assert job_of(storage, JOB).usage == {"transitions": 1}  # the refused counter was not added; the done counts
 
 
 def test_each_finished_phase_run_is_recorded(storage: Storage, clock: FakeClock) -> None:

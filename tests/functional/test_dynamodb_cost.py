@@ -62,4 +62,4 @@ def test_each_phase_transition_costs_three_writes_and_one_small_read(moto: Moto,
     assert job.result == {"trail": PHASES}
     assert [entry.message for entry in job.log if entry.kind == "log"] == [f"{name} ran" for name in PHASES]
     assert [record.phase for record in job.phases] == PHASES
-    assert job.usage == {"steps": 4}
+    assert job.usage == {"steps": 4, "transitions": 4}  # each of the four phases leaves it once

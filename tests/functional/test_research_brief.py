@@ -51,6 +51,7 @@ def test_a_brief_is_planned_gathered_written_and_published_once_approved(stack: 
         "input_tokens": 420 + 610 + 900 + 1350,
         "output_tokens": 18 + 160 + 22 + 120,
         "tool_calls": 1 + 4 + 1,  # list_documents; the plan's four; one search while writing
+        "transitions": 4,  # plan, gather and write's next, review's wait
     }
 
     done = _signal(api, stack, "brief-1", {"approved": True, "note": "Cite the cost figures"})
