@@ -31,7 +31,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from botocore.exceptions import ClientError
 from hypothesis import strategies as st
 
 from cairn import Done, InlineScheduler, Job, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
@@ -319,12 +318,10 @@ class BotocoreLosses:
         self.calls.append(name)
         self._final = name == "update_item" or (name == "put_item" and "ConditionExpression" in kwargs)
 
-    def refused(self) -> None:
-        """The call just made was answered with an error (a condition check): its attempt is over."""
-        if self._final:
-            self._in_a_row = 0
-
     def __call__(self, name: str, number: int) -> bool:
+        """Whether the answer of call ``number`` is lost. An answer the engine gets that ends an attempt (a
+        response, or a refusal such as a failed condition) ends the run of lost attempts; a refusal whose answer
+        is lost is one more lost attempt of the same logical write."""
         lose = name in AWS_WRITES and number in self.numbers and self._in_a_row < MAX_LOSSES_IN_A_ROW
         if lose:
             self._in_a_row += 1
@@ -348,11 +345,7 @@ class _Noting:
 
         def call(*args: Any, **kwargs: Any) -> Any:
             self._losses.noted(name, kwargs)
-            try:
-                return attribute(*args, **kwargs)
-            except ClientError:
-                self._losses.refused()
-                raise
+            return attribute(*args, **kwargs)
 
         return call
 
