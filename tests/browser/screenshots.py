@@ -107,9 +107,18 @@ def _show_map(page: Page) -> None:
     page.locator(".timeline-panel").evaluate("(panel) => panel.scrollIntoView()")
 
 
-def _open_bulk_retry(page: Page) -> None:
-    page.get_by_role("button", name="Retry all", exact=True).click()
-    page.wait_for_selector("#bulk-dialog [data-slot=confirm]:not([disabled])", timeout=TIMEOUT_MS)
+def _open_bulk_retry(page: Page, *, tries: int = 3) -> None:
+    """Open the bulk retry of every failed job, once it has read them (opened again if a read came back short)."""
+    for attempt in range(1, tries + 1):
+        page.get_by_role("button", name="Retry all", exact=True).click()
+        try:
+            page.wait_for_selector("#bulk-dialog [data-slot=confirm]:not([disabled])", timeout=TIMEOUT_MS)
+            return
+        except PlaywrightError:
+            summary = " ".join(page.locator("#bulk-dialog [data-slot=summary]").inner_text().split())
+            if attempt == tries:
+                raise ViewError(f"the bulk retry dialog never offered the failed jobs: {summary!r}") from None
+            page.keyboard.press("Escape")
 
 
 def _job_shot(file: str, job_id: str, status: str, *more: str, act: Callable[[Page], None] | None = None) -> Shot:
