@@ -44,15 +44,22 @@ def cli_page() -> str:
     """Every command of ``cairn`` with its help, as argparse prints it."""
     from cairn.cli import build_parser
 
-    os.environ["COLUMNS"] = "110"  # argparse wraps at the terminal's width: one width for every build
     lines = [
         "# Command line: cairn",
         "",
         f"{GENERATED} from the parser of `cairn` (`cairn.cli.build_parser`): what `cairn COMMAND --help` prints.",
         "",
     ]
-    for name, parser in commands(build_parser(), "cairn"):
-        lines += [f"## `{name}`", "", "```text", parser.format_help().rstrip(), "```", ""]
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "110"  # argparse wraps at the terminal's width: one width for every build
+    try:
+        for name, parser in commands(build_parser(), "cairn"):
+            lines += [f"## `{name}`", "", "```text", parser.format_help().rstrip(), "```", ""]
+    finally:
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
     return "\n".join(lines)
 
 
