@@ -192,7 +192,7 @@ scaffold-check: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(CHECKOV_STAMP) -o $(NODE_STAMP) validate test
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .bench node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .bench site node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
 
 # Every benchmark suite of issue 15, then docs/BENCHMARKS.md (tables, targets, plots). The peers (DBOS, Temporal,
 # the durable execution SDK) and matplotlib live in virtualenvs of their own under .bench/venvs, never in .venv.
