@@ -12,6 +12,7 @@ import argparse
 import ast
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,9 +97,10 @@ def http_page() -> str:
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             lines += [f"## `{method.upper()} {path}`", ""]
-            summary = " ".join(filter(None, (operation.get("summary"), operation.get("description"))))
-            if summary:
-                lines += [summary, ""]
+            if operation.get("summary"):
+                lines += [f"**{operation['summary']}**", ""]
+            if operation.get("description"):
+                lines += [operation["description"], ""]
             parameters = operation.get("parameters", [])
             if parameters:
                 lines += ["| Parameter | In | Required | Description |", "| --- | --- | --- | --- |"]
@@ -118,8 +120,13 @@ def http_page() -> str:
 
 
 def cell(text: str) -> str:
-    """``text`` on one line of a Markdown table."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """``text`` on one line of a Markdown table, its reStructuredText roles and literals as Markdown code."""
+    text = ROLE.sub(r"`\1`", " ".join(str(text).split())).replace("``", "`")
+    return text.replace("|", "\\|")
+
+
+#: A reStructuredText role of a docstring (``:mod:`.transition_guard```), kept as its target in code.
+ROLE = re.compile(r":[a-z]+:`~?([^`]+)`")
 
 
 def template_page() -> str:
@@ -181,7 +188,7 @@ def environment_page() -> str:
     ]
     for variable, constant, doc in variables:
         default = defaults.get(variable.removeprefix("CAIRN_").lower())
-        shown = "" if default is None else f"`{default}`"
+        shown = "" if default is None else "(empty)" if default == "" else f"`{default}`"
         lines.append(f"| `{variable}` | `{constant}` | {shown} | {cell(doc)} |")
     return "\n".join(lines) + "\n"
 

@@ -36,6 +36,8 @@ def test_the_environment_page_has_every_variable_of_the_settings() -> None:
     assert len(variables) >= 10
     for variable in variables:
         assert f"| `{variable}` |" in page
+    undescribed = [line for line in page.splitlines() if line.startswith("| `CAIRN_") and line.endswith("|  |")]
+    assert not undescribed, f"variables of cairn.core.settings without a docstring: {undescribed}"
 
 
 def test_the_python_page_renders_every_exported_name() -> None:
