@@ -51,3 +51,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if line:
         terminalreporter.write_sep("-", "fault schedules")
         terminalreporter.write_line(line)
+    # The documentation's figures (README length, examples run, docstrings), worked out here in the controller so
+    # they show with pytest-xdist too, whenever the run included the documentation's tests.
+    reports = (report for kind in terminalreporter.stats.values() for report in kind)
+    if any(str(getattr(report, "nodeid", "")).startswith("tests/docs/") for report in reports):
+        from tests.docs.examples import summary
+
+        terminalreporter.write_sep("-", "documentation")
+        terminalreporter.write_line(summary())

@@ -1,4 +1,4 @@
-"""The test kit (cairn.testing.plugin): the README's "Testing your pipeline" examples run verbatim, and its parts."""
+"""The test kit (cairn.testing.plugin): the examples of docs/guides/testing.md run verbatim, and its parts."""
 
 from __future__ import annotations
 
@@ -18,10 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_examples() -> list[str]:
-    """The python blocks of the README's "Testing your pipeline" section, in order."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Testing your pipeline", 1)[1].split("\n## ", 1)[0]
-    return [str(block) for block in re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)]
+    """The python blocks of the testing guide (docs/guides/testing.md), in order."""
+    text = (ROOT / "docs" / "guides" / "testing.md").read_text()
+    return [str(block) for block in re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)]
 
 
 def run_pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -60,6 +60,7 @@ class ToolResult(_Data):
 
 
 ContentBlock = Annotated[TextBlock | ToolUse | ToolResult, Field(discriminator="type")]
+"""One block of a message: text, a tool call the model asks for, or a tool's result (told apart by ``type``)."""
 
 
 class Message(_Data):

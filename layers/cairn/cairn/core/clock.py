@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 Clock = Callable[[], int]
+"""A clock: the current time in milliseconds since the epoch (the system clock, or a test's that skips time)."""
 
 OFFSET_FILE_VARIABLE = "CAIRN_CLOCK_OFFSET_FILE"
 """The environment variable naming the clock offset file (set by ``cairn dev --skip-waits``)."""
