@@ -20,6 +20,7 @@ from .errors import RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, positive, read_json
+from .pull import add_pull, run_pull
 from .render import (
     counts_table,
     diff_lines,
@@ -350,3 +351,4 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         action("cancel", run_cancel, "cancel a job, or every job a selection matches (retry resumes)"), "Cancel"
     )
     action("health", run_health, "check that the API answers")
+    add_pull(action("pull", run_pull, "write a job (its input, states, history) to one file, to replay it locally"))

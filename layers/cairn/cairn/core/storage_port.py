@@ -17,8 +17,9 @@ from dataclasses import dataclass
 
 from . import history_pages
 from .clock import Clock, system_clock_ms
+from .errors import ConfigurationError
 from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
-from .models import Checkpoint, FanOut, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from .models import Checkpoint, FanOut, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from .transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -199,6 +200,16 @@ class Storage(ABC):
 
         Idempotent: a lesson with the key of one kept (:func:`cairn.core.lessons.lesson_key`) replaces it.
         """
+
+    def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
+        """Store a whole job with its history (a job loaded from a file: :mod:`cairn.core.job_loading`).
+
+        ``history`` is every item of the job's history, oldest first, each linked to the one before it,
+        ``job.history_head`` the newest. A live job with the id is refused (JobExistsError) unless
+        ``replace``, which drops it first. The job is returned as ``get_job`` reads it. A store that
+        cannot load jobs raises ConfigurationError.
+        """
+        raise ConfigurationError(f"{type(self).__name__} cannot load a job")
 
     @abstractmethod
     def recall(self, pipeline: str, limit: int) -> list[Lesson]:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
-from ..core.models import Checkpoint, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.models import Checkpoint, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.storage_port import Route, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
@@ -51,6 +51,9 @@ class DelegatingStorage(Storage):
 
     def start_job(self, request: StartJob) -> Job:
         return self.around("start_job", lambda: self.inner.start_job(request))
+
+    def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
+        return self.around("put_job", lambda: self.inner.put_job(job, history, replace=replace))
 
     def claim(self, request: Claim) -> Job | None:
         return self.around("claim", lambda: self.inner.claim(request))

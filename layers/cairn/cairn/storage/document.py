@@ -22,6 +22,7 @@ from ..core.lessons import StoredLesson
 from ..core.models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.storage_port import Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
+from . import loading
 
 
 class StoredMap(BaseModel):
@@ -124,6 +125,10 @@ class DocumentStorage(Storage):
             return None
         log, phases = transitions.linked_history(self._history(job_id), job.history_head)
         return job.model_copy(update={"log": transitions.shown_log(log, job.pending_log), "phases": phases})
+
+    def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
+        """The job and its history stored under its lock: the history items first, then the document."""
+        return loading.put_document_job(self, job, history, replace=replace)
 
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         now = self.clock()

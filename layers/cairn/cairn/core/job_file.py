@@ -1,0 +1,163 @@
+"""A job file: one job pulled from an API (``cairn jobs pull``), to load into a local store and replay.
+
+The file is one JSON document: a format marker and version, where and when the job was pulled, the job
+(its input, status, checkpoint with its state, result, error, usage, attempt), its whole history oldest
+first (each write's log entries and phase record, and the checkpoint it entered when the API gave it),
+and which dotted paths were redacted. :func:`read_job_file` refuses anything else with a clear
+:class:`~cairn.core.errors.InvalidInputError`; :func:`redact` replaces fields by ``"[redacted]"``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from .errors import InvalidInputError
+from .models import Checkpoint, JobStatus, LogEntry, PhaseRecord, WireModel
+
+FORMAT = "cairn-job"
+"""The marker every job file carries in ``format``."""
+VERSION = 1
+"""The version of the file format this code writes and reads."""
+REDACTED = "[redacted]"
+"""What a redacted field holds instead of its value."""
+SUFFIX = ".cairn-job.json"
+"""The end of a job file's default name: ``<job id>.cairn-job.json``."""
+
+
+class PulledWrite(WireModel):
+    """What one write added to the job's history: its log entries, its phase record, the checkpoint it entered."""
+
+    log: list[LogEntry] = Field(default_factory=list)
+    record: PhaseRecord | None = None
+    entry: Checkpoint | None = Field(
+        default=None, description="The checkpoint this write entered (its phase's newest entry), when known"
+    )
+
+
+class PulledJob(WireModel):
+    """The job as the API showed it when it was pulled."""
+
+    job_id: str
+    pipeline: str
+    status: JobStatus
+    input: Any = None
+    checkpoint: Checkpoint | None = None
+    result: Any = None
+    error: str | None = None
+    usage: dict[str, int | float] = Field(default_factory=dict)
+    attempt: int = 1
+    sequence: int = 0
+    waiting_for: str | None = None
+    created_at: int
+    updated_at: int
+
+
+class JobFile(WireModel):
+    """The whole file: the marker, where it came from, the job, its history, its maps and the redactions."""
+
+    format: Literal["cairn-job"] = FORMAT
+    version: Literal[1] = VERSION
+    pulled_at: int = Field(description="Unix ms: when the job was read")
+    pulled_from: str = Field(description="The API's URL")
+    job: PulledJob
+    history: list[PulledWrite] = Field(default_factory=list, description="Every write of the job's run, oldest first")
+    code_versions: dict[str, list[str]] = Field(
+        default_factory=dict, description="Each phase's code versions, as its records name them"
+    )
+    maps: list[Any] = Field(default_factory=list, description="The job's maps as the API showed them (not loaded)")
+    redacted: list[str] = Field(default_factory=list, description="The dotted paths replaced by [redacted]")
+
+    def to_json(self) -> str:
+        """The file's text."""
+        return json.dumps(self.to_wire(), indent=2, ensure_ascii=False) + "\n"
+
+
+def read_job_file(text: str | bytes, *, name: str = "the file") -> JobFile:
+    """The job file ``text`` holds; InvalidInputError (naming ``name``) for anything that is not one."""
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInputError(f"{name} is not a cairn job file: it is not JSON ({exc})") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        raise InvalidInputError(f'{name} is not a cairn job file (no "format": "{FORMAT}"; made by cairn jobs pull)')
+    if raw.get("version") != VERSION:
+        raise InvalidInputError(
+            f"{name} is a cairn job file of version {raw.get('version')!r}; this cairn reads version {VERSION}"
+        )
+    try:
+        return JobFile.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(the file)"
+        raise InvalidInputError(f"{name} is a damaged cairn job file: {where}: {first['msg']}") from None
+
+
+def checked_paths(paths: list[str]) -> list[str]:
+    """The dotted paths, each checked: non-empty names between dots; InvalidInputError otherwise."""
+    for path in paths:
+        if not path or any(not part for part in path.split(".")):
+            raise InvalidInputError(f"--redact {path!r}: give a dotted path such as state.customer.email")
+    return paths
+
+
+def _parts(path: str) -> list[str]:
+    """The path's names below a state (a leading ``state.`` names any state: input, checkpoint, result...)."""
+    parts = path.split(".")
+    return parts[1:] if parts[0] == "state" and len(parts) > 1 else parts
+
+
+def redact_value(value: Any, paths: list[str]) -> Any:
+    """``value`` (a state, a result, a payload) with each path that reaches a field replaced by REDACTED."""
+    for path in paths:
+        value = _redacted(value, _parts(path))
+    return value
+
+
+def _redacted(value: Any, parts: list[str]) -> Any:
+    if not parts:
+        return REDACTED
+    if isinstance(value, dict):
+        head = parts[0]
+        if head not in value:
+            return value
+        return {**value, head: _redacted(value[head], parts[1:])}
+    if isinstance(value, list):  # a list's items each have the field
+        return [_redacted(item, parts) for item in value]
+    return value
+
+
+def redact(pulled: JobFile, paths: list[str]) -> JobFile:
+    """The file with ``paths`` redacted in the input, every checkpoint state, the result and signal payloads."""
+    if not paths:
+        return pulled
+    checked_paths(paths)
+
+    def checkpoint(kept: Checkpoint | None) -> Checkpoint | None:
+        return None if kept is None else kept.model_copy(update={"state": redact_value(kept.state, paths)})
+
+    job = pulled.job.model_copy(
+        update={
+            "input": redact_value(pulled.job.input, paths),
+            "checkpoint": checkpoint(pulled.job.checkpoint),
+            "result": redact_value(pulled.job.result, paths),
+        }
+    )
+    history = [write.model_copy(update={"entry": checkpoint(write.entry)}) for write in pulled.history]
+    maps = [redact_value(lane, paths) for lane in pulled.maps]
+    redacted = sorted({*pulled.redacted, *paths})
+    return pulled.model_copy(update={"job": job, "history": history, "maps": maps, "redacted": redacted})
+
+
+def code_versions(history: list[PulledWrite]) -> dict[str, list[str]]:
+    """Each phase's code versions, in the order its records first name them."""
+    versions: dict[str, list[str]] = {}
+    for write in history:
+        record = write.record
+        if record is not None and record.code_version:
+            kept = versions.setdefault(record.phase, [])
+            if record.code_version not in kept:
+                kept.append(record.code_version)
+    return versions
