@@ -4,7 +4,7 @@
   take no real time;
 - ``cairn_local``: makes a :class:`cairn.Cairn` for your pipelines on memory storage (or the storage
   you pass, such as ``cairn_dynamodb``) with an inline scheduler on that clock: ``start``, then
-  ``run_until_idle()``;
+  ``run_until_idle()``; ``cairn_local.load(FILE)`` loads a job pulled from an API (``cairn jobs pull``);
 - :func:`crash_on`: a storage whose worker dies (:class:`SimulatedCrash`) at the n-th call of one
   storage operation (``"save"``, ``"commit"``...), as a process killed there would;
 - ``cairn_aws``: moto in-process for the test, with fake credentials set meanwhile;
@@ -19,6 +19,7 @@ test asks for them, so the plugin loads without them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
@@ -30,6 +31,7 @@ from ..core.registry import PipelineRegistry
 from ..core.storage_port import Storage
 from ..scheduling.inline import InlineScheduler
 from ..storage.delegating import DelegatingStorage
+from ..storage.job_files import load_job_file
 from ..storage.memory import MemoryStorage
 from .api_events import LOCAL_IDENTITY
 from .clock import SkippingClock
@@ -86,6 +88,36 @@ def local_cairn(pipelines: Pipelines, *, clock: SkippingClock, storage: Storage 
     return Cairn(pipelines, storage=chosen, scheduler=scheduler)
 
 
+class LocalCairns:
+    """The ``cairn_local`` fixture: call it with your pipelines for a :class:`cairn.Cairn`; ``load`` a pulled job.
+
+    ``cairn_local(pipelines, storage=None)`` makes a front door on a fresh memory store (or ``storage``),
+    as it always has. Once a job was loaded (``load``), calls without ``storage`` use the store holding
+    the loaded jobs (``loaded_storage``), so that the Cairn you make sees them.
+    """
+
+    def __init__(self, clock: SkippingClock) -> None:
+        self.clock = clock
+        self.loaded_storage: Storage | None = None
+
+    def __call__(self, pipelines: Pipelines, *, storage: Storage | None = None) -> Cairn:
+        """A front door for ``pipelines`` on ``storage`` (default: a fresh memory store, or the loaded jobs')."""
+        return local_cairn(pipelines, clock=self.clock, storage=storage or self.loaded_storage)
+
+    def load(self, path: str | os.PathLike[str], *, storage: Storage | None = None, replace: bool = False) -> str:
+        """Load the job file at ``path`` (``cairn jobs pull``) into ``storage`` (default: a memory store); its id.
+
+        The job keeps its id, input, history, checkpoint, status and usage; its log ends with the line
+        "Loaded from FILE, pulled from API at TIME". A job with that id in the store is refused unless
+        ``replace``. Rerun it from a phase with ``cairn_local(pipelines).retry(job_id, mode="from", phase=...)``.
+        """
+        target = storage or self.loaded_storage or MemoryStorage(clock=self.clock)
+        job = load_job_file(target, path, replace=replace)
+        if storage is None:
+            self.loaded_storage = target
+        return job.job_id
+
+
 def _needs_dev_extra(fixture: str, missing: ImportError) -> NoReturn:
     """Fail the test that asked for ``fixture``: the dev extra (moto, boto3) is not installed."""
     pytest.fail(f'{fixture} needs moto and boto3: pip install "cairn[dev]" ({missing})', pytrace=False)
@@ -98,13 +130,12 @@ def cairn_clock() -> SkippingClock:
 
 
 @pytest.fixture
-def cairn_local(cairn_clock: SkippingClock) -> Callable[..., Cairn]:
-    """Makes a :class:`cairn.Cairn` for your pipelines on memory storage (or ``storage=``) and ``cairn_clock``."""
+def cairn_local(cairn_clock: SkippingClock) -> LocalCairns:
+    """Makes a :class:`cairn.Cairn` for your pipelines on memory storage (or ``storage=``) and ``cairn_clock``.
 
-    def make(pipelines: Pipelines, *, storage: Storage | None = None) -> Cairn:
-        return local_cairn(pipelines, clock=cairn_clock, storage=storage)
-
-    return make
+    ``cairn_local.load(FILE)`` loads a pulled job (``cairn jobs pull``) and returns its id: see :class:`LocalCairns`.
+    """
+    return LocalCairns(cairn_clock)
 
 
 @pytest.fixture
@@ -150,6 +181,7 @@ def cairn_api(cairn_aws: None, cairn_clock: SkippingClock) -> Callable[..., ApiC
 
 __all__ = [
     "CrashOn",
+    "LocalCairns",
     "SimulatedCrash",
     "SkippingClock",
     "cairn_api",

@@ -1,0 +1,167 @@
+"""`cairn jobs pull` end to end: a job run on the local stack (moto) behind a real HTTP server, pulled through the
+command line into one file, loaded into a fresh local store with `cairn_local.load`, and rerun from its third phase."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cairn import Done, Next, Pipeline
+from cairn.cli import main
+from cairn.testing.plugin import LocalCairns
+from cairn.testing.stack import LocalStack
+from tests.functional.jobs_server import JobsServer
+from tests.functional.stacks import moto_stack
+from tests.support import FakeClock
+
+BOB = "arn:aws:iam::123456789012:user/bob"
+SECRET = "ada@example.com"
+
+orders: Pipeline[Any] = Pipeline("orders")
+
+
+@orders.phase(name="receive")
+def receive(ctx: Any) -> Next:
+    return Next("price", {**ctx.state, "lines": [{"sku": "a", "cents": 250}, {"sku": "b", "cents": 125}]})
+
+
+@orders.phase(name="price")
+def price(ctx: Any) -> Next:
+    return Next("charge", {**ctx.state, "total": sum(line["cents"] for line in ctx.state["lines"])})
+
+
+@orders.phase(name="charge")
+def charge(ctx: Any) -> Next:
+    return Next("ship", {**ctx.state, "charged": ctx.state["total"] + 99})
+
+
+@orders.phase(name="ship")
+def ship(ctx: Any) -> Done:
+    return Done({"to": ctx.state["customer"]["email"], "charged": ctx.state["charged"]})
+
+
+@pytest.fixture
+def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
+    """The bundle's pipelines and `orders` on moto."""
+    with moto_stack(stack_clock, orders) as stack:
+        yield stack
+
+
+def pulled_job(jobs: JobsServer, job_id: str = "order-1") -> None:
+    """Start an order on the "production" stack and run it to its end."""
+    state = json.dumps({"customer": {"email": SECRET, "name": "Ada"}})
+    assert main(["jobs", "start", "orders", "--id", job_id, "--state", state]) == 0
+    jobs.run()
+
+
+def test_a_pulled_job_loads_locally_and_a_rerun_from_its_third_phase_gives_the_same_result(
+    jobs: JobsServer, cairn_local: LocalCairns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pulled_job(jobs)
+    target = tmp_path / "order.cairn-job.json"
+
+    assert main(["jobs", "pull", "order-1", "--api", jobs.url, "-o", str(target)]) == 0
+
+    saved = json.loads(target.read_text(encoding="utf-8"))
+    assert (saved["format"], saved["version"], saved["pulledFrom"]) == ("cairn-job", 1, jobs.url)
+    assert saved["job"]["status"] == "complete"
+    assert saved["job"]["input"] == {"customer": {"email": SECRET, "name": "Ada"}}
+    original = saved["job"]["result"]
+    assert original == {"to": SECRET, "charged": 474}
+    records = [write["record"]["phase"] for write in saved["history"] if write["record"]]
+    assert records == ["receive", "price", "charge", "ship"]
+    entered = {write["entry"]["nextPhase"]: write["entry"]["state"] for write in saved["history"] if write["entry"]}
+    assert entered["charge"]["total"] == 375
+    assert set(saved["codeVersions"]) == {"receive", "price", "charge", "ship"}
+
+    job_id = cairn_local.load(target)
+    app = cairn_local(orders)
+    loaded = app.get(job_id)
+    assert (loaded.status.value, loaded.result, loaded.input) == ("complete", original, saved["job"]["input"])
+    assert [record.phase for record in loaded.phases] == records
+    assert loaded.log[-1].message.startswith(f"Loaded from {target.name}, pulled from {jobs.url} at ")
+
+    app.retry(job_id, mode="from", phase="charge")
+    app.run_until_idle()
+
+    rerun = app.get(job_id)
+    assert rerun.status.value == "complete"
+    assert rerun.result == original
+    assert [record.phase for record in rerun.phases] == [*records, "charge", "ship"]
+
+
+def test_loading_over_an_existing_job_is_refused_unless_replaced(
+    jobs: JobsServer, cairn_local: LocalCairns, tmp_path: Path
+) -> None:
+    pulled_job(jobs)
+    target = tmp_path / "order.json"
+    assert main(["jobs", "pull", "order-1", "-o", str(target)]) == 0
+    cairn_local.load(target)
+
+    with pytest.raises(Exception, match='job "order-1" already exists here; load it with replace'):
+        cairn_local.load(target)
+    assert cairn_local.load(target, replace=True) == "order-1"
+
+
+def test_another_owners_job_is_refused_and_nothing_is_written(
+    jobs: JobsServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pulled_job(jobs)
+    target = tmp_path / "theirs.json"
+    capsys.readouterr()
+
+    status = main(["jobs", "pull", "order-1", "--as", BOB, "-o", str(target)])
+
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert err.startswith('cairn: error: cannot read job "order-1" as this caller: the API answered 404')
+    assert len(err.splitlines()) == 1  # no traceback
+    assert list(tmp_path.iterdir()) == []  # not even a temporary file
+
+
+def test_redact_removes_the_field_everywhere_and_records_the_path(
+    jobs: JobsServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pulled_job(jobs)
+    target = tmp_path / "redacted.json"
+
+    status = main(["jobs", "pull", "order-1", "-o", str(target), "--redact", "state.customer.email", "--redact", "to"])
+
+    assert status == 0
+    text = target.read_text(encoding="utf-8")
+    assert SECRET not in text
+    saved = json.loads(text)
+    assert saved["redacted"] == ["state.customer.email", "to"]
+    assert saved["job"]["input"]["customer"] == {"email": "[redacted]", "name": "Ada"}
+    assert saved["job"]["result"] == {"to": "[redacted]", "charged": 474}
+    states = [write["entry"]["state"] for write in saved["history"] if write["entry"]]
+    assert states and all(state["customer"]["email"] == "[redacted]" for state in states)
+
+
+def test_an_existing_file_is_kept_unless_forced(
+    jobs: JobsServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pulled_job(jobs)
+    target = tmp_path / "order.json"
+    target.write_text("mine", encoding="utf-8")
+    capsys.readouterr()
+
+    assert main(["jobs", "pull", "order-1", "-o", str(target)]) == 2
+    assert "exists; add --force to overwrite it" in capsys.readouterr().err
+    assert target.read_text(encoding="utf-8") == "mine"
+    assert main(["jobs", "pull", "order-1", "-o", str(target), "--force"]) == 0
+    assert json.loads(target.read_text(encoding="utf-8"))["job"]["jobId"] == "order-1"
+
+
+def test_the_default_file_is_named_after_the_job(
+    jobs: JobsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pulled_job(jobs)
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["jobs", "pull", "order-1"]) == 0
+    assert [path.name for path in tmp_path.iterdir()] == ["order-1.cairn-job.json"]
