@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from cairn import Done, Next, Pipeline
+from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.cli import main
 from cairn.testing.plugin import LocalCairns
 from cairn.testing.stack import LocalStack
+from tests.aws import dynamodb_client, new_bucket, new_table, s3_client
 from tests.functional.jobs_server import JobsServer
 from tests.functional.stacks import moto_stack
 from tests.support import FakeClock
@@ -165,3 +167,38 @@ def test_the_default_file_is_named_after_the_job(
 
     assert main(["jobs", "pull", "order-1"]) == 0
     assert [path.name for path in tmp_path.iterdir()] == ["order-1.cairn-job.json"]
+
+
+def test_a_pulled_job_loads_into_dynamodb_and_reads_and_reruns_as_any_other(
+    jobs: JobsServer, cairn_local: LocalCairns, tmp_path: Path
+) -> None:
+    pulled_job(jobs)
+    target = tmp_path / "order.json"
+    assert main(["jobs", "pull", "order-1", "-o", str(target)]) == 0
+    dynamodb, s3 = dynamodb_client(), s3_client()
+    store = DynamoDBStorage(new_table(dynamodb), client=dynamodb, bucket=new_bucket(s3), s3_client=s3)
+
+    job_id = cairn_local.load(target, storage=store)
+
+    loaded = store.get_job(job_id)
+    assert loaded is not None
+    assert (loaded.status.value, loaded.sequence, loaded.input["customer"]["name"]) == ("complete", 6, "Ada")
+    page = store.history_page(job_id, limit=2)
+    assert page is not None and page.cursor is not None
+    older = store.history_page(job_id, page.cursor, limit=10)
+    assert older is not None and older.cursor is None
+    assert len(page.items) + len(older.items) == 6
+    assert store.entered(job_id, "charge") is not None
+    with pytest.raises(Exception, match="already exists here"):
+        cairn_local.load(target, storage=store)
+
+    app = cairn_local(orders, storage=store)
+    app.retry(job_id, mode="from", phase="charge")
+    app.run_until_idle()
+    rerun = store.get_job(job_id)
+    assert rerun is not None
+    assert (rerun.status.value, rerun.result) == ("complete", loaded.result)
+
+    assert cairn_local.load(target, storage=store, replace=True) == job_id
+    again = store.get_job(job_id)
+    assert again is not None and [record.phase for record in again.phases] == ["receive", "price", "charge", "ship"]

@@ -27,7 +27,7 @@ from ...core.clock import Clock, system_clock_ms
 from ...core.errors import ConfigurationError
 from ...core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ...core.ids import validate_owner
-from ...core.models import Checkpoint, Job, JobCounts, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ...core.models import Checkpoint, HistoryItem, Job, JobCounts, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ...core.settings import Settings
 from ...core.storage_port import Route, Storage
 from ...core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
@@ -148,6 +148,15 @@ class DynamoDBStorage(Storage):
     def start_job(self, request: StartJob) -> Job:
         """One conditional put of the job item, after its history and input items."""
         return self._jobs.start_job(request)
+
+    def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
+        """The job's history and input items, then one conditional put of its item (:mod:`.loading`)."""
+        from .loading import put_job
+
+        put_job(self._table, job, history, replace=replace)
+        stored = self.get_job(job.job_id)
+        assert stored is not None
+        return stored
 
     def claim(self, request: Claim) -> Job | None:
         """One conditional update: the claim, or None when the job is not claimable."""
