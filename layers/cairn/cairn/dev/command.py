@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import CairnError
+from ..storage.job_files import read_file
 from ..testing.api_events import LOCAL_IDENTITY
 
 DRIVERS = ("direct", "stepfunctions")
@@ -102,6 +103,18 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
         help="print each invocation's EMF metrics blob, as CloudWatch would read it (default: not shown; "
         "CAIRN_DEV_METRICS=1 shows them too)",
     )
+    dev.add_argument(
+        "--load",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="load a job pulled with `cairn jobs pull` (same id, input, history, checkpoint, status) as your "
+        "job, to rerun it from a phase against this working copy (repeatable)",
+    )
+    dev.add_argument(
+        "--replace", action="store_true", help="with --load: replace a local job that has the loaded job's id"
+    )
     dev.set_defaults(run=run_dev)
 
 
@@ -111,6 +124,12 @@ def run_dev(arguments: argparse.Namespace) -> int:
     from .metrics import metrics_wanted, worker_metrics
     from .server import DevOptions, DevServer, DevServerError
 
+    for path in arguments.load:  # a file that is not a job file stops the start before anything starts
+        try:
+            read_file(path)
+        except CairnError as exc:
+            print(f"cairn dev: error: --load: {exc}", file=sys.stderr)
+            return 2
     options = DevOptions(
         template=arguments.template,
         port=arguments.port,
@@ -124,6 +143,8 @@ def run_dev(arguments: argparse.Namespace) -> int:
         sweep_seconds=arguments.sweep_seconds,
         skip_waits=arguments.skip_waits,
         read_timeout=arguments.read_timeout,
+        load=tuple(arguments.load),
+        replace_loaded=arguments.replace,
     )
     server = DevServer(options, DevLog(stack_prefix=f"{options.stack_name}-"))
     with worker_metrics(metrics_wanted(arguments.metrics, os.environ)):
@@ -136,5 +157,7 @@ def run_dev(arguments: argparse.Namespace) -> int:
             return 130
         for line in server.banner():
             print(line, flush=True)
+        for path, job in server.loaded:
+            print(f"  loaded        {job.job_id} ({job.pipeline}, {job.status.value}) from {path}", flush=True)
         server.serve_forever()
     return 0

@@ -76,6 +76,10 @@ class DevOptions:
     read_timeout: float | None = None
     """Seconds the API and the AWS endpoint wait for a client's next bytes (None: ``$CAIRN_DEV_READ_TIMEOUT``,
     else :data:`cairn.dev.wsgi_server.READ_TIMEOUT`)."""
+    load: tuple[Path, ...] = ()
+    """Job files (``cairn jobs pull``) to load into the table once it is deployed (``--load``)."""
+    replace_loaded: bool = False
+    """Replace a local job with the id of a loaded one (``--replace``); else the start stops there."""
 
 
 def ensure_free(host: str, port: int) -> None:
@@ -134,6 +138,8 @@ class DevServer:
         self._restore_waits: Callable[[], None] | None = None
         self.deployment: Any = None
         self.read_timeout = READ_TIMEOUT
+        self.loaded: list[tuple[Path, Any]] = []
+        """The job files loaded (``--load``), each with the job it made."""
 
     def _client(self, service: str) -> Any:
         import boto3
@@ -175,6 +181,16 @@ class DevServer:
                 region=REGION,
                 account=LOCAL_ACCOUNT,
             )
+            if options.load:
+                from .loading import load_files
+
+                self.loaded = load_files(
+                    self.deployment,
+                    self._client,
+                    options.load,
+                    identity=options.identity,
+                    replace=options.replace_loaded,
+                )
             self._start_functions()
         except BaseException:
             self.stop()
