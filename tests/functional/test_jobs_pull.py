@@ -118,7 +118,7 @@ def test_another_owners_job_is_refused_and_nothing_is_written(
 
     status = main(["jobs", "pull", "order-1", "--as", BOB, "-o", str(target)])
 
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert status == 1
     assert err.startswith('cairn: error: cannot read job "order-1" as this caller: the API answered 404')
     assert len(err.splitlines()) == 1  # no traceback
@@ -141,7 +141,8 @@ def test_redact_removes_the_field_everywhere_and_records_the_path(
     assert saved["job"]["input"]["customer"] == {"email": "[redacted]", "name": "Ada"}
     assert saved["job"]["result"] == {"to": "[redacted]", "charged": 474}
     states = [write["entry"]["state"] for write in saved["history"] if write["entry"]]
-    assert states and all(state["customer"]["email"] == "[redacted]" for state in states)
+    assert states
+    assert all(state["customer"]["email"] == "[redacted]" for state in states)
 
 
 def test_an_existing_file_is_kept_unless_forced(
@@ -184,9 +185,11 @@ def test_a_pulled_job_loads_into_dynamodb_and_reads_and_reruns_as_any_other(
     assert loaded is not None
     assert (loaded.status.value, loaded.sequence, loaded.input["customer"]["name"]) == ("complete", 6, "Ada")
     page = store.history_page(job_id, limit=2)
-    assert page is not None and page.cursor is not None
+    assert page is not None
+    assert page.cursor is not None
     older = store.history_page(job_id, page.cursor, limit=10)
-    assert older is not None and older.cursor is None
+    assert older is not None
+    assert older.cursor is None
     assert len(page.items) + len(older.items) == 6
     assert store.entered(job_id, "charge") is not None
     with pytest.raises(Exception, match="already exists here"):
@@ -201,4 +204,5 @@ def test_a_pulled_job_loads_into_dynamodb_and_reads_and_reruns_as_any_other(
 
     assert cairn_local.load(target, storage=store, replace=True) == job_id
     again = store.get_job(job_id)
-    assert again is not None and [record.phase for record in again.phases] == ["receive", "price", "charge", "ship"]
+    assert again is not None
+    assert [record.phase for record in again.phases] == ["receive", "price", "charge", "ship"]

@@ -10,16 +10,16 @@ and which dotted paths were redacted. :func:`read_job_file` refuses anything els
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationError
 
 from .errors import InvalidInputError
 from .models import Checkpoint, JobStatus, LogEntry, PhaseRecord, WireModel
 
-FORMAT = "cairn-job"
+FORMAT: Final = "cairn-job"
 """The marker every job file carries in ``format``."""
-VERSION = 1
+VERSION: Final = 1
 """The version of the file format this code writes and reads."""
 REDACTED = "[redacted]"
 """What a redacted field holds instead of its value."""

@@ -19,7 +19,7 @@ from .table import ConditionFailed, Table
 
 
 def put_job(table: Table, job: Job, history: Sequence[HistoryItem], *, replace: bool) -> None:
-    """Write ``job`` and its ``history`` (oldest first) to ``table``; JobExistsError for a live job unless ``replace``."""
+    """Write ``job`` and its ``history`` (oldest first); JobExistsError for a live job unless ``replace``."""
     checked_history(job, history)
     now = table.clock()
     if replace:

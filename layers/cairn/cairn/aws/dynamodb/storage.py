@@ -27,7 +27,18 @@ from ...core.clock import Clock, system_clock_ms
 from ...core.errors import ConfigurationError
 from ...core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ...core.ids import validate_owner
-from ...core.models import Checkpoint, HistoryItem, Job, JobCounts, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ...core.models import (
+    Checkpoint,
+    HistoryItem,
+    Job,
+    JobCounts,
+    JobPage,
+    JobStatus,
+    Lesson,
+    MapItem,
+    MapMark,
+    MapRecord,
+)
 from ...core.settings import Settings
 from ...core.storage_port import Route, Storage
 from ...core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
