@@ -10,24 +10,14 @@ from pathlib import Path
 import pytest
 
 from cairn.cli import main
-from tests.functional.jobs_server import JobsServer
-from tests.functional.stacks import moto_stack
 from tests.local.devstack import DevStack, dev_stack
-from tests.support import FakeClock
-
-DOCUMENT = {"document": "invoice.txt"}
+from tests.local.pulled import DOCUMENT, pull_production_job
 
 
 @pytest.fixture(scope="module")
 def pulled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A document-intake job run on the bundle on moto, pulled through `cairn jobs pull` into a file."""
-    target = tmp_path_factory.mktemp("pulled") / "prod-doc-1.cairn-job.json"
-    with moto_stack(FakeClock(start_ms=1_800_000_000_000)) as stack, JobsServer(stack) as server:
-        start = ["jobs", "--api", server.url, "start", "document-intake", "--id", "prod-doc-1"]
-        assert main([*start, "--state", json.dumps(DOCUMENT)]) == 0
-        server.run()
-        assert main(["jobs", "--api", server.url, "pull", "prod-doc-1", "-o", str(target)]) == 0
-    return target
+    return pull_production_job(tmp_path_factory.mktemp("pulled") / "prod-doc-1.cairn-job.json", "prod-doc-1")
 
 
 @pytest.fixture(scope="module")

@@ -264,13 +264,14 @@ class Cairn:
             raise JobNotFoundError(job_id)
         return job
 
-    def entered(self, job_id: str, phase: str) -> Checkpoint:
+    def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint:
         """The checkpoint that last entered ``phase`` (the state the phase started with), from the kept history.
 
         ``phase`` may be an alias of a renamed phase: entries under either name are found. An unknown
         job is JobNotFoundError; a phase its pipeline lacks, or one it has not entered since it last
         started over, EnteredStateNotFoundError (a JobNotFoundError saying which). Reads the job's
-        newest write and its history back to that entry, never the whole job.
+        newest write and its history back to that entry, never the whole job. With ``before`` (Unix ms),
+        the newest entry written at or before then (an earlier run's, to compare two runs).
         """
         view = self.storage.get_job_view(validate_job_id(job_id), history=1)
         if view is None:
@@ -284,7 +285,8 @@ class Cairn:
                 raise EnteredStateNotFoundError(job_id, phase, str(exc)) from None
             names = [current, *(old for old, new in pipeline.aliases.items() if new == current)]
         for name in names:
-            found = self.storage.entered(job_id, name)
+            storage = self.storage
+            found = storage.entered(job_id, name) if before is None else storage.entered(job_id, name, before=before)
             if found is not None:
                 return found
         raise EnteredStateNotFoundError(job_id, phase)

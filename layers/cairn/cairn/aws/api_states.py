@@ -60,8 +60,8 @@ class StateComparison(WireModel):
 PhasePath = Annotated[PhaseName, Path(alias="phase", description="The phase (or an old name of it)")]
 
 
-def _entered(jobs: Cairn, job_id: str, phase: str) -> EnteredState:
-    checkpoint = jobs.entered(job_id, phase)
+def _entered(jobs: Cairn, job_id: str, phase: str, before: int | None = None) -> EnteredState:
+    checkpoint = jobs.entered(job_id, phase, before=before)
     return EnteredState(phase=checkpoint.next_phase, entered_at=checkpoint.created_at, state=checkpoint.state)
 
 
@@ -69,12 +69,19 @@ def _entered(jobs: Cairn, job_id: str, phase: str) -> EnteredState:
     "/jobs/<jobId>/states/<phase>",
     summary="The state a phase was entered with",
     description="The checkpoint that last entered the phase, as the job's history keeps it for rerun-from-phase. "
-    "404 when the job has not entered that phase since it last started over.",
+    "404 when the job has not entered that phase since it last started over. With before, the newest entry "
+    "written at or before that time (an earlier run's: the dashboard compares two runs so).",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "The phase's entry state", HTTPStatus.NOT_FOUND),
 )
-def get_entered_state(job_id: JobIdPath, phase: PhasePath) -> JobState:
-    entered = _entered(callers_jobs(router, job_id), job_id, phase)
+def get_entered_state(
+    job_id: JobIdPath,
+    phase: PhasePath,
+    before: Annotated[
+        int | None, Query(ge=0, description="Unix ms: the newest entry written at or before then (default: the newest)")
+    ] = None,
+) -> JobState:
+    entered = _entered(callers_jobs(router, job_id), job_id, phase, before)
     return JobState(job_id=job_id, **entered.model_dump())
 
 

@@ -206,9 +206,12 @@ class ApiClient:
         """Deliver the signal ``name`` (``payload`` as its JSON body) to the job waiting for it; the job."""
         return self.request("POST", self._job(job_id, f"/signals/{quote(name, safe='')}"), body=payload)
 
-    def entered_state(self, job_id: str, phase: str) -> Json:
-        """The state ``phase`` was last entered with (``GET /jobs/{id}/states/{phase}``): phase, enteredAt, state."""
-        return self.request("GET", self._job(job_id, f"/states/{quote(phase, safe='')}"))
+    def entered_state(self, job_id: str, phase: str, *, before: int | None = None) -> Json:
+        """The state ``phase`` was last entered with (``GET /jobs/{id}/states/{phase}``): phase, enteredAt, state.
+
+        With ``before`` (Unix ms), the newest entry written at or before then.
+        """
+        return self.request("GET", self._job(job_id, f"/states/{quote(phase, safe='')}"), query={"before": before})
 
     def state_diff(self, job_id: str, before: str, after: str) -> Json:
         """The changes from phase ``before``'s entry state to ``after``'s (``GET /jobs/{id}/diff``)."""

@@ -139,8 +139,11 @@ class Storage(ABC):
         """End a wait past its deadline (timeout phase, or error); None when there is no such wait."""
 
     @abstractmethod
-    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
-        """The checkpoint the job's newest write entering ``phase`` set (its state then); None when none is kept."""
+    def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint | None:
+        """The checkpoint the job's newest write entering ``phase`` set (its state then); None when none is kept.
+
+        With ``before`` (Unix ms), the newest such checkpoint written at or before then: an earlier run's.
+        """
 
     @abstractmethod
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:

@@ -76,8 +76,10 @@ class DelegatingStorage(Storage):
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
         return self.around("expire_wait", lambda: self.inner.expire_wait(job_id, request))
 
-    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
-        return self.around("entered", lambda: self.inner.entered(job_id, phase))
+    def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint | None:
+        if before is None:
+            return self.around("entered", lambda: self.inner.entered(job_id, phase))
+        return self.around("entered", lambda: self.inner.entered(job_id, phase, before=before))
 
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         return self.around("get_items", lambda: self.inner.get_items(job_id, fan_out))

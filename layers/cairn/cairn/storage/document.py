@@ -168,9 +168,11 @@ class DocumentStorage(Storage):
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
         return self._update(job_id, lambda job: transitions.expire_wait(job, request))
 
-    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+    def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint | None:
         job = transitions.live(self._load(job_id), self.clock())
-        return transitions.entered(self._history(job_id), job.history_head, phase) if job is not None else None
+        if job is None:
+            return None
+        return transitions.entered(self._history(job_id), job.history_head, phase, before)
 
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         with self._locked(job_id):

@@ -31,7 +31,7 @@ class History:
     def __init__(self, table: Table) -> None:
         self.table = table
 
-    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+    def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint | None:
         """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one.
 
         The job item, then its chain newest first, a page of items at a time, until an item that
@@ -46,7 +46,7 @@ class History:
         chain = NewestFirst(table, job_id, run=run, head=head, until=sequence, page=ENTERED_PAGE, strict=False)
         for link in chain:
             found = table.codec.decode_entry(link.item, where=f"{table.codec.pk(job_id)}/{link.sk}")
-            if found is not None and found.next_phase == phase:
+            if found is not None and found.next_phase == phase and transitions.entered_by(found, before):
                 return found
         return None
 

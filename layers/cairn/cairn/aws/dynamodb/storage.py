@@ -197,9 +197,9 @@ class DynamoDBStorage(Storage):
         """One conditional update: a wait past its deadline ends."""
         return self._controls.expire_wait(job_id, request)
 
-    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
+    def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint | None:
         """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one."""
-        return self._history.entered(job_id, phase)
+        return self._history.entered(job_id, phase, before=before)
 
     # -- listings ----------------------------------------------------------------------------
 

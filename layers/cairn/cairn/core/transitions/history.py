@@ -45,12 +45,22 @@ def history_item(
     return HistoryItem(token=token, prev=prev, log=list(journal.log), record=record, entry=entry)
 
 
-def entered(items: Mapping[str, HistoryItem], head: str | None, phase: str) -> Checkpoint | None:
-    """The checkpoint of the newest write in the history ending at ``head`` that entered ``phase``."""
+def entered(
+    items: Mapping[str, HistoryItem], head: str | None, phase: str, before: int | None = None
+) -> Checkpoint | None:
+    """The checkpoint of the newest write in the history ending at ``head`` that entered ``phase``.
+
+    With ``before`` (Unix ms), the newest whose checkpoint was written at or before then.
+    """
     for item in history_chain(items, head):
-        if item.entry is not None and item.entry.next_phase == phase:
+        if item.entry is not None and item.entry.next_phase == phase and entered_by(item.entry, before):
             return item.entry
     return None
+
+
+def entered_by(entry: Checkpoint, before: int | None) -> bool:
+    """Whether ``entry`` was written at or before ``before`` (Unix ms; None: any time)."""
+    return before is None or entry.created_at <= before
 
 
 def history_chain(items: Mapping[str, HistoryItem], head: str | None) -> list[HistoryItem]:

@@ -18,6 +18,7 @@ import { mapLanes } from "./map-lanes.js";
 import { Poller } from "./poller.js";
 import { openRerun, openStartOver } from "./restart-dialogs.js";
 import { renderPipelineGraph } from "./pipeline-graph.js";
+import { runCompare } from "./run-compare.js";
 import { openSignal } from "./signal-dialog.js";
 import { renderTimeline } from "./timeline.js";
 
@@ -69,6 +70,7 @@ export function jobView(main, route) {
   const enterable = () => (Array.isArray(view.job?.rerunPhases) ? view.job.rerunPhases : view.phases);
   const maps = mapLanes(jobId);
   const sawPanel = entryStates(jobId, enterable, () => poller.controller.signal);
+  const compared = runCompare(jobId, () => poller.controller.signal);
 
   const grid = h(
     "div",
@@ -83,6 +85,7 @@ export function jobView(main, route) {
         timeline,
         maps.element,
       ),
+      compared.element,
       h(
         "section",
         { class: "panel log-panel", "aria-labelledby": "log-title" },
@@ -153,6 +156,7 @@ export function jobView(main, route) {
     show();
     if (stateDetails.open && view.stateKey !== key) await readState(signal, key);
     await readMaps(signal, key);
+    await compared.refresh(view.job, view.log);
   }
 
   /** The maps' lanes, for a job that has run a map: again when it changed, or every MAPS_EVERY_MS while it runs. */
