@@ -13,6 +13,7 @@ import pytest
 from cairn import Done, Next, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.cli import main
+from cairn.client import ApiClient, ApiError
 from cairn.testing.plugin import LocalCairns
 from cairn.testing.stack import LocalStack
 from tests.aws import dynamodb_client, new_bucket, new_table, s3_client
@@ -206,3 +207,28 @@ def test_a_pulled_job_loads_into_dynamodb_and_reads_and_reruns_as_any_other(
     again = store.get_job(job_id)
     assert again is not None
     assert [record.phase for record in again.phases] == ["receive", "price", "charge", "ship"]
+
+
+def test_the_state_a_phase_was_entered_with_before_a_rerun_is_still_read(
+    jobs: JobsServer, stack_clock: FakeClock
+) -> None:
+    pulled_job(jobs)
+    stack_clock.advance(60)
+    client = ApiClient(jobs.url)
+    first = client.entered_state("order-1", "charge")
+    rerun_state = {**first["state"], "total": 1}
+    assert main(["jobs", "rerun", "order-1", "--from", "charge", "--state", json.dumps(rerun_state)]) == 0
+    jobs.run()
+
+    newest = client.entered_state("order-1", "charge")
+    earlier = client.entered_state("order-1", "charge", before=newest["enteredAt"] - 1)
+
+    assert newest["state"]["total"] == 1
+    assert earlier == first
+    assert client.entered_state("order-1", "charge", before=first["enteredAt"]) == first
+    with pytest.raises(ApiError) as missing:
+        client.entered_state("order-1", "charge", before=first["enteredAt"] - 1)
+    assert missing.value.status == 404
+    with pytest.raises(ApiError) as negative:
+        client.entered_state("order-1", "charge", before=-1)
+    assert negative.value.status == 400
