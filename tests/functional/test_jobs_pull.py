@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cairn import Done, Next, Pipeline
+from cairn import Done, Next, Pipeline, WaitFor
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.cli import main
 from cairn.client import ApiClient, ApiError
@@ -47,10 +47,23 @@ def ship(ctx: Any) -> Done:
     return Done({"to": ctx.state["customer"]["email"], "charged": ctx.state["charged"]})
 
 
+approvals: Pipeline[Any] = Pipeline("approvals")
+
+
+@approvals.phase(name="ask")
+def ask(ctx: Any) -> WaitFor:
+    return WaitFor("approve", "decide", ctx.state)
+
+
+@approvals.phase(name="decide")
+def decide(ctx: Any) -> Done:
+    return Done({**ctx.state, "approved_by": ctx.signal["approver"]})
+
+
 @pytest.fixture
 def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
-    """The bundle's pipelines and `orders` on moto."""
-    with moto_stack(stack_clock, orders) as stack:
+    """The bundle's pipelines, `orders` and `approvals` on moto."""
+    with moto_stack(stack_clock, orders, approvals) as stack:
         yield stack
 
 
@@ -232,3 +245,23 @@ def test_the_state_a_phase_was_entered_with_before_a_rerun_is_still_read(
     with pytest.raises(ApiError) as negative:
         client.entered_state("order-1", "charge", before=-1)
     assert negative.value.status == 400
+
+
+def test_the_signals_delivered_are_in_the_file_and_a_secret_the_state_kept_from_one_is_redacted(
+    jobs: JobsServer, tmp_path: Path
+) -> None:
+    assert main(["jobs", "start", "approvals", "--id", "approval-1", "--state", '{"amount": 5}']) == 0
+    jobs.run()
+    assert main(["jobs", "signal", "approval-1", "approve", "--payload", json.dumps({"approver": SECRET})]) == 0
+    jobs.run()
+    target = tmp_path / "approval.json"
+
+    assert main(["jobs", "pull", "approval-1", "-o", str(target), "--redact", "state.approved_by"]) == 0
+
+    text = target.read_text(encoding="utf-8")
+    saved = json.loads(text)
+    [signal] = saved["signals"]
+    assert signal["name"] == "approve"
+    assert signal["deliveredAt"] > 0
+    assert saved["job"]["result"] == {"amount": 5, "approved_by": "[redacted]"}
+    assert SECRET not in text

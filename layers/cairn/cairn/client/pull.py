@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InvalidInputError
-from ..core.job_file import SUFFIX, JobFile, PulledJob, PulledWrite, code_versions, redact
+from ..core.job_file import SUFFIX, JobFile, PulledJob, PulledWrite, code_versions, redact, signals_of
 from ..core.models import Checkpoint, LogEntry, PhaseRecord
 from .errors import ApiError, RequestFailed
 from .http import ApiClient, Json
@@ -109,6 +109,7 @@ def pull(client: ApiClient, job_id: str, *, redact_paths: list[str], now_ms: int
         job=job,
         history=writes,
         code_versions=code_versions(writes),
+        signals=signals_of(writes),
         maps=maps,
     )
     return redact(pulled, redact_paths)

@@ -10,6 +10,7 @@ and which dotted paths were redacted. :func:`read_job_file` refuses anything els
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final, Literal
 
 from pydantic import Field, ValidationError
@@ -35,6 +36,14 @@ class PulledWrite(WireModel):
     entry: Checkpoint | None = Field(
         default=None, description="The checkpoint this write entered (its phase's newest entry), when known"
     )
+
+
+class PulledSignal(WireModel):
+    """A signal delivered to the job, as its log records it (the API does not show a delivered payload)."""
+
+    name: str
+    delivered_at: int
+    by: str | None = None
 
 
 class PulledJob(WireModel):
@@ -67,6 +76,7 @@ class JobFile(WireModel):
     code_versions: dict[str, list[str]] = Field(
         default_factory=dict, description="Each phase's code versions, as its records name them"
     )
+    signals: list[PulledSignal] = Field(default_factory=list, description="The signals delivered, oldest first")
     maps: list[Any] = Field(default_factory=list, description="The job's maps as the API showed them (not loaded)")
     redacted: list[str] = Field(default_factory=list, description="The dotted paths replaced by [redacted]")
 
@@ -149,6 +159,20 @@ def redact(pulled: JobFile, paths: list[str]) -> JobFile:
     maps = [redact_value(lane, paths) for lane in pulled.maps]
     redacted = sorted({*pulled.redacted, *paths})
     return pulled.model_copy(update={"job": job, "history": history, "maps": maps, "redacted": redacted})
+
+
+_SIGNAL = re.compile(r'^Signal "(?P<name>[^"]+)" delivered')
+
+
+def signals_of(history: list[PulledWrite]) -> list[PulledSignal]:
+    """The signal deliveries the history's log records, oldest first."""
+    found = []
+    for write in history:
+        for entry in write.log:
+            match = _SIGNAL.match(entry.message)
+            if match and entry.kind == "action":
+                found.append(PulledSignal(name=match["name"], delivered_at=entry.timestamp, by=entry.actor))
+    return found
 
 
 def code_versions(history: list[PulledWrite]) -> dict[str, list[str]]:
