@@ -1,4 +1,4 @@
-"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs through the HTTP API.
+"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, pause, cancel and pull jobs (HTTP API).
 
 Exit status: 0 on success; 1 when the API answered with an error or could not be reached (one
 line on stderr); 2 for a usage error; 130 when interrupted (Ctrl-C).
