@@ -14,6 +14,7 @@ from cairn import Done, Next, Pipeline, WaitFor
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.cli import main
 from cairn.client import ApiClient, ApiError
+from cairn.storage.file import FileStorage
 from cairn.testing.plugin import LocalCairns
 from cairn.testing.stack import LocalStack
 from tests.aws import dynamodb_client, new_bucket, new_table, s3_client
@@ -74,8 +75,9 @@ def pulled_job(jobs: JobsServer, job_id: str = "order-1") -> None:
     jobs.run()
 
 
+@pytest.mark.parametrize("store", ["memory", "file"])
 def test_a_pulled_job_loads_locally_and_a_rerun_from_its_third_phase_gives_the_same_result(
-    jobs: JobsServer, cairn_local: LocalCairns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    jobs: JobsServer, cairn_local: LocalCairns, tmp_path: Path, store: str
 ) -> None:
     pulled_job(jobs)
     target = tmp_path / "order.cairn-job.json"
@@ -94,8 +96,9 @@ def test_a_pulled_job_loads_locally_and_a_rerun_from_its_third_phase_gives_the_s
     assert entered["charge"]["total"] == 375
     assert set(saved["codeVersions"]) == {"receive", "price", "charge", "ship"}
 
-    job_id = cairn_local.load(target)
-    app = cairn_local(orders)
+    job_id = cairn_local.load(target, storage=FileStorage(tmp_path / "jobs") if store == "file" else None)
+    # on memory, the Cairn made without storage= works on the store the job was loaded into
+    app = cairn_local(orders) if store == "memory" else cairn_local(orders, storage=FileStorage(tmp_path / "jobs"))
     loaded = app.get(job_id)
     assert (loaded.status.value, loaded.result, loaded.input) == ("complete", original, saved["job"]["input"])
     assert [record.phase for record in loaded.phases] == records
@@ -108,6 +111,10 @@ def test_a_pulled_job_loads_locally_and_a_rerun_from_its_third_phase_gives_the_s
     assert rerun.status.value == "complete"
     assert rerun.result == original
     assert [record.phase for record in rerun.phases] == [*records, "charge", "ship"]
+    page = app.storage.history_page(job_id, limit=3)
+    assert page is not None
+    assert page.cursor is not None
+    assert app.storage.log_page(job_id) is not None
 
 
 def test_loading_over_an_existing_job_is_refused_unless_replaced(
