@@ -102,7 +102,7 @@ class LocalCairns:
 
     def __call__(self, pipelines: Pipelines, *, storage: Storage | None = None) -> Cairn:
         """A front door for ``pipelines`` on ``storage`` (default: a fresh memory store, or the loaded jobs')."""
-        return local_cairn(pipelines, clock=self.clock, storage=storage or self.loaded_storage)
+        return local_cairn(pipelines, clock=self.clock, storage=storage if storage is not None else self.loaded_storage)
 
     def load(self, path: str | os.PathLike[str], *, storage: Storage | None = None, replace: bool = False) -> str:
         """Load the job file at ``path`` (``cairn jobs pull``) into ``storage`` (default: a memory store); its id.
@@ -111,7 +111,9 @@ class LocalCairns:
         "Loaded from FILE, pulled from API at TIME". A job with that id in the store is refused unless
         ``replace``. Rerun it from a phase with ``cairn_local(pipelines).retry(job_id, mode="from", phase=...)``.
         """
-        target = storage or self.loaded_storage or MemoryStorage(clock=self.clock)
+        target = storage if storage is not None else self.loaded_storage
+        if target is None:
+            target = MemoryStorage(clock=self.clock)
         job = load_job_file(target, path, replace=replace)
         if storage is None:
             self.loaded_storage = target
