@@ -12,9 +12,9 @@ pytest collects the inherited tests: start (idempotent by write token, refusing 
 seen), claims and their fences, save, commit, pause, cancel, signals, waits,
 who paused, cancelled or signalled (operator actions in the log), history and listings, the
 job view and the pages of its history and log (every write once, none that never landed, cursors bound
-to the job and its run), map items and records, lessons, TTL, and requests sent again after a lost
-response. Each test gets a new, empty store from ``make_storage`` on a clock that moves only when the
-test says.
+to the job and its run), map items and records, lessons, loading a whole job (``put_job``), TTL, and
+requests sent again after a lost response. Each test gets a new, empty store from ``make_storage`` on a
+clock that moves only when the test says.
 """
 
 from __future__ import annotations
@@ -24,13 +24,21 @@ from .base import ContractBase
 from .history import HistoryContract
 from .jobs import JobContract
 from .lessons import LessonContract
+from .loading import LoadingContract
 from .maps import MapContract
 from .pipeline import PipelineContract
 from .waits import WaitContract
 
 
 class StorageContract(
-    JobContract, HistoryContract, WaitContract, ActionContract, MapContract, LessonContract, PipelineContract
+    JobContract,
+    HistoryContract,
+    WaitContract,
+    ActionContract,
+    MapContract,
+    LessonContract,
+    PipelineContract,
+    LoadingContract,
 ):
     """Every promise of the Storage port; subclass it and implement ``make_storage(self, clock)``."""
 
@@ -41,6 +49,7 @@ __all__ = [
     "HistoryContract",
     "JobContract",
     "LessonContract",
+    "LoadingContract",
     "MapContract",
     "PipelineContract",
     "StorageContract",
