@@ -14,6 +14,7 @@ from cairn import Done, Next, Pipeline, WaitFor
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.cli import main
 from cairn.client import ApiClient, ApiError
+from cairn.client import pull as pull_command
 from cairn.storage.file import FileStorage
 from cairn.testing.plugin import LocalCairns
 from cairn.testing.stack import LocalStack
@@ -35,6 +36,8 @@ def receive(ctx: Any) -> Next:
 
 @orders.phase(name="price")
 def price(ctx: Any) -> Next:
+    for line in ctx.state["lines"]:
+        ctx.log(f"priced {line['sku']}")
     return Next("charge", {**ctx.state, "total": sum(line["cents"] for line in ctx.state["lines"])})
 
 
@@ -272,3 +275,18 @@ def test_the_signals_delivered_are_in_the_file_and_a_secret_the_state_kept_from_
     assert signal["deliveredAt"] > 0
     assert saved["job"]["result"] == {"amount": 5, "approved_by": "[redacted]"}
     assert SECRET not in text
+
+
+def test_the_history_and_the_log_are_read_a_page_at_a_time_and_whole(
+    jobs: JobsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pulled_job(jobs)
+    monkeypatch.setattr(pull_command, "LOG_PAGE", 2)
+    target = tmp_path / "order.json"
+
+    assert main(["jobs", "pull", "order-1", "-o", str(target)]) == 0
+
+    assert len(jobs.requests_to("/order-1/log")) == 2  # three entries, two a page
+    whole = ApiClient(jobs.url).log("order-1")["entries"]
+    saved = json.loads(target.read_text(encoding="utf-8"))
+    assert [entry for write in saved["history"] for entry in write["log"]] == whole

@@ -14,6 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..core.errors import InvalidInputError
 from ..core.job_file import SUFFIX, JobFile, PulledJob, PulledWrite, code_versions, redact, signals_of
@@ -46,13 +47,32 @@ def _writes(client: ApiClient, job_id: str) -> list[PulledWrite]:
     cursor: str | None = None
     seen: set[str] = set()
     while True:
-        page = _checked(job_id, lambda after=cursor: client.history(job_id, cursor=after))
+        page = _checked(job_id, lambda after=cursor: client.history(job_id, limit=100, cursor=after))
         newest_first.extend(page.get("writes") or [])
         cursor = page.get("cursor")
         if not cursor or cursor in seen:
             break
         seen.add(cursor)
     return [PulledWrite.model_validate(write) for write in reversed(newest_first)]
+
+
+LOG_PAGE = 500
+"""Log entries read a page (the API's most)."""
+
+
+def _log(client: ApiClient, job_id: str) -> list[LogEntry]:
+    """The job's whole log, oldest first, a page at a time."""
+    entries: list[LogEntry] = []
+    cursor: str | None = None
+    path = f"/jobs/{quote(job_id, safe='')}/log"
+    while True:
+        query = {"limit": LOG_PAGE, "cursor": cursor}
+        page = _checked(job_id, lambda query=query: client.request("GET", path, query=query))
+        entries.extend(LogEntry.model_validate(entry) for entry in page.get("entries") or [])
+        following = page.get("cursor")
+        if not following or following == cursor or not page.get("entries"):
+            return entries
+        cursor = following
 
 
 def _entries(client: ApiClient, job_id: str, writes: list[PulledWrite], view: Json) -> list[PulledWrite]:
@@ -90,8 +110,7 @@ def pull(client: ApiClient, job_id: str, *, redact_paths: list[str], now_ms: int
     """The job file of ``job_id`` as the API shows it to this client's caller, with ``redact_paths`` redacted."""
     view = _checked(job_id, lambda: client.get(job_id, include_state=True, include_input=True))
     writes = _entries(client, job_id, _writes(client, job_id), view)
-    entries = _checked(job_id, lambda: client.log(job_id)).get("entries") or []
-    log = [LogEntry.model_validate(entry) for entry in entries]
+    log = _log(client, job_id)
     in_history = sum(len(write.log) for write in writes)
     if len(log) > in_history and writes:  # operator actions not yet in the history: they end the log
         last = writes[-1]
