@@ -13,6 +13,7 @@ from dataclasses import replace
 from ...core import transitions, ttl
 from ...core.models import Checkpoint
 from ...core.transitions import StartJob, Written
+from ...core.transitions.history import entered_by
 from ..payloads import PayloadCodec
 from . import schema
 from .attributes import Item, from_item
@@ -46,7 +47,7 @@ class History:
         chain = NewestFirst(table, job_id, run=run, head=head, until=sequence, page=ENTERED_PAGE, strict=False)
         for link in chain:
             found = table.codec.decode_entry(link.item, where=f"{table.codec.pk(job_id)}/{link.sk}")
-            if found is not None and found.next_phase == phase and transitions.entered_by(found, before):
+            if found is not None and found.next_phase == phase and entered_by(found, before):
                 return found
         return None
 

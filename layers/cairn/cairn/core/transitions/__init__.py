@@ -16,16 +16,7 @@ log and phase records a write adds). This module is their one public face.
 
 from __future__ import annotations
 
-from .history import (
-    action_entry,
-    entered,
-    entered_by,
-    history_chain,
-    history_item,
-    linked_history,
-    merge_usage,
-    shown_log,
-)
+from .history import action_entry, entered, history_chain, history_item, linked_history, merge_usage, shown_log
 from .job import cancel, check_fence, claim, commit, commit_changes, moved_actions, pause, save, start
 from .requests import (
     ENTERING,
@@ -66,7 +57,6 @@ __all__ = [
     "commit_changes",
     "deliver_signal",
     "entered",
-    "entered_by",
     "expire_wait",
     "history_chain",
     "history_item",
