@@ -1,0 +1,295 @@
+"""State that survives code changes, on every store: a checkpoint saved by a version-1 state model resumes
+under a version-3 pipeline (``Pipeline(state_version=3, migrations={1: ..., 2: ...})``), each migration run
+once; a state with no path forward stops the job in error with its checkpoint kept, and a retry with
+the migration deployed completes it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from cairn import Cairn, Done, Fail, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, WaitFor
+from cairn.core.storage_port import Storage
+from tests.support import FakeClock
+
+JOB = "intake-1"
+
+
+class IntakeV1(BaseModel):
+    """Version 1: the document's name and its page count."""
+
+    model_config = ConfigDict(extra="forbid")
+    document: str
+    pages: int
+
+
+class IntakeV3(BaseModel):
+    """Version 3: ``document`` renamed ``title`` (v2), ``pages`` renamed ``page_count`` and ``reviewed`` added (v3)."""
+
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    page_count: int
+    reviewed: bool
+
+
+def v1_pipeline(*, fail_at_check: bool = False) -> Pipeline[IntakeV1]:
+    """``read`` -> ``check`` (fails when asked) -> ``ask`` (waits for "go") -> ``finish``."""
+    pipeline: Pipeline[IntakeV1] = Pipeline("intake", state=IntakeV1)
+
+    @pipeline.phase
+    def read(ctx: PhaseContext[IntakeV1]) -> Next:
+        return Next("check", ctx.state)
+
+    @pipeline.phase
+    def check(ctx: PhaseContext[IntakeV1]) -> Next | Fail:
+        return Fail("the checker is down") if fail_at_check else Next("ask", ctx.state)
+
+    @pipeline.phase
+    def ask(ctx: PhaseContext[IntakeV1]) -> WaitFor:
+        return WaitFor("go", "finish", ctx.state)
+
+    @pipeline.phase
+    def finish(ctx: PhaseContext[IntakeV1]) -> Done:
+        return Done(ctx.state)
+
+    return pipeline
+
+
+class V3:
+    """The version-3 pipeline (``check`` renamed ``verify``), counting its migrations' calls and what phases saw."""
+
+    def __init__(self, *, missing: int | None = None, broken: int | None = None) -> None:
+        self.calls: Counter[int] = Counter()
+        self.seen: list[tuple[str, Any]] = []
+        migrations = {1: self.v1_to_v2, 2: self.v2_to_v3}
+        if broken is not None:
+            migrations[broken] = self.broken
+        if missing is not None:
+            del migrations[missing]
+        self.pipeline: Pipeline[IntakeV3] = Pipeline(
+            "intake", state=IntakeV3, state_version=3, migrations=migrations, aliases={"check": "verify"}
+        )
+        self._phases()
+
+    def v1_to_v2(self, state: dict[str, Any]) -> dict[str, Any]:
+        self.calls[1] += 1
+        return {"title": state["document"], "pages": state["pages"]}
+
+    def v2_to_v3(self, state: dict[str, Any]) -> IntakeV3:
+        self.calls[2] += 1
+        return IntakeV3(title=state["title"], page_count=state["pages"], reviewed=False)
+
+    def broken(self, state: dict[str, Any]) -> dict[str, Any]:
+        raise KeyError("document")
+
+    def _phases(self) -> None:
+        pipeline = self.pipeline
+
+        def record(ctx: PhaseContext[IntakeV3]) -> IntakeV3:
+            assert isinstance(ctx.state, IntakeV3)
+            self.seen.append((ctx.phase, ctx.state.model_dump()))
+            return ctx.state
+
+        @pipeline.phase
+        def read(ctx: PhaseContext[IntakeV3]) -> Next:
+            return Next("verify", record(ctx))
+
+        @pipeline.phase
+        def verify(ctx: PhaseContext[IntakeV3]) -> Next:
+            return Next("ask", record(ctx).model_copy(update={"reviewed": True}))
+
+        @pipeline.phase
+        def ask(ctx: PhaseContext[IntakeV3]) -> WaitFor:
+            return WaitFor("go", "finish", record(ctx))
+
+        @pipeline.phase
+        def finish(ctx: PhaseContext[IntakeV3]) -> Done:
+            return Done(record(ctx))
+
+
+def cairn(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock) -> Cairn:
+    return Cairn(pipeline, storage=storage, scheduler=InlineScheduler(now=clock.monotonic, sleep=clock.sleep))
+
+
+def started_v1(storage: Storage, clock: FakeClock, *, fail_at_check: bool = False) -> Cairn:
+    """A v1 job, left waiting for "go" at ``finish`` (or in error at ``check``)."""
+    jobs = cairn(v1_pipeline(fail_at_check=fail_at_check), storage, clock)
+    jobs.start("intake", JOB, state={"document": "lease.pdf", "pages": 12})
+    jobs.run_until_idle()
+    expected = JobStatus.ERROR if fail_at_check else JobStatus.WAITING
+    assert jobs.get(JOB).status == expected
+    return jobs
+
+
+MIGRATED = {"title": "lease.pdf", "page_count": 12, "reviewed": False}
+
+
+def test_a_v1_pipeline_stores_no_state_version(storage: Storage, clock: FakeClock) -> None:
+    jobs = started_v1(storage, clock)
+
+    checkpoint = jobs.get(JOB).checkpoint
+    assert checkpoint is not None and checkpoint.state_version is None
+    assert "stateVersion" not in checkpoint.to_wire()  # stored exactly as before versions existed
+
+
+def test_a_signal_to_a_v1_wait_resumes_under_v3_with_each_migration_run_once(
+    storage: Storage, clock: FakeClock
+) -> None:
+    started_v1(storage, clock)
+    v3 = V3()
+    jobs = cairn(v3.pipeline, storage, clock)
+
+    jobs.signal(JOB, "go", {"ok": True})
+    jobs.run_until_idle()
+
+    job = jobs.get(JOB)
+    assert job.status == JobStatus.COMPLETE, job.error
+    assert job.result == MIGRATED
+    assert v3.calls == Counter({1: 1, 2: 1})
+    assert v3.seen == [("finish", MIGRATED)]
+
+
+def test_a_resume_migrates_an_old_checkpoint_at_a_renamed_phase(storage: Storage, clock: FakeClock) -> None:
+    started_v1(storage, clock, fail_at_check=True)  # checkpoint at "check", renamed "verify" in v3
+    v3 = V3()
+    jobs = cairn(v3.pipeline, storage, clock)
+
+    jobs.retry(JOB)
+    jobs.run_until_idle()
+
+    job = jobs.get(JOB)
+    assert job.status == JobStatus.WAITING, job.error
+    assert v3.calls == Counter({1: 1, 2: 1})
+    assert v3.seen == [("verify", MIGRATED), ("ask", {**MIGRATED, "reviewed": True})]
+    assert job.checkpoint is not None and job.checkpoint.state_version == 3  # what v3 saved is stamped
+    assert jobs.entered(JOB, "ask").state_version == 3  # its history keeps the version too
+    assert jobs.entered(JOB, "check").state_version is None  # the v1 entry as it was
+
+    jobs.signal(JOB, "go")
+    jobs.run_until_idle()
+
+    assert jobs.get(JOB).status == JobStatus.COMPLETE
+    assert v3.calls == Counter({1: 1, 2: 1})  # a v3 checkpoint is not migrated again
+
+
+def test_a_rerun_from_a_v1_history_entry_is_migrated(storage: Storage, clock: FakeClock) -> None:
+    started_v1(storage, clock)
+    v3 = V3()
+    jobs = cairn(v3.pipeline, storage, clock)
+
+    jobs.retry(JOB, mode="from", phase="read")
+    jobs.run_until_idle()
+
+    assert jobs.get(JOB).status == JobStatus.WAITING
+    assert v3.calls == Counter({1: 1, 2: 1})
+    assert v3.seen[0] == ("read", MIGRATED)
+
+
+def test_a_rerun_with_a_state_given_takes_the_current_model_without_migrating(
+    storage: Storage, clock: FakeClock
+) -> None:
+    started_v1(storage, clock)
+    v3 = V3()
+    jobs = cairn(v3.pipeline, storage, clock)
+
+    job = jobs.retry(JOB, mode="from", phase="finish", state={"title": "new.pdf", "page_count": 1, "reviewed": True})
+
+    assert job.checkpoint is not None and job.checkpoint.state_version == 3
+    jobs.run_until_idle()
+    assert jobs.get(JOB).result == {"title": "new.pdf", "page_count": 1, "reviewed": True}
+    assert not v3.calls
+
+
+def test_a_missing_migration_stops_the_job_with_its_checkpoint_kept_until_it_is_deployed(
+    storage: Storage, clock: FakeClock
+) -> None:
+    before = started_v1(storage, clock, fail_at_check=True).get(JOB).checkpoint
+    incomplete = V3(missing=2)
+    jobs = cairn(incomplete.pipeline, storage, clock)
+
+    jobs.retry(JOB)
+    jobs.run_until_idle()
+
+    job = jobs.get(JOB)
+    assert job.status == JobStatus.ERROR
+    assert job.error == (
+        "State saved with version 1 cannot be migrated to version 3: no migration from version 2 "
+        "(Pipeline(migrations={2: ...}))"
+    )
+    assert not incomplete.calls  # the path is checked before any migration runs
+    assert job.checkpoint == before  # kept as it was: a retry resumes it
+    fixed = V3()
+    jobs = cairn(fixed.pipeline, storage, clock)
+    jobs.retry(JOB)
+    jobs.run_until_idle()
+    assert jobs.get(JOB).status == JobStatus.WAITING
+    assert fixed.calls == Counter({1: 1, 2: 1})
+
+
+def test_a_migration_that_raises_is_named_and_the_job_keeps_its_checkpoint(
+    storage: Storage, clock: FakeClock
+) -> None:
+    before = started_v1(storage, clock, fail_at_check=True).get(JOB).checkpoint
+    jobs = cairn(V3(broken=2).pipeline, storage, clock)
+
+    jobs.retry(JOB)
+    jobs.run_until_idle()
+
+    job = jobs.get(JOB)
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None
+    assert job.error.startswith("State saved with version 1 cannot be migrated to version 3: migration 2 (")
+    assert "V3.broken" in job.error and "KeyError" in job.error
+    assert job.checkpoint == before
+
+
+def test_a_state_newer_than_the_code_is_refused_with_both_versions(storage: Storage, clock: FakeClock) -> None:
+    started_v1(storage, clock, fail_at_check=True)
+    v3 = V3()
+    newer = cairn(v3.pipeline, storage, clock)
+    newer.retry(JOB)
+    newer.run_until_idle()  # now waiting for "go" with a v3 state
+    older = cairn(v1_pipeline(), storage, clock)  # the code rolled back
+
+    older.signal(JOB, "go")
+    older.run_until_idle()
+    job = older.get(JOB)
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None
+    assert job.error.startswith("State saved with version 3 cannot be migrated to version 1: it is newer")
+    assert job.checkpoint is not None and job.checkpoint.state_version == 3
+
+
+def test_a_migrated_state_that_does_not_fit_is_the_usual_clear_error(storage: Storage, clock: FakeClock) -> None:
+    started_v1(storage, clock, fail_at_check=True)
+    v3 = V3()
+    v3.pipeline.migrations[2] = lambda state: {"title": state["title"]}  # forgets page_count and reviewed
+    jobs = cairn(v3.pipeline, storage, clock)
+
+    jobs.retry(JOB)
+    jobs.run_until_idle()
+
+    job = jobs.get(JOB)
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None and job.error.startswith('Stored state does not fit pipeline "intake"')
+    assert "page_count" in job.error
+
+
+@pytest.mark.parametrize("storage_kind", ["file"], indirect=True)
+def test_a_file_store_writes_the_version_only_when_it_is_not_1(
+    storage: Storage, clock: FakeClock, tmp_path: Path
+) -> None:
+    started_v1(storage, clock, fail_at_check=True)
+    root = tmp_path / "jobs"  # where the fixture's FileStorage keeps its files
+    assert any(path.is_file() for path in root.rglob("*"))
+    assert "stateVersion" not in "".join(path.read_text() for path in root.rglob("*") if path.is_file())
+
+    jobs = cairn(V3().pipeline, storage, clock)
+    jobs.retry(JOB)
+    jobs.run_until_idle()
+
+    assert '"stateVersion":3' in "".join(path.read_text() for path in root.rglob("*") if path.is_file())
