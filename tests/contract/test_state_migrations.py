@@ -10,105 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 
-from cairn import Cairn, Done, Fail, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, WaitFor
+from cairn import Cairn, InlineScheduler, JobStatus, Pipeline
 from cairn.core.storage_port import Storage
+from tests.state_versions import JOB, MIGRATED, V3, v1_pipeline
 from tests.support import FakeClock
-
-JOB = "intake-1"
-
-
-class IntakeV1(BaseModel):
-    """Version 1: the document's name and its page count."""
-
-    model_config = ConfigDict(extra="forbid")
-    document: str
-    pages: int
-
-
-class IntakeV3(BaseModel):
-    """Version 3: ``document`` renamed ``title`` (v2), ``pages`` renamed ``page_count`` and ``reviewed`` added (v3)."""
-
-    model_config = ConfigDict(extra="forbid")
-    title: str
-    page_count: int
-    reviewed: bool
-
-
-def v1_pipeline(*, fail_at_check: bool = False) -> Pipeline[IntakeV1]:
-    """``read`` -> ``check`` (fails when asked) -> ``ask`` (waits for "go") -> ``finish``."""
-    pipeline: Pipeline[IntakeV1] = Pipeline("intake", state=IntakeV1)
-
-    @pipeline.phase
-    def read(ctx: PhaseContext[IntakeV1]) -> Next:
-        return Next("check", ctx.state)
-
-    @pipeline.phase
-    def check(ctx: PhaseContext[IntakeV1]) -> Next | Fail:
-        return Fail("the checker is down") if fail_at_check else Next("ask", ctx.state)
-
-    @pipeline.phase
-    def ask(ctx: PhaseContext[IntakeV1]) -> WaitFor:
-        return WaitFor("go", "finish", ctx.state)
-
-    @pipeline.phase
-    def finish(ctx: PhaseContext[IntakeV1]) -> Done:
-        return Done(ctx.state)
-
-    return pipeline
-
-
-class V3:
-    """The version-3 pipeline (``check`` renamed ``verify``), counting its migrations' calls and what phases saw."""
-
-    def __init__(self, *, missing: int | None = None, broken: int | None = None) -> None:
-        self.calls: Counter[int] = Counter()
-        self.seen: list[tuple[str, Any]] = []
-        migrations = {1: self.v1_to_v2, 2: self.v2_to_v3}
-        if broken is not None:
-            migrations[broken] = self.broken
-        if missing is not None:
-            del migrations[missing]
-        self.pipeline: Pipeline[IntakeV3] = Pipeline(
-            "intake", state=IntakeV3, state_version=3, migrations=migrations, aliases={"check": "verify"}
-        )
-        self._phases()
-
-    def v1_to_v2(self, state: dict[str, Any]) -> dict[str, Any]:
-        self.calls[1] += 1
-        return {"title": state["document"], "pages": state["pages"]}
-
-    def v2_to_v3(self, state: dict[str, Any]) -> IntakeV3:
-        self.calls[2] += 1
-        return IntakeV3(title=state["title"], page_count=state["pages"], reviewed=False)
-
-    def broken(self, state: dict[str, Any]) -> dict[str, Any]:
-        raise KeyError("document")
-
-    def _phases(self) -> None:
-        pipeline = self.pipeline
-
-        def record(ctx: PhaseContext[IntakeV3]) -> IntakeV3:
-            assert isinstance(ctx.state, IntakeV3)
-            self.seen.append((ctx.phase, ctx.state.model_dump()))
-            return ctx.state
-
-        @pipeline.phase
-        def read(ctx: PhaseContext[IntakeV3]) -> Next:
-            return Next("verify", record(ctx))
-
-        @pipeline.phase
-        def verify(ctx: PhaseContext[IntakeV3]) -> Next:
-            return Next("ask", record(ctx).model_copy(update={"reviewed": True}))
-
-        @pipeline.phase
-        def ask(ctx: PhaseContext[IntakeV3]) -> WaitFor:
-            return WaitFor("go", "finish", record(ctx))
-
-        @pipeline.phase
-        def finish(ctx: PhaseContext[IntakeV3]) -> Done:
-            return Done(record(ctx))
 
 
 def cairn(pipeline: Pipeline[Any], storage: Storage, clock: FakeClock) -> Cairn:
@@ -125,14 +31,12 @@ def started_v1(storage: Storage, clock: FakeClock, *, fail_at_check: bool = Fals
     return jobs
 
 
-MIGRATED = {"title": "lease.pdf", "page_count": 12, "reviewed": False}
-
-
 def test_a_v1_pipeline_stores_no_state_version(storage: Storage, clock: FakeClock) -> None:
     jobs = started_v1(storage, clock)
 
     checkpoint = jobs.get(JOB).checkpoint
-    assert checkpoint is not None and checkpoint.state_version is None
+    assert checkpoint is not None
+    assert checkpoint.state_version is None
     assert "stateVersion" not in checkpoint.to_wire()  # stored exactly as before versions existed
 
 
@@ -165,7 +69,8 @@ def test_a_resume_migrates_an_old_checkpoint_at_a_renamed_phase(storage: Storage
     assert job.status == JobStatus.WAITING, job.error
     assert v3.calls == Counter({1: 1, 2: 1})
     assert v3.seen == [("verify", MIGRATED), ("ask", {**MIGRATED, "reviewed": True})]
-    assert job.checkpoint is not None and job.checkpoint.state_version == 3  # what v3 saved is stamped
+    assert job.checkpoint is not None
+    assert job.checkpoint.state_version == 3
     assert jobs.entered(JOB, "ask").state_version == 3  # its history keeps the version too
     assert jobs.entered(JOB, "check").state_version is None  # the v1 entry as it was
 
@@ -198,7 +103,8 @@ def test_a_rerun_with_a_state_given_takes_the_current_model_without_migrating(
 
     job = jobs.retry(JOB, mode="from", phase="finish", state={"title": "new.pdf", "page_count": 1, "reviewed": True})
 
-    assert job.checkpoint is not None and job.checkpoint.state_version == 3
+    assert job.checkpoint is not None
+    assert job.checkpoint.state_version == 3
     jobs.run_until_idle()
     assert jobs.get(JOB).result == {"title": "new.pdf", "page_count": 1, "reviewed": True}
     assert not v3.calls
@@ -230,9 +136,7 @@ def test_a_missing_migration_stops_the_job_with_its_checkpoint_kept_until_it_is_
     assert fixed.calls == Counter({1: 1, 2: 1})
 
 
-def test_a_migration_that_raises_is_named_and_the_job_keeps_its_checkpoint(
-    storage: Storage, clock: FakeClock
-) -> None:
+def test_a_migration_that_raises_is_named_and_the_job_keeps_its_checkpoint(storage: Storage, clock: FakeClock) -> None:
     before = started_v1(storage, clock, fail_at_check=True).get(JOB).checkpoint
     jobs = cairn(V3(broken=2).pipeline, storage, clock)
 
@@ -243,7 +147,8 @@ def test_a_migration_that_raises_is_named_and_the_job_keeps_its_checkpoint(
     assert job.status == JobStatus.ERROR
     assert job.error is not None
     assert job.error.startswith("State saved with version 1 cannot be migrated to version 3: migration 2 (")
-    assert "V3.broken" in job.error and "KeyError" in job.error
+    assert "V3.broken" in job.error
+    assert "KeyError" in job.error
     assert job.checkpoint == before
 
 
@@ -261,7 +166,8 @@ def test_a_state_newer_than_the_code_is_refused_with_both_versions(storage: Stor
     assert job.status == JobStatus.ERROR
     assert job.error is not None
     assert job.error.startswith("State saved with version 3 cannot be migrated to version 1: it is newer")
-    assert job.checkpoint is not None and job.checkpoint.state_version == 3
+    assert job.checkpoint is not None
+    assert job.checkpoint.state_version == 3
 
 
 def test_a_migrated_state_that_does_not_fit_is_the_usual_clear_error(storage: Storage, clock: FakeClock) -> None:
@@ -275,7 +181,8 @@ def test_a_migrated_state_that_does_not_fit_is_the_usual_clear_error(storage: St
 
     job = jobs.get(JOB)
     assert job.status == JobStatus.ERROR
-    assert job.error is not None and job.error.startswith('Stored state does not fit pipeline "intake"')
+    assert job.error is not None
+    assert job.error.startswith('Stored state does not fit pipeline "intake"')
     assert "page_count" in job.error
 
 
