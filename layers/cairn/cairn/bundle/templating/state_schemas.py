@@ -250,7 +250,7 @@ def sync_schemas(template: Path, registry: PipelineRegistry) -> tuple[list[str],
             versions[key] = schema
             changed.append(
                 f"{'updated' if previous is not None else 'recorded'} the state schema of pipeline "
-                f'"{pipeline.name}" version {key} in {path.name}'
+                f'"{pipeline.name}" version {key}'
             )
         updated[pipeline.name] = dict(sorted(versions.items(), key=lambda item: int(item[0])))
     changed += [
