@@ -1,20 +1,27 @@
-"""State migrations through the API function's handler on the local stack (moto): a job checkpointed by the
-version-1 code, retried through the API once version 3 is deployed, is migrated; the job view and the
-state routes carry ``stateVersion``."""
+"""State migrations on DynamoDB (moto): through the API function's handler on the local stack, a job checkpointed
+by the version-1 code and retried through the API once version 3 is deployed is migrated, and the job view and the
+state routes carry ``stateVersion``; a state offloaded to S3 keeps its version."""
 
 from __future__ import annotations
 
+import base64
+import os
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from cairn import Cairn, Done, InlineScheduler, PhaseContext, Pipeline, WaitFor
+from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.api import ApiClient
 from cairn.testing.clock import SkippingClock
 from cairn.testing.moto_aws import fake_aws
 from cairn.testing.stack import LocalStack
+from tests.functional.conftest import Moto
 from tests.state_versions import JOB, MIGRATED, V3, v1_pipeline
+from tests.support import FakeClock
 
 ALICE = "arn:aws:iam::123456789012:user/alice"
 
@@ -89,3 +96,45 @@ def test_a_retry_without_the_migration_is_an_error_naming_it_and_the_next_deploy
     api.run_until_idle()
     assert api.get(f"/jobs/{JOB}").body["status"] == "waiting"
     assert fixed.calls == Counter({1: 1, 2: 1})
+
+
+def test_a_state_offloaded_to_s3_keeps_its_version_and_is_migrated(moto: Moto, clock: FakeClock) -> None:
+    """A v2 state too large for its item (S3) records its version in the item; v3 code migrates it once."""
+    blob = base64.b64encode(os.urandom(600_000)).decode()
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    v2: Pipeline[Any] = Pipeline("big", state_version=2, migrations={1: lambda state: state})
+
+    @v2.phase
+    def hold(ctx: PhaseContext[Any]) -> WaitFor:
+        return WaitFor("go", "finish", {"blob": blob})
+
+    @v2.phase
+    def finish(ctx: PhaseContext[Any]) -> Done:
+        return Done("v2")
+
+    jobs = Cairn(v2, storage=storage, scheduler=InlineScheduler(now=clock.monotonic, sleep=clock.sleep))
+    jobs.start("big", "big-1", state={})
+    jobs.run_until_idle()
+    saved = jobs.get("big-1").checkpoint
+    assert saved is not None
+    assert (saved.state_version, saved.state) == (2, {"blob": blob})
+    assert moto.s3.list_objects_v2(Bucket=moto.bucket).get("KeyCount", 0) >= 1  # the state lives in S3
+    calls: list[int] = []
+
+    def v2_to_v3(state: dict[str, Any]) -> dict[str, Any]:
+        calls.append(2)
+        return {"size": len(state["blob"])}
+
+    v3: Pipeline[Any] = Pipeline("big", state_version=3, migrations={1: lambda state: state, 2: v2_to_v3})
+    v3.phase(hold, name="hold")
+
+    @v3.phase(name="finish")
+    def finish_v3(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    jobs = Cairn(v3, storage=storage, scheduler=InlineScheduler(now=clock.monotonic, sleep=clock.sleep))
+    jobs.signal("big-1", "go")
+    jobs.run_until_idle()
+
+    assert jobs.get("big-1").result == {"size": len(blob)}
+    assert calls == [2]
