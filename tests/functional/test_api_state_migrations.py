@@ -126,7 +126,7 @@ def test_a_state_offloaded_to_s3_keeps_its_version_and_is_migrated(moto: Moto, c
         return {"size": len(state["blob"])}
 
     v3: Pipeline[Any] = Pipeline("big", state_version=3, migrations={1: lambda state: state, 2: v2_to_v3})
-    v3.phase(hold, name="hold")
+    v3.phase(name="hold")(hold)  # the same phase code
 
     @v3.phase(name="finish")
     def finish_v3(ctx: PhaseContext[Any]) -> Done:
