@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from cairn import Cairn, InlineScheduler, JobStatus, Pipeline
+from cairn import Cairn, Done, InlineScheduler, JobStatus, PhaseContext, Pipeline, WaitFor
 from cairn.core.storage_port import Storage
-from tests.state_versions import JOB, MIGRATED, V3, v1_pipeline
+from tests.state_versions import JOB, MIGRATED, V3, IntakeV3, v1_pipeline
 from tests.support import FakeClock
 
 
@@ -200,3 +201,47 @@ def test_a_file_store_writes_the_version_only_when_it_is_not_1(
     jobs.run_until_idle()
 
     assert '"stateVersion":3' in "".join(path.read_text() for path in root.rglob("*") if path.is_file())
+
+
+def timed(model: type[Any], **options: Any) -> Pipeline[Any]:
+    """``ask`` waits 60 s for "go", then goes on at ``late`` either way; ``late`` finishes with the state."""
+    pipeline: Pipeline[Any] = Pipeline("timed", state=model, **options)
+
+    @pipeline.phase
+    def ask(ctx: PhaseContext[Any]) -> WaitFor:
+        return WaitFor("go", "late", ctx.state, timeout=60, timeout_phase="late")
+
+    @pipeline.phase
+    def late(ctx: PhaseContext[Any]) -> Done:
+        assert isinstance(ctx.state, model)
+        return Done(ctx.state)
+
+    return pipeline
+
+
+class IntakeV2(BaseModel):
+    """Version 2: ``document`` renamed ``title``."""
+
+    title: str
+    pages: int
+
+
+def test_a_wait_that_times_out_under_new_code_keeps_the_version_of_the_state_it_kept(
+    storage: Storage, clock: FakeClock
+) -> None:
+    old = cairn(timed(IntakeV2, state_version=2, migrations={1: V3().v1_to_v2}), storage, clock)
+    old.start("timed", JOB, state={"title": "lease.pdf", "pages": 12})
+    old.run_until_idle()
+    waiting = old.get(JOB)
+    assert waiting.status == JobStatus.WAITING
+    clock.sleep(61)  # the wait's timeout passes while the new code is deployed
+    v3 = V3()
+    new = cairn(timed(IntakeV3, state_version=3, migrations=v3.pipeline.migrations), storage, clock)
+
+    new.advance(JOB, phase="late", sequence=waiting.sequence)  # the timeout's scheduled advance
+    new.run_until_idle()
+
+    job = new.get(JOB)
+    assert job.status == JobStatus.COMPLETE, job.error
+    assert job.result == MIGRATED
+    assert v3.calls == Counter({2: 1})  # saved as version 2, kept so through the timeout: only 2 -> 3 runs
