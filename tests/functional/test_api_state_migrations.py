@@ -14,6 +14,7 @@ import pytest
 
 from cairn import Cairn, Done, InlineScheduler, PhaseContext, Pipeline, WaitFor
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.client.render import job_details
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.api import ApiClient
 from cairn.testing.clock import SkippingClock
@@ -138,3 +139,12 @@ def test_a_state_offloaded_to_s3_keeps_its_version_and_is_migrated(moto: Moto, c
 
     assert jobs.get("big-1").result == {"size": len(blob)}
     assert calls == [2]
+
+
+def test_cairn_jobs_show_names_the_state_version_when_it_is_not_1(v1_api: ApiClient) -> None:
+    assert "State " not in job_details(v1_api.get(f"/jobs/{JOB}").body, 0)
+    api = deploy(v1_api, V3(), "api-v3-show")
+    api.post(f"/jobs/{JOB}/retry", {"mode": "resume"})
+    api.run_until_idle()
+
+    assert "saved as state_version 3" in job_details(api.get(f"/jobs/{JOB}").body, 0)
