@@ -135,6 +135,9 @@ def test_a_missing_migration_stops_the_job_with_its_checkpoint_kept_until_it_is_
     jobs.run_until_idle()
     assert jobs.get(JOB).status == JobStatus.WAITING
     assert fixed.calls == Counter({1: 1, 2: 1})
+    jobs.signal(JOB, "go")
+    jobs.run_until_idle()
+    assert (jobs.get(JOB).status, jobs.get(JOB).result) == (JobStatus.COMPLETE, {**MIGRATED, "reviewed": True})
 
 
 def test_a_migration_that_raises_is_named_and_the_job_keeps_its_checkpoint(storage: Storage, clock: FakeClock) -> None:

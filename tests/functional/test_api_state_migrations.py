@@ -97,6 +97,10 @@ def test_a_retry_without_the_migration_is_an_error_naming_it_and_the_next_deploy
     api.run_until_idle()
     assert api.get(f"/jobs/{JOB}").body["status"] == "waiting"
     assert fixed.calls == Counter({1: 1, 2: 1})
+    assert api.post(f"/jobs/{JOB}/signals/go", {}).status == 202
+    api.run_until_idle()
+    done = api.get(f"/jobs/{JOB}").body
+    assert (done["status"], done["result"]) == ("complete", {**MIGRATED, "reviewed": True})
 
 
 def test_a_state_offloaded_to_s3_keeps_its_version_and_is_migrated(moto: Moto, clock: FakeClock) -> None:
