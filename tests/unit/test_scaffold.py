@@ -77,7 +77,7 @@ def copy_bundle(destination: Path) -> Path:
     shutil.copytree(
         ROOT / "tests", destination / "tests", ignore=shutil.ignore_patterns("__pycache__", "pipelines", "template")
     )
-    for name in ("template.yaml", "samconfig.toml", "pyproject.toml"):
+    for name in ("template.yaml", "state-schemas.json", "samconfig.toml", "pyproject.toml"):
         shutil.copy2(ROOT / name, destination / name)
     for shared in ("layers", "statemachine"):  # the layer's build and the state machine, as the template names them
         (destination / shared).symlink_to(ROOT / shared, target_is_directory=True)
@@ -133,7 +133,7 @@ def test_cairn_new_creates_the_module_test_and_events_and_says_what_next(
     after = snapshot(root)
     assert sorted(set(after) - set(before)) == CREATED
     changed = sorted(name for name in set(before) & set(after) if before[name] != after[name])
-    assert changed == ["events/env.json", "functions/pipelines.py", "template.yaml"]
+    assert changed == ["events/env.json", "functions/pipelines.py", "state-schemas.json", "template.yaml"]
     env = json.loads(after["events/env.json"])
     assert {key: env[key] for key in set(env) - set(json.loads(before["events/env.json"]))} == {
         f"DemoTwo{phase.title()}Function": {"CAIRN_PIPELINE": "demo-two", "CAIRN_PHASE": phase}

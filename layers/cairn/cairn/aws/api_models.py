@@ -221,6 +221,12 @@ class JobView(WireModel):
         default=None, description="When the checkpoint was written (Unix time in milliseconds); null without one"
     )
     sequence: int = Field(default=0, description="How many state-changing writes the job has had (checkpoint writes)")
+    state_version: int | None = Field(
+        default=None,
+        exclude_if=lambda version: version is None,
+        description="The pipeline's state_version the checkpoint's state was saved with; absent: 1, or no checkpoint "
+        "(see State migrations)",
+    )
     waiting_for: str | None = Field(default=None, description="The signal a waiting job waits for")
     wait_deadline: int | None = Field(
         default=None, description="When a waiting job times out (Unix time in milliseconds); null: never"
@@ -298,6 +304,7 @@ class JobView(WireModel):
             next_phase=checkpoint.next_phase if checkpoint else None,
             checkpoint_created_at=checkpoint.created_at if checkpoint else None,
             sequence=job.sequence,
+            state_version=checkpoint.state_version if checkpoint else None,
             waiting_for=job.waiting_for,
             wait_deadline=job.wait_deadline,
             wake_at=job.not_before if job.status == JobStatus.RUNNING else None,

@@ -32,6 +32,11 @@ class PhaseEntry(WireModel):
 
     phase: str = Field(description="The phase (its current name, or the name asked for)")
     entered_at: int = Field(description="When the checkpoint entering the phase was written (Unix ms)")
+    state_version: int | None = Field(
+        default=None,
+        exclude_if=lambda version: version is None,
+        description="The pipeline's state_version the state was saved with; absent: 1 (see State migrations)",
+    )
 
 
 class EnteredState(PhaseEntry):
@@ -62,7 +67,12 @@ PhasePath = Annotated[PhaseName, Path(alias="phase", description="The phase (or 
 
 def _entered(jobs: Cairn, job_id: str, phase: str, before: int | None = None) -> EnteredState:
     checkpoint = jobs.entered(job_id, phase, before=before)
-    return EnteredState(phase=checkpoint.next_phase, entered_at=checkpoint.created_at, state=checkpoint.state)
+    return EnteredState(
+        phase=checkpoint.next_phase,
+        entered_at=checkpoint.created_at,
+        state=checkpoint.state,
+        state_version=checkpoint.state_version,
+    )
 
 
 @router.get(
@@ -104,8 +114,8 @@ def get_state_diff(
     return StateComparison.model_validate(
         {
             "jobId": job_id,
-            "from": PhaseEntry(phase=old.phase, entered_at=old.entered_at),
-            "to": PhaseEntry(phase=new.phase, entered_at=new.entered_at),
+            "from": PhaseEntry(phase=old.phase, entered_at=old.entered_at, state_version=old.state_version),
+            "to": PhaseEntry(phase=new.phase, entered_at=new.entered_at, state_version=new.state_version),
             "changes": diff.changes,
             "truncated": diff.truncated,
         }

@@ -217,6 +217,8 @@ def job_details(job: Json, now_ms: int) -> str:
         fields.append(("Waiting for", f"{job['waitingFor']}{until}"))
     if isinstance(job.get("wakeAt"), int | float):
         fields.append(("Wakes at", clock_time(job["wakeAt"])))
+    if isinstance(job.get("stateVersion"), int):  # absent: version 1, or no checkpoint (State migrations)
+        fields.append(("State", f"saved as state_version {job['stateVersion']}"))
     usage = job.get("usage") or {}
     if usage:
         fields.append(("Usage", ", ".join(f"{name}={value}" for name, value in sorted(usage.items()))))

@@ -75,12 +75,21 @@ class Checkpoint(WireModel):
     next_phase: str
     state: Any = None
     created_at: int = Field(description="Unix time in milliseconds")
+    state_version: int | None = Field(
+        default=None,
+        exclude_if=lambda version: version is None,  # version 1 is not written: stored as before versions
+        description="The pipeline's state_version the state was saved with (absent: 1; see cairn.core.migrations)",
+    )
     _admitted: Admitted | None = PrivateAttr(default=None)
 
     @classmethod
-    def of_admitted(cls, next_phase: str, admitted: Admitted, created_at: int) -> Checkpoint:
+    def of_admitted(
+        cls, next_phase: str, admitted: Admitted, created_at: int, state_version: int | None = None
+    ) -> Checkpoint:
         """A checkpoint of an admitted state, which keeps the JSON text the state was admitted as."""
-        checkpoint = cls(next_phase=next_phase, state=admitted.value, created_at=created_at)
+        checkpoint = cls(
+            next_phase=next_phase, state=admitted.value, created_at=created_at, state_version=state_version
+        )
         checkpoint._admitted = admitted
         return checkpoint
 
@@ -88,7 +97,8 @@ class Checkpoint(WireModel):
         """Equal when the fields are (the admitted JSON text it may keep is not part of its value)."""
         if not isinstance(other, Checkpoint):
             return NotImplemented
-        return (self.next_phase, self.created_at, self.state) == (other.next_phase, other.created_at, other.state)
+        mine = (self.next_phase, self.created_at, self.state, self.state_version)
+        return mine == (other.next_phase, other.created_at, other.state, other.state_version)
 
     __hash__ = WireModel.__hash__
 

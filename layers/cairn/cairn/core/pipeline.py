@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from .admission import Admitted, admit, json_value
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
+from .migrations import Migration, checked_migrations, checked_state_version, migrate_state, version_stamp
 from .models import Checkpoint
 from .retry import RetryPolicy
 from .signals import admit_payload, checked_signal_models
@@ -83,6 +84,8 @@ class Pipeline(Generic[S]):
     model its payload must fit (:mod:`cairn.core.signals`); other signals take any JSON.
     ``max_transitions`` is how many phase runs and map items a job may take before it is stopped in
     ``error`` (:mod:`cairn.core.transition_guard`; a stack may lower it with ``CAIRN_MAX_TRANSITIONS``).
+    ``state_version`` is the version of the state model (default 1) and ``migrations`` maps each older
+    version ``k`` to the function turning its JSON state into version ``k + 1``'s (:mod:`cairn.core.migrations`).
     """
 
     def __init__(
@@ -95,6 +98,8 @@ class Pipeline(Generic[S]):
         aliases: Mapping[str, str] | None = None,
         signals: Mapping[str, type[BaseModel]] | None = None,
         max_transitions: int = DEFAULT_MAX_TRANSITIONS,
+        state_version: int = 1,
+        migrations: Mapping[int, Migration] | None = None,
     ) -> None:
         if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
@@ -114,6 +119,10 @@ class Pipeline(Generic[S]):
         self.aliases: dict[str, str] = dict(aliases or {})
         self.signal_models = checked_signal_models(name, signals)
         self._phases: dict[str, Phase] = {}
+        self.state_version = checked_state_version(name, state_version)
+        self.migrations = checked_migrations(name, self.state_version, migrations)
+        #: What the checkpoints of a state given now record (None for version 1: stored as before versions).
+        self.version_stamp = version_stamp(self.state_version)
 
     @overload
     def phase(self, fn: PhaseFunction, /) -> PhaseFunction: ...
@@ -247,14 +256,20 @@ class Pipeline(Generic[S]):
 
     def checkpoint(self, next_phase: str, state: Any, created_at: int) -> Checkpoint:
         """The checkpoint entering ``next_phase`` with ``state`` admitted (see :meth:`admit_state`)."""
-        return Checkpoint.of_admitted(next_phase, self.admit_state(state), created_at)
+        return Checkpoint.of_admitted(next_phase, self.admit_state(state), created_at, self.version_stamp)
 
     def admit_signal(self, name: str, payload: Any) -> Any:
         """The payload of signal ``name`` as JSON, checked against its declared model; else InvalidInputError."""
         return admit_payload(self.name, name, self.signal_models.get(name), payload)
 
-    def load_state(self, raw: Any) -> Any:
-        """The state a phase sees: the model instance when the pipeline has one."""
+    def load_state(self, raw: Any, version: int | None = None) -> Any:
+        """The state a phase sees: the model instance when the pipeline has one.
+
+        ``raw`` is a stored state saved under ``version`` (None: 1); it is migrated to the pipeline's
+        state_version first (:func:`~cairn.core.migrations.migrate_state`, StateMigrationError when it cannot be).
+        """
+        if version != self.version_stamp:
+            raw = migrate_state(self.name, raw, version, self.state_version, self.migrations)
         if self.state_model is not None and issubclass(self.state_model, BaseModel):
             try:
                 return self.state_model.model_validate(raw)

@@ -84,7 +84,16 @@ class EncodedJob:
 
 def state_reference(checkpoint: Checkpoint, state_at: str) -> dict[str, Any]:
     """The job item's checkpoint: ``{nextPhase, createdAt}`` and ``stateAt``, the key of the item holding the state."""
-    return {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "stateAt": state_at}
+    return versioned(
+        {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "stateAt": state_at}, checkpoint
+    )
+
+
+def versioned(value: dict[str, Any], checkpoint: Checkpoint) -> dict[str, Any]:
+    """A stored checkpoint map with the ``stateVersion`` its state was saved with (none for version 1)."""
+    if checkpoint.state_version is not None:
+        value["stateVersion"] = checkpoint.state_version
+    return value
 
 
 def pending_actions(item: Item) -> list[LogEntry]:
@@ -138,7 +147,7 @@ class ItemCodec:
         key = f"{ENTRY_STATES if entry else SAVED_STATES}{self.owner}/{job_id}/{token}.json"
         state = self.payloads.encode(checkpoint.state, key=key, budget=room, text=checkpoint.state_json)
         value = {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "state": state.attribute}
-        return value, _key_of(state)
+        return versioned(value, checkpoint), _key_of(state)
 
     def encode_result(self, job_id: str, result: Any, *, token: str, budget: int | None = None) -> EncodedPayload:
         """The attribute map of a job's result (``budget``: the room it has in the item)."""
@@ -316,7 +325,12 @@ class ItemCodec:
             return None
         try:
             state = self.payloads.decode(raw["state"], where=where, fetch=fetch)
-            return Checkpoint(next_phase=raw["nextPhase"], state=state, created_at=raw["createdAt"])
+            return Checkpoint(
+                next_phase=raw["nextPhase"],
+                state=state,
+                created_at=raw["createdAt"],
+                state_version=raw.get("stateVersion"),
+            )
         except UNREADABLE as exc:
             raise CorruptJobError(where, unreadable_reason(exc)) from exc
 
@@ -364,7 +378,12 @@ class ItemCodec:
             if "checkpoint" in values:
                 raw = values["checkpoint"]
                 state = self._state(raw, where, states, with_payloads)
-                checkpoint = Checkpoint(next_phase=raw["nextPhase"], state=state, created_at=raw["createdAt"])
+                checkpoint = Checkpoint(
+                    next_phase=raw["nextPhase"],
+                    state=state,
+                    created_at=raw["createdAt"],
+                    state_version=raw.get("stateVersion"),
+                )
             result = None
             if "result" in values:
                 result = self.payloads.decode(values["result"], where=where, fetch=with_payloads)

@@ -10,6 +10,8 @@ from typing import TypeVar
 from .check import check
 from .errors import TemplateError
 from .loading import DEFAULT_FUNCTIONS, DEFAULT_REGISTRY, load_registry
+from .state_schemas import problems as state_schema_problems
+from .state_schemas import schemas_path, sync_schemas
 from .sync import sync
 
 EXIT_PROBLEMS = 1
@@ -28,7 +30,9 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "from the pipeline registry: `sync` writes them into the template's generated section (and removes the "
         "parameters and conditions only the old section used), `check` lists every disagreement and every "
         "part of the template that cannot work: a handler or a path that does not resolve, a variable cairn "
-        "reads left unset, a parameter or condition nothing uses (exit status 1).",
+        "reads left unset, a parameter or condition nothing uses (exit status 1). `sync` also records each "
+        "pipeline's state schema under its state_version in state-schemas.json beside the template, and `check` "
+        "refuses a state model changed incompatibly without a state_version bump.",
     )
     actions = template.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(template))
     for action, run, summary in (
@@ -73,11 +77,18 @@ def run_sync(arguments: argparse.Namespace) -> int:
     try:
         registry = load_registry(arguments.registry, functions)
         changed = sync(template, registry)
+        recorded, refused = sync_schemas(template, registry)  # state-schemas.json (cairn.core.migrations)
     except TemplateError as exc:
         print(f"cairn: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     count = sum(len(pipeline.phase_names) for pipeline in registry)
     summary = f"{len(registry.names)} pipeline(s), {count} phase(s)"
+    for line in recorded:
+        print(f"{schemas_path(template)}: {line}")
+    if refused:  # the template is synced, but a state schema changed incompatibly under the same version
+        print("\n".join(f"{template}: {line}" for line in changed))
+        print("\n".join(f"{schemas_path(template)}: {line}" for line in refused), file=sys.stderr)
+        return EXIT_PROBLEMS
     if not changed:
         print(f"{template}: already in sync with the registry ({summary})")
         return 0
@@ -92,6 +103,7 @@ def run_check(arguments: argparse.Namespace) -> int:
     try:
         registry = load_registry(arguments.registry, functions)
         problems = check(template, registry, functions, stack_name=arguments.stack_name)
+        problems += state_schema_problems(template, registry)
     except TemplateError as exc:
         print(f"cairn: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

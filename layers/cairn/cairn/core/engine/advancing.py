@@ -85,7 +85,7 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
     results = [item.result for item in run.map_items] if run.map_items is not None else None
     phase = pipeline.get_phase(run.phase_name)
     try:
-        state = pipeline.load_state(run.checkpoint.state)
+        state = pipeline.load_state(run.checkpoint.state, run.checkpoint.state_version)
     except InvalidInputError as exc:
         run.entry(str(exc), level="error", kind="error")
         return run.commit("error", error=str(exc))

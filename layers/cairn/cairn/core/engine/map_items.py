@@ -119,7 +119,9 @@ def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
     store.create(items, record)
     run.entry(f'Map of {len(values)} items over phase "{fan_out.phase}", then "{outcome.then}"')
     run.journal.add_usage({TRANSITIONS: len(values)})  # each item is an invocation of its own
-    checkpoint = Checkpoint(next_phase=outcome.then, state=state, created_at=now)
+    # a state given now has the current version; the one kept keeps the version it was saved with
+    version = run.pipeline.version_stamp if outcome.state is not None else run.job.checkpoint.state_version  # type: ignore[union-attr]
+    checkpoint = Checkpoint(next_phase=outcome.then, state=state, created_at=now, state_version=version)
     job = run.commit("map", checkpoint=checkpoint, fan_out=fan_out)
     if job.status == JobStatus.RUNNING:
         schedule_items(scheduler, job.job_id, fan_out, runnable(items, fan_out, now), now)

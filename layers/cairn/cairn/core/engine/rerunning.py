@@ -35,13 +35,14 @@ def rerun_from(
         follows_map = any(pipeline.resolve_name(record.then) == pipeline.resolve_name(phase) for record in maps)
         kept = storage.entered(job_id, phase) if given_state is None or follows_map else None
         state, source = given_state, "the state given"
+        version = pipeline.version_stamp  # a state given now is the current version's; a kept one keeps its own
         if state is None:
             if kept is None:
                 raise InvalidInputError(
                     f'Job "{job_id}" has no state kept from entering phase "{phase}" (it never reached it, or '
                     "that part of its history has expired); rerun with the state to use"
                 )
-            state, source = kept.state, f"the state it entered with at {kept.created_at}"
+            state, source, version = kept.state, f"the state it entered with at {kept.created_at}", kept.state_version
         # a map's then phase gets its items' results again (their records are kept)
         taken_up = map_entered(phase, maps, kept, pipeline.resolve_name) if follows_map else None
         if taken_up is not None:
@@ -57,7 +58,7 @@ def rerun_from(
         request = StartJob(
             job_id=job_id,
             pipeline=pipeline.name,
-            checkpoint=Checkpoint(next_phase=phase, state=state, created_at=now),
+            checkpoint=Checkpoint(next_phase=phase, state=state, created_at=now, state_version=version),
             now_ms=now,
             expires_at=job_expires_at(pipeline, now),
             seen=existing,

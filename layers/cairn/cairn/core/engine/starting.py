@@ -115,10 +115,11 @@ def run_pipeline(
         saved = usable_checkpoint(existing, pipeline, now) if mode == RetryMode.RESUME else None
         start_phase = resolve_start_phase(mode, saved, initial_phase or first_phase)
         fresh_state = given_state
-        if fresh_state is None:  # not given: the job's own input, else the pipeline's empty state
+        if fresh_state is None and saved is None:  # not given: the job's own input, else the pipeline's empty state
             fresh_state = _empty_state(pipeline, existing.input if existing is not None else None)
         state = saved.state if saved is not None else fresh_state
-        checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now)
+        version = saved.state_version if saved is not None else pipeline.version_stamp
+        checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now, state_version=version)
         first = existing is None or existing.is_expired(now)
         note = action_entry(_start_note(mode, first, start_phase), actor, now, start_phase)
         wait = _wait_again(existing, saved, now)

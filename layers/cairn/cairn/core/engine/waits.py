@@ -75,7 +75,9 @@ def signal_job(
 
 
 def _checkpoint_for(run: ClaimedRun, next_phase: str, state: Any) -> Checkpoint:
-    return Checkpoint(next_phase=next_phase, state=run.pipeline.dump_state(state), created_at=run.storage.clock())
+    state = run.pipeline.dump_state(state)
+    version = run.pipeline.version_stamp
+    return Checkpoint(next_phase=next_phase, state=state, created_at=run.storage.clock(), state_version=version)
 
 
 def _seconds(value: Any, what: str, *, at_most: float) -> float:

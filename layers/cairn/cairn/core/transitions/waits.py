@@ -80,7 +80,12 @@ def expire_wait(existing: Job | None, request: WaitExpiry) -> Written | None:
         "write_token": request.token,
     }
     if job.timeout_phase is not None and job.checkpoint is not None:
-        checkpoint = Checkpoint(next_phase=job.timeout_phase, state=job.checkpoint.state, created_at=request.now_ms)
+        checkpoint = Checkpoint(
+            next_phase=job.timeout_phase,
+            state=job.checkpoint.state,
+            created_at=request.now_ms,
+            state_version=job.checkpoint.state_version,
+        )
         update = {**common, **NOT_WAITING, "status": JobStatus.RUNNING, "checkpoint": checkpoint}
         return Written(job.model_copy(update=update))
     # The wait stays recorded: a resume waits for the signal again rather than running the phase without it.

@@ -6,6 +6,7 @@
 import { api, ApiError, jobPath } from "./api.js";
 import { h, setChildren } from "./dom.js";
 import { prettyJson, timeElement } from "./format.js";
+import { stateVersion } from "./job-panels.js";
 
 const SIGNS = { added: "+", removed: "−", changed: "~" };
 
@@ -92,7 +93,13 @@ export function entryStates(jobId, phases, signal) {
         const entered = await api(`${jobPath(jobId)}/states/${encodeURIComponent(phase)}`, { signal: signal() });
         setChildren(
           output,
-          h("p", { class: "muted" }, `The state ${phase} was last entered with, written `, timeElement(entered.enteredAt), ":"),
+          h(
+            "p",
+            { class: "muted" },
+            `The state ${phase} was last entered with, written `,
+            timeElement(entered.enteredAt),
+            ` (${stateVersion(entered)}):`,
+          ),
           h("pre", { class: "json", tabindex: "0" }, prettyJson(entered.state)),
         );
         return;

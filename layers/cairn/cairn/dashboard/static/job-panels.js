@@ -36,6 +36,8 @@ export function renderCheckpoint(container, job) {
       ),
       hasCheckpoint ? row("Written", timeElement(job.checkpointCreatedAt)) : null,
       hasCheckpoint ? row("Attempt", String(job.attempt ?? 1)) : null,
+      // the state_version its state was saved with (absent: 1; see State migrations)
+      hasCheckpoint ? row("State", h("span", { class: "mono", "data-state-version": "" }, stateVersion(job))) : null,
       job.waitingFor ? row("Waits for", h("span", { class: "mono" }, job.waitingFor)) : null,
       job.wakeAt ? row("Wakes at", timeElement(job.wakeAt)) : null,
       row("Job expires", timeElement(job.expiresAt != null ? job.expiresAt * 1000 : null)),
@@ -48,6 +50,11 @@ export function renderCheckpoint(container, job) {
           job.status === "complete" ? "No checkpoint: a complete job keeps none." : "No checkpoint.",
         ),
   );
+}
+
+/** "state v3": the version a checkpoint's state was saved with (a checkpoint that records none: v1). */
+export function stateVersion(saved) {
+  return `state v${saved.stateVersion ?? 1}`;
 }
 
 export function renderResult(container, job) {
