@@ -89,7 +89,12 @@ def _entries(client: ApiClient, job_id: str, writes: list[PulledWrite], view: Js
             if exc.status == 404:
                 continue  # no entry kept for it (a map's item phase, say)
             raise
-        entry = Checkpoint(next_phase=phase, state=entered.get("state"), created_at=int(entered["enteredAt"]))
+        entry = Checkpoint(
+            next_phase=phase,
+            state=entered.get("state"),
+            created_at=int(entered["enteredAt"]),
+            state_version=entered.get("stateVersion"),
+        )
         at = _entering(kept, phase)
         if at is not None:
             kept[at] = kept[at].model_copy(update={"entry": entry})
@@ -119,7 +124,10 @@ def pull(client: ApiClient, job_id: str, *, redact_paths: list[str], now_ms: int
     checkpoint = None
     if view.get("nextPhase") is not None:
         checkpoint = Checkpoint(
-            next_phase=view["nextPhase"], state=view.get("state"), created_at=int(view.get("checkpointCreatedAt") or 0)
+            next_phase=view["nextPhase"],
+            state=view.get("state"),
+            created_at=int(view.get("checkpointCreatedAt") or 0),
+            state_version=view.get("stateVersion"),
         )
     job = PulledJob.model_validate({**view, "checkpoint": checkpoint, "input": view.get("input")})
     pulled = JobFile(
