@@ -164,6 +164,11 @@ class PhaseRecord(WireModel):
         exclude_if=lambda failure: failure is None,
         description="For an attempt that raised or whose worker died: the exception's type and traceback",
     )
+    usage: dict[str, float] = Field(
+        default_factory=dict,
+        exclude_if=lambda usage: not usage,
+        description="What this run metered (its share of the job's usage): what its cost is computed from",
+    )
 
 
 class Signal(WireModel):
