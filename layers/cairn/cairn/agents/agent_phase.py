@@ -196,7 +196,8 @@ class AgentPhase:
     def _record_turn(self, ctx: PhaseContext[Any], run: AgentRun, turn: ModelTurn) -> AgentRun:
         ctx.add_usage(model_calls=1, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
         model = self.model.model_id  # the tokens again by model id: what the job's cost prices them by
-        by_model = {f"input_tokens:{model}": turn.usage.input_tokens, f"output_tokens:{model}": turn.usage.output_tokens}
+        by_model = {f"input_tokens:{model}": turn.usage.input_tokens}
+        by_model[f"output_tokens:{model}"] = turn.usage.output_tokens
         ctx.add_usage(**by_model)
         asked = ", ".join(use.name for use in turn.tool_uses)
         ctx.log(f"Turn {run.turns + 1}: " + (f"asked for {asked}" if asked else "answered"))

@@ -173,7 +173,8 @@ def _merge_region(target: dict[str, Any], table: Any, name: str) -> None:
         raise ConfigurationError(f"The price overrides {name}: a region's prices must be a JSON object")
     unknown = sorted(set(table) - _REGION_KEYS)
     if unknown:
-        raise ConfigurationError(f"The price overrides {name}: unknown keys {unknown} (expected {sorted(_REGION_KEYS)})")
+        expected = sorted(_REGION_KEYS)
+        raise ConfigurationError(f"The price overrides {name}: unknown keys {unknown} (expected {expected})")
     if "date" in table:
         target["date"] = str(table["date"])
     for meter, value in _object(table.get("prices", {}), name, '"prices"').items():
