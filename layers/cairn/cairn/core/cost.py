@@ -77,6 +77,11 @@ class JobCost:
         }
 
 
+def format_usd(usd: float) -> str:
+    """Dollars as shown: cents from a dollar up (``$1.25``), six decimals below (``$0.000415``)."""
+    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.6f}"
+
+
 def cost_of(usage: Mapping[str, float], prices: PriceTable) -> Cost:
     """The cost of ``usage`` at ``prices``: the sum of each priced meter's quantity times its price."""
     lines: list[CostLine] = []

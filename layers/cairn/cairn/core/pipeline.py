@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from .admission import Admitted, admit, json_value
+from .budgets import checked_budget
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .models import Checkpoint
 from .retry import RetryPolicy
@@ -83,6 +84,8 @@ class Pipeline(Generic[S]):
     model its payload must fit (:mod:`cairn.core.signals`); other signals take any JSON.
     ``max_transitions`` is how many phase runs and map items a job may take before it is stopped in
     ``error`` (:mod:`cairn.core.transition_guard`; a stack may lower it with ``CAIRN_MAX_TRANSITIONS``).
+    ``max_cost_usd`` is a job's budget in US dollars: a phase run that would pass it is not started, the job
+    stops in ``error`` (:mod:`cairn.core.engine.budget`; None: no budget).
     """
 
     def __init__(
@@ -95,6 +98,7 @@ class Pipeline(Generic[S]):
         aliases: Mapping[str, str] | None = None,
         signals: Mapping[str, type[BaseModel]] | None = None,
         max_transitions: int = DEFAULT_MAX_TRANSITIONS,
+        max_cost_usd: float | None = None,
     ) -> None:
         if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
@@ -111,6 +115,7 @@ class Pipeline(Generic[S]):
         self.ttl = ttl
         self.memory_ttl = memory_ttl
         self.max_transitions = max_transitions
+        self.max_cost_usd = checked_budget(name, max_cost_usd)
         self.aliases: dict[str, str] = dict(aliases or {})
         self.signal_models = checked_signal_models(name, signals)
         self._phases: dict[str, Phase] = {}
