@@ -4,9 +4,31 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..core.cost import job_cost
-from ..core.models import Job, WireModel
+from ..app import Cairn
+from ..core.cost import cost_of, job_cost
+from ..core.models import Job, JobPage, WireModel
 from ..core.prices import PriceTable
+
+SORT_BY_COST = (
+    "cost: the page's jobs with their cost so far (costUsd), dearest first; each job of the page is read for it, "
+    "and the page is sorted, not the whole listing"
+)
+"""What ``?sort=`` does (the listing's OpenAPI description)."""
+
+
+def sorted_by_cost(page: JobPage, jobs: Cairn) -> JobPage:
+    """``GET /jobs?sort=cost``: the page's jobs with their cost, dearest first (one small read per job of the page).
+
+    The listing index holds no usage (a phase transition never writes it), so each job of the page is read as
+    it is now; the page is sorted, not the whole listing: ``cairn jobs list --all --sort cost`` sorts every page.
+    """
+    costed = []
+    for summary in page.jobs:
+        view = jobs.storage.get_job_view(summary.job_id, history=1)
+        usd = cost_of(view.job.usage, jobs.prices).usd if view is not None else 0.0
+        costed.append(summary.model_copy(update={"cost_usd": usd}))
+    costed.sort(key=lambda summary: -(summary.cost_usd or 0.0))
+    return page.model_copy(update={"jobs": costed})
 
 
 class CostLineView(WireModel):

@@ -366,6 +366,12 @@ class JobSummary(WireModel):
     corrupt: bool = Field(
         default=False, description="The stored job cannot be read; ``error`` says why (``unreadable: ...``)"
     )
+    cost_usd: float | None = Field(
+        default=None,
+        exclude_if=lambda cost: cost is None,
+        description="What the job has cost so far (USD): present in a listing asked for ?sort=cost, read from each "
+        "job of the page as it is now",
+    )
 
     @classmethod
     def of(cls, job: Job) -> JobSummary:
