@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ..budgets import refused, spent, stop_usage
 from ..cost import cost_of, last_run_cost
+from ..history_pages import VIEW_HISTORY
 from ..models import Job
 from ..prices import PriceTable, load_prices
-from ..storage_port import VIEW_HISTORY
 from .claimed_run import ClaimedRun
 from .writes import logger
 
