@@ -6,6 +6,9 @@ import re
 
 import pytest
 
+from cairn.testing.api import ApiClient
+from cairn.testing.stack import LocalStack
+from tests.functional.api_client import ALICE
 from tests.functional.jobs_server import JobsServer
 from tests.functional.test_jobs_cli import INVOICE, cli, run_cli, show_json, start
 
@@ -58,3 +61,26 @@ def test_list_sort_cost_puts_the_dearest_job_first_with_its_cost(
         cli("list", "--sort", "price")
     assert exited.value.code == 2
     assert "invalid choice: 'price'" in capsys.readouterr().err
+
+
+def test_the_api_lists_by_cost_only_when_asked_and_refuses_another_sort(stack: LocalStack) -> None:
+    api = ApiClient(stack, owner=ALICE)
+    for job_id, document in (("api-dear", "invoice.txt"), ("api-cheap", "missing.txt")):
+        assert (
+            api.post("/jobs", {"pipeline": "document-intake", "jobId": job_id, "state": {"document": document}}).status
+            < 300
+        )
+    stack.run_until_idle()
+
+    plain = api.get("/jobs")
+    assert plain.status == 200, plain.body
+    assert all("costUsd" not in job for job in plain.body["jobs"])  # the plain listing reads no job
+    by_cost = api.get("/jobs", query={"sort": "cost"})
+    assert by_cost.status == 200, by_cost.body
+    listed = [(job["jobId"], job["costUsd"]) for job in by_cost.body["jobs"]]
+    assert [job_id for job_id, _ in listed] == ["api-dear", "api-cheap"]
+    for job_id, usd in listed:
+        assert usd == api.get(f"/jobs/{job_id}").body["cost"]["usd"]
+
+    refused = api.get("/jobs", query={"sort": "price"})
+    assert refused.status == 400, refused.body
