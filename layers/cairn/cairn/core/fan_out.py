@@ -43,6 +43,7 @@ from .pipeline import Pipeline, to_json
 from .scheduler_port import ItemScheduler
 from .settings import stack_max_map_concurrency
 from .storage_port import Storage
+from .metering import invocation_usage
 from .transitions import merge_usage, new_token
 
 logger = logging.getLogger("cairn")
@@ -400,6 +401,8 @@ class ItemRun:
         """Write how the item's run ended (adding its ``usage``); None when its claim was taken over."""
         now = self.clock()
         token = new_token()
+        memory = self.pipeline.get_phase(self.fan_out.phase).function.memory  # the item's invocation, metered
+        usage = merge_usage(usage, invocation_usage(memory, claimed.claimed_at or now, now))
 
         def rule(item: MapItem) -> MapItem | None:
             if item.write_token == token:

@@ -16,7 +16,7 @@ resent), and kept on the run's phase record (``PhaseRecord.usage``):
   state transitions of the state machine's loop around one phase run.
 
 A map's item meters its Lambda request and GB-seconds the same way, with its finish (its usage joins
-the job's with the phase after the map).
+the job's with the phase after the map); its own writes are not metered.
 """
 
 from __future__ import annotations
