@@ -37,13 +37,13 @@ from .clock import Clock
 from .context import JournalBuffer, PhaseContext
 from .errors import InvalidInputError, StorageError
 from .failures import failure_of
+from .metering import invocation_usage
 from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
 from .scheduler_port import ItemScheduler
 from .settings import stack_max_map_concurrency
 from .storage_port import Storage
-from .metering import invocation_usage
 from .transitions import merge_usage, new_token
 
 logger = logging.getLogger("cairn")

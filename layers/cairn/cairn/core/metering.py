@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import platform
 from collections.abc import Mapping
 from typing import Any
 
 from .models import Checkpoint
-from .settings import DRIVER
+from .settings import stepfunctions_driver
 
 ITEM_OVERHEAD = 600
 """The bytes of a job's item besides its state (keys, status, claim, sequence, usage): an estimate."""
@@ -90,9 +89,8 @@ def run_usage(
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """What a run meters with its commit: its invocation, its claim and commit writes, its driver's transitions."""
-    env = os.environ if environ is None else environ
     usage: dict[str, Any] = invocation_usage(memory_mb, started_at, ended_at)
     usage[WRITE_UNITS] = item_units(claimed) + item_units(committed or claimed) + 1
-    if env.get(DRIVER) == "stepfunctions":
+    if stepfunctions_driver(environ):
         usage[SFN_TRANSITIONS] = SFN_TRANSITIONS_PER_RUN
     return usage

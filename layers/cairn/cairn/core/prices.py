@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigurationError
-from .settings import PRICE_REGION, PRICES
+from .settings import PRICES, price_settings
 
 SHIPPED = "prices.json"
 """The shipped table's file, package data of :mod:`cairn.core`."""
@@ -90,22 +89,22 @@ def load_prices(
     environ: Mapping[str, str] | None = None,
 ) -> PriceTable:
     """The price table in force: the shipped one, ``CAIRN_PRICES``'s file and ``overrides`` merged over it."""
-    env = os.environ if environ is None else environ
+    overrides_file, region_setting = price_settings(environ)
     document = json.loads(json.dumps(shipped_table()))  # a deep copy: the cached table stays as shipped
     sources = ["shipped"]
     layers: list[tuple[str, Mapping[str, Any]]] = []
-    if env.get(PRICES):
-        layers.append((env[PRICES], _read(env[PRICES], f"{PRICES}={env[PRICES]}")))
+    if overrides_file:
+        layers.append((overrides_file, _read(overrides_file, f"{PRICES}={overrides_file}")))
     if overrides is not None:
         what = str(overrides) if isinstance(overrides, (str, Path)) else "given"
         layers.append((what, _read(overrides, what) if isinstance(overrides, (str, Path)) else overrides))
-    chosen = region or env.get(PRICE_REGION) or None
+    chosen = region or region_setting
     top: list[tuple[str, Mapping[str, Any]]] = []
     for name, layer in layers:
         _check_override(layer, name)
         for code, table in dict(layer.get("regions", {})).items():
             _merge_region(document["regions"].setdefault(code, {"prices": {}, "models": {}}), table, name)
-        if "region" in layer and region is None and not env.get(PRICE_REGION):
+        if "region" in layer and region is None and not region_setting:
             chosen = str(layer["region"])
         top.append((name, layer))
         sources.append(name)

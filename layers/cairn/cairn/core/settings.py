@@ -152,6 +152,19 @@ def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | Non
     return _positive_int(env, MAX_TRANSITIONS, 0)
 
 
+def price_settings(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """``CAIRN_PRICES`` and ``CAIRN_PRICE_REGION`` (``os.environ`` by default; None: not set), read where a job's
+    cost is priced (:func:`cairn.core.prices.load_prices`): the file of price overrides, and the region."""
+    env = os.environ if environ is None else environ
+    return env.get(PRICES) or None, env.get(PRICE_REGION) or None
+
+
+def stepfunctions_driver(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``CAIRN_DRIVER`` (``os.environ`` by default) is ``stepfunctions``: a phase run meters its transitions."""
+    env = os.environ if environ is None else environ
+    return env.get(DRIVER) == "stepfunctions"
+
+
 def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int | None:
     """``CAIRN_MAX_MAP_CONCURRENCY`` (``os.environ`` by default): the most items of one map run at once in the
     stack, lowering a ``Map(max_concurrency=...)`` above it; None when it is not set."""
