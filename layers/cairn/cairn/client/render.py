@@ -178,8 +178,8 @@ def timeline(phases: Sequence[Json], costs: Sequence[Any] | None = None) -> str:
             _outcome(record),
             clock_time(started),
             duration(took),
-            *([_code(record, before)] if versions else []),
             *([usd(costs[index])] if priced and costs is not None else []),
+            *([_code(record, before)] if versions else []),
         ]
         rows.append([*row, str(record.get("error") or "")] if errors else row)
     headers = [
@@ -188,8 +188,8 @@ def timeline(phases: Sequence[Json], costs: Sequence[Any] | None = None) -> str:
         "OUTCOME",
         "STARTED",
         "DURATION",
-        *(["CODE"] if versions else []),
         *(["COST"] if priced else []),
+        *(["CODE"] if versions else []),
         *(["ERROR"] if errors else []),
     ]
     return table(headers, rows, indent="  ")

@@ -7,11 +7,12 @@ resent), and kept on the run's phase record (``PhaseRecord.usage``):
   the run's duration (its claim to its commit) times its function's memory (``memory`` / 1024 GB), on
   the architecture the process runs on (``arm64`` or ``x86_64``);
 - ``dynamodb_write_units``: what the job store's writes of the run bill on demand, estimated from the
-  sizes the engine hands over, the same on every store: the claim and each save or commit write the
-  job's item (1 unit per started KB of the state as JSON, with :data:`ITEM_OVERHEAD` bytes for the
-  item's other fields), and each save or commit adds one small history item (1 unit). The memory and
-  file stores meter what the DynamoDB store would bill; a state the DynamoDB store keeps in S3 is
-  estimated as if it were inline (its S3 requests are not metered);
+  sizes the engine hands over, the same on every store: the claim and the commit each update the job's
+  item, which keeps a reference to its state (1 unit each); each save or commit adds the history item
+  that holds the state it wrote (1 unit per started KB of the state as compact JSON, with
+  :data:`ITEM_OVERHEAD` bytes for the item's other fields). The memory and file stores meter what the
+  DynamoDB store would bill; a state the DynamoDB store keeps in S3 is estimated as if it were inline
+  (its S3 requests are not metered), and the listing index's writes are left out;
 - ``stepfunctions_transitions``: with the ``stepfunctions`` driver, the :data:`SFN_TRANSITIONS_PER_RUN`
   state transitions of the state machine's loop around one phase run.
 
@@ -21,7 +22,6 @@ the job's with the phase after the map); its own writes are not metered.
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 from collections.abc import Mapping
@@ -31,7 +31,7 @@ from .models import Checkpoint
 from .settings import stepfunctions_driver
 
 ITEM_OVERHEAD = 600
-"""The bytes of a job's item besides its state (keys, status, claim, sequence, usage): an estimate."""
+"""The bytes of a history item besides the state it holds (keys, log entries, phase record): an estimate."""
 SFN_TRANSITIONS_PER_RUN = 6
 """CheckStartDelay, ResolveNextPhase, ShouldRunPhase, RunPhase, AfterPhase, FollowAdvance: one loop of the machine."""
 LAMBDA_REQUESTS = "lambda_requests"
@@ -59,24 +59,24 @@ def invocation_usage(memory_mb: int, started_at: int, ended_at: int) -> dict[str
     return {LAMBDA_REQUESTS: 1, gb_seconds_meter(): round(seconds * memory_mb / 1024, 9)}
 
 
-def item_units(checkpoint: Checkpoint | None) -> int:
-    """The write units of one write of a job's item holding ``checkpoint``'s state."""
+def history_units(checkpoint: Checkpoint | None) -> int:
+    """The write units of the history item a save or a commit adds, holding ``checkpoint``'s state (if any)."""
     return math.ceil((ITEM_OVERHEAD + state_bytes(checkpoint)) / KB)
 
 
 def state_bytes(checkpoint: Checkpoint | None) -> int:
-    """The size of the checkpoint's state as compact JSON (0 without a checkpoint)."""
-    if checkpoint is None:
-        return 0
-    text = checkpoint.state_json
-    if text is None:
-        text = json.dumps(checkpoint.state, separators=(",", ":"), default=str)
-    return len(text.encode("utf-8"))
+    """The size of the checkpoint's state as the compact JSON it was admitted as (0: none, or not admitted).
+
+    The engine hands a store admitted checkpoints (:meth:`cairn.core.pipeline.Pipeline.checkpoint`): their
+    text is at hand, so a state is never serialised again to be metered.
+    """
+    text = checkpoint.state_json if checkpoint is not None else None
+    return len(text.encode("utf-8")) if text is not None else 0
 
 
 def save_usage(checkpoint: Checkpoint | None) -> dict[str, float]:
-    """What a save metered: its write of the job's item and its history item."""
-    return {WRITE_UNITS: item_units(checkpoint) + 1}
+    """What a save metered: its update of the job's item and the history item holding its state."""
+    return {WRITE_UNITS: 1 + history_units(checkpoint)}
 
 
 def run_usage(
@@ -84,13 +84,12 @@ def run_usage(
     memory_mb: int,
     started_at: int,
     ended_at: int,
-    claimed: Checkpoint | None,
     committed: Checkpoint | None,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """What a run meters with its commit: its invocation, its claim and commit writes, its driver's transitions."""
     usage: dict[str, Any] = invocation_usage(memory_mb, started_at, ended_at)
-    usage[WRITE_UNITS] = item_units(claimed) + item_units(committed or claimed) + 1
+    usage[WRITE_UNITS] = 1 + 1 + history_units(committed)  # the claim, the commit, its history item
     if stepfunctions_driver(environ):
         usage[SFN_TRANSITIONS] = SFN_TRANSITIONS_PER_RUN
     return usage

@@ -133,7 +133,6 @@ class ClaimedRun:
                 memory_mb=memory,
                 started_at=self.started_at,
                 ended_at=now,
-                claimed=self.checkpoint,
                 committed=checkpoint,
             )
         )
