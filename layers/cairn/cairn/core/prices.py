@@ -12,7 +12,8 @@ unit of each meter a job's usage counts, for ``us-east-1``, with the date they w
 Overrides, merged over the shipped table in this order: the JSON file ``CAIRN_PRICES`` names, then
 what :func:`load_prices` is given (``Cairn(prices=...)``). An override has the table's shape: a
 ``regions`` object adds or changes regions; top-level ``prices``, ``models`` and ``date`` change the
-region in use. The region is the one asked for, else ``CAIRN_PRICE_REGION``, else ``us-east-1``; a
+region in use. The region is the one asked for, else ``CAIRN_PRICE_REGION``, else an override's ``region``,
+else ``us-east-1``; a
 region no table holds, or an override that is not such JSON, is a ConfigurationError.
 """
 
