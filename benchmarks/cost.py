@@ -43,6 +43,7 @@ from benchmarks.common import Result, Table, Target, git_commit, machine, versio
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb.schema import create_table
+from cairn.core.prices import load_prices
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 
@@ -77,15 +78,20 @@ PHASES = ("receive", "classify", "extract", "publish")
 BEFORE = Path(__file__).resolve().parent / "results" / "before.json"
 VERSIONED = ("boto3", "botocore", "moto", "pydantic", "aws-lambda-powertools")
 
-#: us-east-1 on-demand prices, dollars per million requests, units or transitions.
+#: The shipped price table's us-east-1 on-demand prices (cairn/core/prices.json, whatever CAIRN_PRICES says: the
+#: one home of cairn's prices), here in dollars per million requests, units or transitions.
+SHIPPED_PRICES = load_prices(region=REGION, environ={})
 PRICES = {
-    "dynamodb_write_unit": 0.625,
-    "dynamodb_read_unit": 0.125,
-    "s3_put_request": 5.0,
-    "s3_get_request": 0.4,
-    "lambda_request": 0.20,
-    "stepfunctions_standard_transition": 25.0,
-    "durable_functions_operation": 8.0,
+    name: round(SHIPPED_PRICES.prices[meter] * 1_000_000, 9)
+    for name, meter in {
+        "dynamodb_write_unit": "dynamodb_write_units",
+        "dynamodb_read_unit": "dynamodb_read_units",
+        "s3_put_request": "s3_put_requests",
+        "s3_get_request": "s3_get_requests",
+        "lambda_request": "lambda_requests",
+        "stepfunctions_standard_transition": "stepfunctions_transitions",
+        "durable_functions_operation": "lambda_durable_operations",
+    }.items()
 }
 #: The largest payload a Step Functions state or a durable function's checkpoint carries.
 PAYLOAD_LIMIT = 256 * KB

@@ -22,6 +22,7 @@ from cairn import (
     advance_phase,
     run_pipeline,
 )
+from cairn.core.prices import is_metered
 from cairn.core.storage_port import Storage
 from cairn.core.transition_guard import TRANSITIONS
 from cairn.testing.clock import SkippingClock
@@ -82,13 +83,21 @@ def job_of(storage: Storage, job_id: str) -> Job:
     return job
 
 
+def counters(usage: Mapping[str, float]) -> dict[str, float]:
+    """A job's usage less what cairn meters for its cost (Lambda, DynamoDB, tokens by model): its own counters.
+
+    The metered figures depend on timing (a run's GB-seconds) and are tested on their own (tests/contract/test_cost.py).
+    """
+    return {key: value for key, value in usage.items() if not is_metered(key)}
+
+
 def usage_without_transitions(usage: Mapping[str, float]) -> dict[str, float]:
-    """A job's usage less its count of transitions: to compare two ways of running the same job.
+    """A job's own counters (:func:`counters`) less its count of transitions: to compare two ways of running a job.
 
     Their counts of transitions really differ (a map counts one per item), so a test that compares the
     rest of their usage asserts each count on its own.
     """
-    return {key: value for key, value in usage.items() if key != TRANSITIONS}
+    return {key: value for key, value in counters(usage).items() if key != TRANSITIONS}
 
 
 def log_messages(entries: list[LogEntry], *, kind: str | None = None) -> list[str]:

@@ -40,7 +40,7 @@ from cairn.core.storage_port import Storage
 from cairn.testing.faults import WRITES, Fault, FaultKind, FaultyStorage, LosingResponses, SimulatedCrash
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import new_table
-from tests.support import FakeClock, job_of, record_figure
+from tests.support import FakeClock, counters, job_of, record_figure
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -557,7 +557,7 @@ def crash_free(backend: Backend, *, duplicates: bool = False) -> Baseline:
     assert [record.outcome for record in job.phases].count("retry") == 1
     return Baseline(
         result=job.result,
-        usage=dict(job.usage),
+        usage=counters(job.usage),
         transitions=transitions_of(job),
         records=records_of(job),
         log=[entry.message for entry in job.log],
@@ -576,7 +576,7 @@ def check(run: Run, baseline: Baseline) -> None:
     assert job.result == baseline.result
     assert (job.checkpoint, job.error, job.lease_owner, job.not_before) == (None, None, None, None)
     # Usage is journaled with the write that commits the work: counted once per committed unit of work.
-    assert job.usage == baseline.usage, "usage differs from the crash-free run: some work was committed twice"
+    assert counters(job.usage) == baseline.usage, "usage differs from the crash-free run: some work was committed twice"
     assert transitions_of(job) == baseline.transitions, "the committed phase transitions differ"
     # The failing-once phase: a death may hide its retry record (its tripped state was saved), never add one.
     retries = [record for record in job.phases if record.outcome == "retry"]

@@ -17,7 +17,7 @@ from cairn import Done, Fail, JobStatus, PhaseContext, Pipeline, run_pipeline
 from cairn.agents import Plan, PlanProgress
 from cairn.core.storage_port import Storage
 from cairn.testing.faults import CrashingStorage, CrashPoint, SimulatedCrash
-from tests.support import FakeClock, job_of, make_scheduler
+from tests.support import FakeClock, counters, job_of, make_scheduler
 
 PLAN = {
     "id": "brief-v1",
@@ -117,7 +117,7 @@ def test_the_plan_runs_its_steps_loops_branches_and_phases_in_order(storage: Sto
     assert job.result == EXPECTED
     assert bench.calls == Counter({"search": 1, "read": 2, "count": 1, "trim": 1, "upper": 1})
     # the plan's steps (its phase step too) are one run of gather: its next and write's done are the transitions
-    assert job.usage == {"tool_calls": 5, "shouts": 1, "transitions": 2}
+    assert counters(job.usage) == {"tool_calls": 5, "shouts": 1, "transitions": 2}
     saves = [record for record in job.phases if record.phase == "gather"]
     assert len(saves) == 1
 
@@ -138,7 +138,7 @@ def test_a_crash_after_a_step_resumes_at_the_next_step(storage_factory: Any, clo
         assert job.status == JobStatus.COMPLETE, job.error
         assert job.result == EXPECTED
         assert bench.calls == baseline.calls, f"crash after step {number + 1}"
-        assert job.usage == {"tool_calls": 5, "shouts": 1, "transitions": 2}
+        assert counters(job.usage) == {"tool_calls": 5, "shouts": 1, "transitions": 2}
         resumed = [entry.message for entry in job.log if entry.message.startswith("Resume plan")]
         expected = f"at step {number + 2} of 4" if number < 3 else "after its last step"
         assert resumed == [f"Resume plan brief-v1 {expected}"]

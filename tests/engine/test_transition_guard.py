@@ -34,7 +34,7 @@ from cairn.core.transition_guard import (
     TRANSITIONS,
     transition_limit,
 )
-from tests.support import FakeClock, log_messages
+from tests.support import FakeClock, counters, log_messages
 
 JOB = "job-1"
 
@@ -98,7 +98,7 @@ def test_a_self_loop_is_stopped_in_error_after_exactly_its_allowed_runs(storage:
         "for the stack): a phase that loops or fans out without end is stopped here. Retry the job to allow "
         "it 5 more, or raise the limit first if that is not enough."
     )
-    assert job.usage == {TRANSITIONS: 5, GUARD_STOP: 5}
+    assert counters(job.usage) == {TRANSITIONS: 5, GUARD_STOP: 5}
     assert job.checkpoint is not None
     assert job.checkpoint.state == {"count": 5}  # a resume goes on from here
     assert [record.outcome for record in job.phases] == ["next"] * 5 + ["error"]
@@ -124,7 +124,7 @@ def test_a_retry_after_the_guard_stopped_the_job_may_take_the_whole_limit_again(
     assert job.status == JobStatus.COMPLETE, job.error
     assert job.result == {"count": 8}
     assert runs["step"] == 8  # five before the stop, three after the retry: none ran twice
-    assert job.usage == {TRANSITIONS: 8, GUARD_STOP: 5}  # every transition of the job's life; counted from 5
+    assert counters(job.usage) == {TRANSITIONS: 8, GUARD_STOP: 5}  # every transition of the job's life; counted from 5
 
 
 def test_a_retry_that_loops_on_is_stopped_again_after_the_limit(storage: Storage, clock: FakeClock) -> None:
@@ -140,7 +140,7 @@ def test_a_retry_that_loops_on_is_stopped_again_after_the_limit(storage: Storage
     job = app.get(JOB)
     assert job.status == JobStatus.ERROR
     assert runs["step"] == 6
-    assert job.usage == {TRANSITIONS: 6, GUARD_STOP: 6}
+    assert counters(job.usage) == {TRANSITIONS: 6, GUARD_STOP: 6}
     assert job.checkpoint is not None
     assert job.checkpoint.state == {"count": 6}
 
@@ -156,7 +156,7 @@ def test_a_job_under_its_limit_completes(storage: Storage, clock: FakeClock) -> 
     job = app.get(JOB)
     assert job.status == JobStatus.COMPLETE
     assert job.result == {"count": 5}
-    assert job.usage == {TRANSITIONS: 5}  # four Next and the Done: the limit is reached, not passed
+    assert counters(job.usage) == {TRANSITIONS: 5}  # four Next and the Done: the limit is reached, not passed
 
 
 def test_retries_and_errors_count_no_transition(storage: Storage, clock: FakeClock) -> None:
@@ -181,7 +181,7 @@ def test_retries_and_errors_count_no_transition(storage: Storage, clock: FakeClo
     job = app.get(JOB)
     assert job.status == JobStatus.COMPLETE, job.error
     assert attempts == [1, 2, 3, 4]
-    assert job.usage == {TRANSITIONS: 2}  # the sleep and the done
+    assert counters(job.usage) == {TRANSITIONS: 2}  # the sleep and the done
 
 
 def test_a_map_whose_items_would_pass_the_limit_is_refused_at_its_start(storage: Storage, clock: FakeClock) -> None:
@@ -200,7 +200,7 @@ def test_a_map_whose_items_would_pass_the_limit_is_refused_at_its_start(storage:
     assert job.error is not None
     assert job.error.startswith(f'Job "{JOB}" cannot start a map of 10 items over phase "page"')
     assert "limit of 5 transitions (Pipeline(max_transitions=5)" in job.error
-    assert job.usage == {GUARD_STOP: 0}
+    assert counters(job.usage) == {GUARD_STOP: 0}
     assert job.error in log_messages(job.log)
 
 
@@ -216,7 +216,7 @@ def test_a_map_that_fits_counts_each_item_once(storage: Storage, clock: FakeCloc
     assert job.status == JobStatus.COMPLETE, job.error
     assert job.result == {"pages": 3}
     assert runs == Counter({"split": 1, "page": 3, "merge": 1})
-    assert job.usage == {TRANSITIONS: 5, "tokens": 3}  # the items' usage joined without a count of its own
+    assert counters(job.usage) == {TRANSITIONS: 5, "tokens": 3}  # the items' usage joined without a count of its own
 
 
 def test_a_map_without_room_for_the_phase_after_it_is_refused(storage: Storage, clock: FakeClock) -> None:

@@ -313,7 +313,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     assert set(schemas["CreateJobRequest"]["properties"]) == {"pipeline", "jobId", "state"}
     assert {"jobId", "nextPhase", "createdAt", "state"} <= set(schemas["JobView"]["properties"])
     parameters = {param["name"] for param in operations["GET", "/jobs"]["parameters"]}
-    assert parameters == {"status", "pipeline", "createdFrom", "createdTo", "idPrefix", "cursor", "limit"}
+    assert parameters == {"status", "pipeline", "createdFrom", "createdTo", "idPrefix", "cursor", "limit", "sort"}
     log_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/log"]["parameters"]}
     assert log_parameters == {"jobId", "limit", "cursor"}
     history_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/history"]["parameters"]}

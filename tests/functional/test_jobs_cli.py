@@ -358,7 +358,8 @@ def test_show_prints_the_status_the_timeline_of_every_phase_and_the_usage(
     assert fields["Result"].startswith('{"')
     lines = out.splitlines()
     timeline = lines[lines.index("Phases:") + 1 :]
-    assert timeline[0].split() == ["PHASE", "ATTEMPT", "OUTCOME", "STARTED", "DURATION", "CODE"]  # no errors: no column
+    # no errors: no column; each run's cost (the API's view carries it)
+    assert timeline[0].split() == ["PHASE", "ATTEMPT", "OUTCOME", "STARTED", "DURATION", "COST", "CODE"]
     rows = [row.split() for row in timeline[1:]]
     assert [row[0] for row in rows] == PHASES
     assert [" ".join(row[2:5]) if row[2] == "next" else row[2] for row in rows] == [
@@ -380,7 +381,9 @@ def test_show_of_an_errored_job_prints_its_error_and_json_is_the_apis_view(
     view = show_json(capsys, "broken")
 
     assert re.search(r'^Error:\s+Document "missing.txt" not found', out, flags=re.MULTILINE)
-    assert re.search(r"^  PHASE\s+ATTEMPT\s+OUTCOME\s+STARTED\s+DURATION\s+CODE\s+ERROR$", out, flags=re.MULTILINE)
+    assert re.search(
+        r"^  PHASE\s+ATTEMPT\s+OUTCOME\s+STARTED\s+DURATION\s+COST\s+CODE\s+ERROR$", out, flags=re.MULTILINE
+    )
     assert re.search(r'^  fetch\s+1\s+error\s+.*Document "missing.txt" not found', out, flags=re.MULTILINE)
     assert view["status"] == "error"
     assert view["error"].startswith('Document "missing.txt" not found')

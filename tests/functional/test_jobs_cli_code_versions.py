@@ -35,7 +35,7 @@ def test_show_gives_each_runs_code_and_marks_the_rerun_after_a_deploy(
         ("extract", "build-42"),
         ("publish", "build-42"),
     ]
-    assert re.search(r"^  PHASE\s+ATTEMPT\s+OUTCOME\s+STARTED\s+DURATION\s+CODE$", out, flags=re.MULTILINE)
+    assert re.search(r"^  PHASE\s+ATTEMPT\s+OUTCOME\s+STARTED\s+DURATION\s+COST\s+CODE$", out, flags=re.MULTILINE)
     rows = re.findall(r"^  (fetch|split|extract|publish)\s.*?\s{2}(build-4\d(?: \(changed\))?)$", out, re.MULTILINE)
     assert len(rows) == len(ran)
     assert rows[-4:] == [

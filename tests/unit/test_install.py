@@ -83,7 +83,8 @@ def test_pip_install_gives_a_library_that_runs_the_readme_without_the_aws_sdk(tm
             "import importlib.util, pathlib, cairn\n"
             "root = pathlib.Path(cairn.__file__).parent\n"
             "print(root.parent.name)\n"
-            "print((root / 'py.typed').is_file(), (root / 'aws' / 'pipeline.asl.json').is_file())\n"
+            "print((root / 'py.typed').is_file(), (root / 'aws' / 'pipeline.asl.json').is_file(),"
+            " (root / 'core' / 'prices.json').is_file())\n"
             "print(sorted(p.parent.relative_to(root.parent).as_posix() for p in root.rglob('__init__.py')))\n"
             "print(importlib.util.find_spec('boto3'), importlib.util.find_spec('moto'))\n"
             "print(sorted(p.relative_to(root).as_posix() for p in (root / 'dashboard' / 'static').rglob('*')"
@@ -94,7 +95,9 @@ def test_pip_install_gives_a_library_that_runs_the_readme_without_the_aws_sdk(tm
     assert probe.returncode == 0, probe.stderr
     location, typed, packages, sdk, static = probe.stdout.splitlines()
     assert location == "site-packages"
-    assert typed == "True True", "the typing marker and the Step Functions definition ship as package data"
+    assert typed == "True True True", (
+        "the typing marker, the Step Functions definition and the price table ship as package data"
+    )
     expected = sorted(path.parent.relative_to(LIBRARY).as_posix() for path in (LIBRARY / "cairn").rglob("__init__.py"))
     assert packages == str(expected)
     assert sdk == "None None"

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from .core import recovery
+from .core.cost import JobCost, job_cost
 from .core.engine import (
     advance_phase,
     cancel_job,
@@ -33,6 +34,7 @@ from .core.errors import (
 )
 from .core.models import Checkpoint, Job, JobStatus, MapItem, MapRecord, RetryMode
 from .core.pipeline import Pipeline
+from .core.prices import PriceSource, PriceTable, load_prices
 from .core.registry import PipelineRegistry
 from .core.scheduler_port import Scheduler
 from .core.storage_port import Storage
@@ -52,6 +54,9 @@ class Cairn:
 
     A job a dead process left ``running`` is picked up again by ``recover()``, which
     ``run_until_idle()`` calls first, once its claim has expired.
+
+    ``prices`` overrides the shipped price table (a JSON file's path, or its content: see
+    :mod:`cairn.core.prices`), over ``CAIRN_PRICES``: what ``cost()`` shows and budgets are checked at.
     """
 
     def __init__(
@@ -60,6 +65,7 @@ class Cairn:
         *,
         storage: Storage | None = None,
         scheduler: Scheduler | None = None,
+        prices: PriceSource | PriceTable | None = None,
     ) -> None:
         if isinstance(pipelines, PipelineRegistry):
             self.pipelines = pipelines
@@ -80,6 +86,8 @@ class Cairn:
             self._inline = scheduler
             self._inline.bind(self.advance, triage=self._triage)
         self.scheduler: Scheduler = scheduler
+        #: The prices jobs' costs are shown and budgets checked at (:mod:`cairn.core.prices`).
+        self.prices = prices if isinstance(prices, PriceTable) else load_prices(overrides=prices)
 
     def _triage(self, job_id: str, sequence: int | None) -> Literal["run", "hold", "drop"]:
         """What ``run_until_idle`` does with an advance not due yet: hold a wait's timeout, drop a stale one."""
@@ -201,6 +209,7 @@ class Cairn:
             worker=worker,
             fan_out=fan_out,
             item=item,
+            prices=self.prices,
         )
 
     def pause(self, job_id: str, *, by: str | None = None) -> Job:
@@ -309,6 +318,13 @@ class Cairn:
             message = f'Map "{map_id}" of job "{job_id}" has no item {index} (it has {record.fan_out.count})'
             raise MapItemNotFoundError(job_id, message)
         return item
+
+    def cost(self, job_id: str) -> JobCost:
+        """What the job has cost so far at this Cairn's prices: in all, per meter and per phase run (recent history)."""
+        view = self.storage.get_job_view(validate_job_id(job_id))
+        if view is None:
+            raise JobNotFoundError(job_id)
+        return job_cost(view.job, self.prices)
 
     def list(self, *, status: JobStatus | str | None = None) -> list[Job]:
         """The jobs in storage, newest first, optionally only those with ``status``."""

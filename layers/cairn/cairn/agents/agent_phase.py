@@ -5,7 +5,8 @@ talks to a model until it answers without asking for a tool:
 
 - each model turn is added to the conversation and saved (``ctx.save_state``) before anything else
   happens, with its tokens added to the job's usage (``model_calls``, ``input_tokens``,
-  ``output_tokens``);
+  ``output_tokens``, and by model id ``input_tokens:<model id>`` and ``output_tokens:<model id>``: what the
+  job's cost prices them by);
 - each tool the model asks for is called, and its result saved, one at a time (``tool_calls``); a
   tool's exception is the model's error result, not a crash;
 - a crash or a timeout resumes at the first turn or tool call not saved: a finished turn is never
@@ -194,6 +195,10 @@ class AgentPhase:
 
     def _record_turn(self, ctx: PhaseContext[Any], run: AgentRun, turn: ModelTurn) -> AgentRun:
         ctx.add_usage(model_calls=1, input_tokens=turn.usage.input_tokens, output_tokens=turn.usage.output_tokens)
+        model = self.model.model_id  # the tokens again by model id: what the job's cost prices them by
+        by_model = {f"input_tokens:{model}": turn.usage.input_tokens}
+        by_model[f"output_tokens:{model}"] = turn.usage.output_tokens
+        ctx.add_usage(**by_model)
         asked = ", ".join(use.name for use in turn.tool_uses)
         ctx.log(f"Turn {run.turns + 1}: " + (f"asked for {asked}" if asked else "answered"))
         run = run.with_turn(turn)

@@ -37,7 +37,7 @@ import json
 import uuid
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -54,6 +54,7 @@ from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
 from ..dashboard.assets import INDEX, asset, reply
 from .api_auth import Unauthenticated, is_public, owner_of
+from .api_cost import SORT_BY_COST, sorted_by_cost
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
 from .api_maps import router as maps_router
@@ -181,6 +182,7 @@ def list_jobs(
     id_prefix: Annotated[IdPrefix | None, Query(alias="idPrefix", description="Only jobs whose id starts so")] = None,
     cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page, with the same filter")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
+    sort: Annotated[Literal["cost"] | None, Query(description=SORT_BY_COST)] = None,
 ) -> JobPage:
     services = current_services()
     if pipeline is not None:
@@ -192,7 +194,8 @@ def list_jobs(
         created_to=epoch_ms(created_to),
         id_prefix=id_prefix,
     )
-    return services.storage(caller()).list_page(cursor=cursor, limit=limit, where=where)
+    page = services.storage(caller()).list_page(cursor=cursor, limit=limit, where=where)
+    return sorted_by_cost(page, services.cairn(caller())) if sort == "cost" else page
 
 
 @app.get(

@@ -14,7 +14,9 @@ from ..core.ids import JOB_ID_PATTERN, validate_job_id
 from ..core.listing import ID_PREFIX_PATTERN, MAX_ID_PREFIX, MAX_TIME_MS
 from ..core.models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, WireModel
 from ..core.pipeline import NAME_PATTERN, Pipeline
+from ..core.prices import PriceTable
 from ..core.signals import validation_schema
+from .api_cost import CostView
 
 #: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
 JOB_ID_MAX_LENGTH = 128
@@ -273,6 +275,11 @@ class JobView(WireModel):
         description="The state the job was started with (what Start over uses unless given another); present only "
         "with ?includeInput=true",
     )
+    cost: CostView | None = Field(
+        default=None,
+        exclude_if=lambda cost: cost is None,
+        description="What the job has cost so far, in all and per phase run, at the deployment's prices",
+    )
     rerun_phases: list[str] | None = Field(
         default=None,
         exclude_if=lambda phases: phases is None,
@@ -290,11 +297,13 @@ class JobView(WireModel):
         include_input: bool = False,
         rerun_phases: list[str] | None = None,
         history_cursor: str | None = None,
+        prices: PriceTable | None = None,
     ) -> JobView:
         """The view of a stored job (with ``rerun_phases`` when the caller worked them out).
 
         ``history_cursor`` is the cursor of the history older than ``job.phases`` (a job view read
-        with only its newest history: :meth:`cairn.core.storage_port.Storage.get_job_view`).
+        with only its newest history: :meth:`cairn.core.storage_port.Storage.get_job_view`). With ``prices``
+        the view carries the job's cost.
         """
         checkpoint = job.checkpoint
         return cls(
@@ -322,6 +331,7 @@ class JobView(WireModel):
             input=job.input if include_input else None,
             rerun_phases=rerun_phases,
             history_cursor=history_cursor,
+            cost=CostView.of(job, prices) if prices is not None else None,
         )
 
 

@@ -52,6 +52,7 @@ def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bo
         include_input=include_input,
         rerun_phases=phases,
         history_cursor=view.older,
+        prices=jobs.prices,
     )
 
 
@@ -59,8 +60,8 @@ def shown(jobs: Cairn, job: Job) -> JobView:
     """The view of ``job`` as stored after a transition (the transition's own result holds only what it wrote)."""
     view = jobs.storage.get_job_view(job.job_id)
     if view is None:
-        return JobView.of(job)
-    return JobView.of(view.job, history_cursor=view.older)
+        return JobView.of(job, prices=jobs.prices)
+    return JobView.of(view.job, history_cursor=view.older, prices=jobs.prices)
 
 
 def _rerun_phases(jobs: Cairn, view: RecentJob) -> list[str] | None:

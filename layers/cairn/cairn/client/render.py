@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..core.cost import format_usd
+
 Json = Mapping[str, Any]
 _MISSING = "-"
 _RESULT_CHARS = 100
@@ -72,6 +74,7 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
     """
     if not jobs:
         return "No jobs."
+    costed = any("costUsd" in job for job in jobs)  # a listing sorted by cost (--sort cost) carries it
     rows = [
         [
             _text(job.get("jobId")),
@@ -79,10 +82,28 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
             _text(job.get("status")) + (" (unreadable)" if job.get("corrupt") else ""),
             age(job.get("updatedAt"), now_ms),
             age(job.get("createdAt"), now_ms),
+            *([usd(job.get("costUsd"))] if costed else []),
         ]
         for job in jobs
     ]
-    return table(["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED"], rows)
+    return table(["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED", *(["COST"] if costed else [])], rows)
+
+
+def by_cost(jobs: Sequence[Json]) -> list[Json]:
+    """Jobs of a listing sorted by cost, dearest first (``cairn jobs list --sort cost``)."""
+    return sorted(jobs, key=lambda job: -float(job.get("costUsd") or 0))
+
+
+def usd(value: Any) -> str:
+    """Dollars as ``cairn jobs`` shows them (``-`` for none)."""
+    return format_usd(float(value)) if isinstance(value, int | float) else _MISSING
+
+
+def cost_line(cost: Json) -> str:
+    """The job's cost: the dollars, the prices' region and date, and any meter the prices leave out."""
+    line = f"{usd(cost.get('usd'))} (at {_text(cost.get('region'))} prices of {_text(cost.get('pricesDate'))})"
+    unpriced = cost.get("unpriced") or []
+    return line + (f"; not priced: {', '.join(unpriced)}" if unpriced else "")
 
 
 def counts_table(counts: Json) -> str:
@@ -140,13 +161,15 @@ def _code(record: Json, before: str | None) -> str:
     return short_version(record.get("codeVersion")) + (" (changed)" if before is not None else "")
 
 
-def timeline(phases: Sequence[Json]) -> str:
+def timeline(phases: Sequence[Json], costs: Sequence[Any] | None = None) -> str:
     """One row per finished phase run: phase, attempt, outcome, start time, duration, the code it ran (marked
-    ``(changed)`` where it differs from the previous run of the same phase), and its error, if any."""
+    ``(changed)`` where it differs from the previous run of the same phase), its cost (``costs``, one per run,
+    when given) and its error, if any."""
+    priced = costs is not None and len(costs) == len(phases)
     errors = any(record.get("error") for record in phases)
     versions = any(record.get("codeVersion") for record in phases)
     rows = []
-    for record, before in zip(phases, code_changes(phases), strict=True):
+    for index, (record, before) in enumerate(zip(phases, code_changes(phases), strict=True)):
         started, ended = record.get("startedAt"), record.get("endedAt")
         took = ended - started if isinstance(started, int) and isinstance(ended, int) else None
         row = [
@@ -155,6 +178,7 @@ def timeline(phases: Sequence[Json]) -> str:
             _outcome(record),
             clock_time(started),
             duration(took),
+            *([usd(costs[index])] if priced and costs is not None else []),
             *([_code(record, before)] if versions else []),
         ]
         rows.append([*row, str(record.get("error") or "")] if errors else row)
@@ -164,6 +188,7 @@ def timeline(phases: Sequence[Json]) -> str:
         "OUTCOME",
         "STARTED",
         "DURATION",
+        *(["COST"] if priced else []),
         *(["CODE"] if versions else []),
         *(["ERROR"] if errors else []),
     ]
@@ -222,6 +247,9 @@ def job_details(job: Json, now_ms: int) -> str:
     usage = job.get("usage") or {}
     if usage:
         fields.append(("Usage", ", ".join(f"{name}={value}" for name, value in sorted(usage.items()))))
+    cost = job.get("cost")
+    if isinstance(cost, dict):
+        fields.append(("Cost", cost_line(cost)))
     cut = job.get("cutShort")
     if isinstance(cut, dict):
         ran = f"{clock_time(cut.get('startedAt'))} until the cancel at {clock_time(cut.get('endedAt'), date=False)}"
@@ -236,7 +264,7 @@ def job_details(job: Json, now_ms: int) -> str:
     older = job.get("historyCursor") is not None  # the view holds the newest records only
     lines.append(("Phases (the newest runs):" if older else "Phases:") if phases else "Phases:  none finished yet")
     if phases:
-        lines.append(timeline(phases))
+        lines.append(timeline(phases, cost.get("phases") if isinstance(cost, dict) else None))
     if older:
         lines.append(f"  Older runs: GET /jobs/{job.get('jobId')}/history?cursor=<historyCursor> (see --json)")
     lines.extend(last_failure(phases))

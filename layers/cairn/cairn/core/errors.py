@@ -182,3 +182,17 @@ class TransitionLimitError(CairnError):
         super().__init__(message)
         self.job_id = job_id
         self.limit = limit
+
+
+class BudgetExceededError(CairnError):
+    """A job's next phase would pass its pipeline's budget (:mod:`cairn.core.engine.budget`): stopped in ``error``.
+
+    ``budget`` is the pipeline's ``max_cost_usd``; ``spent`` what the job cost so far; ``phase`` the phase not started.
+    """
+
+    def __init__(self, job_id: str, budget: float, spent: float, phase: str, message: str) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.budget = budget
+        self.spent = spent
+        self.phase = phase

@@ -37,6 +37,7 @@ from .clock import Clock
 from .context import JournalBuffer, PhaseContext
 from .errors import InvalidInputError, StorageError
 from .failures import failure_of
+from .metering import invocation_usage
 from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
@@ -400,6 +401,8 @@ class ItemRun:
         """Write how the item's run ended (adding its ``usage``); None when its claim was taken over."""
         now = self.clock()
         token = new_token()
+        memory = self.pipeline.get_phase(self.fan_out.phase).function.memory  # the item's invocation, metered
+        usage = merge_usage(usage, invocation_usage(memory, claimed.claimed_at or now, now))
 
         def rule(item: MapItem) -> MapItem | None:
             if item.write_token == token:

@@ -174,6 +174,11 @@ class PhaseRecord(WireModel):
         exclude_if=lambda failure: failure is None,
         description="For an attempt that raised or whose worker died: the exception's type and traceback",
     )
+    usage: dict[str, float] = Field(
+        default_factory=dict,
+        exclude_if=lambda usage: not usage,
+        description="What this run metered (its share of the job's usage): what its cost is computed from",
+    )
 
 
 class Signal(WireModel):
@@ -370,6 +375,12 @@ class JobSummary(WireModel):
     )
     corrupt: bool = Field(
         default=False, description="The stored job cannot be read; ``error`` says why (``unreadable: ...``)"
+    )
+    cost_usd: float | None = Field(
+        default=None,
+        exclude_if=lambda cost: cost is None,
+        description="What the job has cost so far (USD): present in a listing asked for ?sort=cost, read from each "
+        "job of the page as it is now",
     )
 
     @classmethod

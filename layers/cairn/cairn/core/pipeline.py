@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from .admission import Admitted, admit, json_value
+from .budgets import checked_budget
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .migrations import Migration, checked_migrations, checked_state_version, migrate_state, version_stamp
 from .models import Checkpoint
@@ -86,6 +87,8 @@ class Pipeline(Generic[S]):
     ``error`` (:mod:`cairn.core.transition_guard`; a stack may lower it with ``CAIRN_MAX_TRANSITIONS``).
     ``state_version`` is the version of the state model (default 1) and ``migrations`` maps each older
     version ``k`` to the function turning its JSON state into version ``k + 1``'s (:mod:`cairn.core.migrations`).
+    ``max_cost_usd`` is a job's budget in US dollars: a phase run that would pass it is not started, the job
+    stops in ``error`` (:mod:`cairn.core.engine.budget`; None: no budget).
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class Pipeline(Generic[S]):
         max_transitions: int = DEFAULT_MAX_TRANSITIONS,
         state_version: int = 1,
         migrations: Mapping[int, Migration] | None = None,
+        max_cost_usd: float | None = None,
     ) -> None:
         if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
@@ -116,6 +120,7 @@ class Pipeline(Generic[S]):
         self.ttl = ttl
         self.memory_ttl = memory_ttl
         self.max_transitions = max_transitions
+        self.max_cost_usd = checked_budget(name, max_cost_usd)
         self.aliases: dict[str, str] = dict(aliases or {})
         self.signal_models = checked_signal_models(name, signals)
         self._phases: dict[str, Phase] = {}

@@ -44,6 +44,10 @@ SWEEP_BATCH = "CAIRN_SWEEP_BATCH"
 """The most stalled jobs one sweep revives; the rest wait for the next sweep (the template's ``SweepBatchSize``)."""
 MAX_TRANSITIONS = "CAIRN_MAX_TRANSITIONS"
 """The stack's limit of a job's transitions: lowers every pipeline's ``max_transitions`` (:mod:`.transition_guard`)."""
+PRICE_REGION = "CAIRN_PRICE_REGION"
+"""The region whose prices a job's cost is computed at (:mod:`.prices`); unset: ``us-east-1``, the shipped table."""
+PRICES = "CAIRN_PRICES"
+"""A JSON file of prices merged over the shipped table (:mod:`.prices`): your contract's, or other regions'."""
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
@@ -146,6 +150,19 @@ def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | Non
     if not env.get(MAX_TRANSITIONS):
         return None
     return _positive_int(env, MAX_TRANSITIONS, 0)
+
+
+def price_settings(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """``CAIRN_PRICES`` and ``CAIRN_PRICE_REGION`` (``os.environ`` by default; None: not set), read where a job's
+    cost is priced (:func:`cairn.core.prices.load_prices`): the file of price overrides, and the region."""
+    env = os.environ if environ is None else environ
+    return env.get(PRICES) or None, env.get(PRICE_REGION) or None
+
+
+def stepfunctions_driver(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``CAIRN_DRIVER`` (``os.environ`` by default) is ``stepfunctions``: a phase run meters its transitions."""
+    env = os.environ if environ is None else environ
+    return env.get(DRIVER) == "stepfunctions"
 
 
 def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int | None:

@@ -15,9 +15,11 @@ from ..failures import failure_of
 from ..models import Failure, Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from ..pipeline import Phase, Pipeline, to_json
+from ..prices import PriceTable
 from ..scheduler_port import Scheduler
 from ..storage_port import Storage
 from ..transition_guard import run_refused
+from .budget import over_budget, prices_for_budget
 from .claimed_run import ClaimedRun, claim_run, commit_unknown_phase
 from .map_items import advance_item, items_unfinished, start_map
 from .waits import end_wait_if_due, enter_sleep, enter_wait
@@ -35,6 +37,7 @@ def advance_phase(
     worker: str | None = None,
     fan_out: str | None = None,
     item: int | None = None,
+    prices: PriceTable | None = None,
 ) -> Job | None:
     """Run the phase the checkpoint names, commit its outcome and schedule what follows.
 
@@ -48,7 +51,8 @@ def advance_phase(
     there was nothing to do: the job is not running (paused, finished,
     unknown), the message is stale or a duplicate (the job has moved past its
     sequence), another worker holds the job, or this worker lost its claim
-    before committing.
+    before committing. ``prices``: what a budgeted pipeline's runs are checked at (default: the
+    environment's, :mod:`cairn.core.prices`).
     """
     if item is not None or fan_out is not None:
         if item is None or fan_out is None or phase is None:
@@ -56,17 +60,18 @@ def advance_phase(
         return advance_item(
             job_id, pipeline, storage, scheduler, phase=phase, fan_out=fan_out, item=item, worker=worker
         )
+    prices = prices_for_budget(pipeline.max_cost_usd, prices)
     run = claim_run(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker)
     if run is None:
         return end_wait_if_due(job_id, pipeline, storage, scheduler, sequence) if sequence is not None else None
     try:
-        return run_claimed(run, scheduler)
+        return run_claimed(run, scheduler, prices)
     except ClaimLostError:
         logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
         return None
 
 
-def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
+def run_claimed(run: ClaimedRun, scheduler: Scheduler, prices: PriceTable | None = None) -> Job:
     """Run the claimed phase (or take up its map's items) and commit what it returned.
 
     A job that has counted its limit of transitions is stopped in ``error`` before its phase runs
@@ -82,6 +87,9 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
     refused = run_refused(run.job.job_id, run.job.usage, run.limit)
     if refused is not None:
         return run.stop(refused)
+    stopped = over_budget(run, prices)  # a phase that would pass the job's budget is not started
+    if stopped is not None:
+        return stopped
     results = [item.result for item in run.map_items] if run.map_items is not None else None
     phase = pipeline.get_phase(run.phase_name)
     try:

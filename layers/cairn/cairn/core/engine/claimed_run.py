@@ -16,6 +16,7 @@ from ..context import JournalBuffer
 from ..errors import TransitionLimitError, UnknownPhaseError
 from ..ids import validate_job_id
 from ..lessons import lessons_in
+from ..metering import run_usage, save_usage
 from ..models import (
     MAX_ERROR_CHARS,
     Checkpoint,
@@ -31,7 +32,8 @@ from ..models import (
     clip_text,
 )
 from ..outcomes import WaitFor
-from ..pipeline import Pipeline
+from ..pipeline import FunctionSettings, Pipeline
+from ..prices import is_metered
 from ..storage_port import Storage
 from ..transition_guard import TRANSITION_KINDS, TRANSITIONS, TransitionLimit, stop_usage, transition_limit
 from ..transitions import Claim, Commit, CrashReport, Fence, Journal, Save, merge_usage
@@ -67,6 +69,8 @@ class ClaimedRun:
         self.limit = limit
         self.journal = JournalBuffer()
         self.map_items: list[MapItem] | None = None
+        #: What the run's saves metered so far: with its commit's, the run's usage on its phase record.
+        self.metered: dict[str, float] = {}
         #: Called once the run's next write (a save or the commit) has landed: it carried the map's usage.
         self.after_write: Callable[[], None] | None = None
 
@@ -91,15 +95,18 @@ class ClaimedRun:
     def save(self, state: Any, lease_seconds: float) -> None:
         self.remember_lessons()
         now = self.storage.clock()
+        checkpoint = self.pipeline.checkpoint(self.phase_name, state, now)
+        self.journal.add_usage(save_usage(checkpoint))
         request = Save(
             seen=self.job,
-            checkpoint=self.pipeline.checkpoint(self.phase_name, state, now),
+            checkpoint=checkpoint,
             now_ms=now,
             lease_expires_at=now + int(lease_seconds * 1000),
             expires_at=job_expires_at(self.pipeline, now),
             journal=self.journal.peek(),
         )
         self.job = resolve_write(lambda: self.storage.save(self.job.job_id, self.fence, request))
+        self.metered = merge_usage(self.metered, request.journal.usage)
         self.journal.clear()
         self._written()
 
@@ -120,6 +127,16 @@ class ClaimedRun:
         now = self.storage.clock()
         error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
         phase = self.pipeline.get_phase(self.phase_name) if self.pipeline.has_phase(self.phase_name) else None
+        memory = (phase.function if phase is not None else FunctionSettings()).memory
+        self.journal.add_usage(
+            run_usage(
+                memory_mb=memory,
+                started_at=self.started_at,
+                ended_at=now,
+                committed=checkpoint,
+            )
+        )
+        metered = merge_usage(self.metered, self.journal.peek().usage)
         record = PhaseRecord(
             phase=self.phase_name,
             attempt=self.job.attempt,
@@ -130,6 +147,7 @@ class ClaimedRun:
             error=error,
             code_version=code_version(phase.run) if phase is not None else None,
             failure=failure,
+            usage={meter: value for meter, value in metered.items() if is_metered(meter)},
         )
         not_before = now + int(delay * 1000) if kind in ("retry", "sleep") else None
         deadline = now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None

@@ -11,6 +11,7 @@ import { focusLost, h, heading, restoreFocus } from "./dom.js";
 import { prettyJson, timeElement } from "./format.js";
 import { icon } from "./icons.js";
 import { entryStates } from "./entry-states.js";
+import { renderCost } from "./cost.js";
 import { renderCheckpoint, renderResult, renderUsage } from "./job-panels.js";
 import { KIND_LABELS } from "./labels.js";
 import { renderLog } from "./log.js";
@@ -59,6 +60,7 @@ export function jobView(main, route) {
   const logList = h("ol", { class: "log", "aria-label": "Log entries, oldest first" });
   const logBox = h("div", { class: "log-box", tabindex: "0", "aria-label": "Log" }, logList);
   const usage = h("div", { class: "usage" });
+  const costBox = h("div", { class: "cost" });
   const checkpoint = h("div", { class: "checkpoint" });
   const statePre = h("pre", { class: "json", tabindex: "0" });
   const stateDetails = h("details", { class: "state" }, h("summary", {}, "State"), statePre);
@@ -107,6 +109,7 @@ export function jobView(main, route) {
         h("h2", { id: "usage-title" }, "Usage"),
         usage,
       ),
+      h("section", { class: "panel cost-panel", "aria-labelledby": "cost-title" }, h("h2", { id: "cost-title" }, "Cost"), costBox),
       h(
         "section",
         { class: "panel checkpoint-panel", "aria-labelledby": "checkpoint-title" },
@@ -292,6 +295,7 @@ export function jobView(main, route) {
     renderLog(logList, view.log, logFilter.value, false, ["running", "waiting"].includes(job.status));
     logCount.textContent = `(${view.log.length})`;
     renderUsage(usage, job.usage ?? {});
+    renderCost(costBox, job);
     renderCheckpoint(checkpoint, job);
     renderResult(result, job);
     sawPanel.refresh();

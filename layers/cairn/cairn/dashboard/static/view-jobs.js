@@ -5,6 +5,7 @@
 import { announce } from "./alerts.js";
 import { ApiError, api, loadPipelines } from "./api.js";
 import { connectionState, onConnectionChange } from "./connection.js";
+import { byCost, costCell, costHeader } from "./cost.js";
 import { h, heading, setChildren } from "./dom.js";
 import { clockFormat, timeElement } from "./format.js";
 import { statusBadge } from "./icons.js";
@@ -42,6 +43,7 @@ export function jobsView(main, route) {
     pipeline: route.params.get("pipeline") ?? "",
     prefix: ID_PREFIX.test(route.params.get("prefix") ?? "") ? route.params.get("prefix") : "",
     created: Object.hasOwn(WITHIN_MS, route.params.get("created") ?? "") ? route.params.get("created") : "",
+    sort: route.params.get("sort") === "cost" ? "cost" : "",
   };
   const view = {
     jobs: [],
@@ -106,6 +108,10 @@ export function jobsView(main, route) {
         {},
         h("th", { scope: "col", class: "select-cell" }, selection.selectAll),
         JOB_COLUMNS.map((name) => h("th", { scope: "col" }, name)),
+        costHeader(() => filters.sort === "cost", () => {
+          filters.sort = filters.sort === "cost" ? "" : "cost";
+          refilter();
+        }),
       ),
     ),
     tbody,
@@ -143,6 +149,7 @@ export function jobsView(main, route) {
     if (filters.pipeline) params.set("pipeline", filters.pipeline);
     if (filters.prefix) params.set("prefix", filters.prefix);
     if (filters.created) params.set("created", filters.created);
+    if (filters.sort) params.set("sort", filters.sort);
     const query = params.toString();
     history.replaceState(null, "", `#/${query ? `?${query}` : ""}`);
   }
@@ -200,6 +207,7 @@ export function jobsView(main, route) {
     if (filters.pipeline) query.pipeline = filters.pipeline;
     if (filters.prefix) query.idPrefix = filters.prefix;
     if (filters.created) query.createdFrom = new Date(Date.now() - WITHIN_MS[filters.created]).toISOString();
+    if (filters.sort) query.sort = filters.sort;
     return query;
   }
 
@@ -332,7 +340,7 @@ export function jobsView(main, route) {
 
   /** Render the rows the API listed, the empty message, the selection and the Load more button. */
   function show() {
-    const shown = view.jobs;
+    const shown = filters.sort === "cost" ? byCost(view.jobs) : view.jobs;
     renderJobRows(tbody, shown, selection.selected);
     selection.show();
     table.hidden = shown.length === 0;
@@ -408,7 +416,7 @@ function renderJobRows(tbody, jobs, selected) {
       box.checked = selected.has(job.jobId);
       row = h("tr", { dataset: { jobId: job.jobId } }, h("td", { class: "select-cell" }, box));
     }
-    const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt]);
+    const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt, job.costUsd]);
     if (row.dataset.signature !== signature) {
       row.dataset.signature = signature;
       row.dataset.status = job.status;
@@ -442,5 +450,6 @@ function jobCells(job) {
     ),
     cell("Created", timeElement(job.createdAt)),
     cell("Status changed", timeElement(job.updatedAt)),
+    costCell(job),
   ];
 }

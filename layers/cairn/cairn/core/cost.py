@@ -1,0 +1,117 @@
+"""What a job costs: its metered usage times the price table's prices, in US dollars, per job and per phase run.
+
+A job's ``usage`` sums what every write that committed it metered (:mod:`cairn.core.metering`); each
+phase record keeps what its own run metered (``PhaseRecord.usage``). A meter the table prices costs
+``quantity x price``; a model's tokens without a price cost 0 and are listed as unpriced; counters
+that are not money (``transitions``, ``tool_calls``, the token totals) are left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .models import Job, PhaseRecord
+from .prices import PriceTable, is_metered
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One meter of a cost: how much was used, at what price per unit, and what it came to (USD)."""
+
+    meter: str
+    quantity: float
+    price: float
+    usd: float
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A cost in US dollars, meter by meter; ``unpriced`` names the meters used that the table has no price for."""
+
+    usd: float
+    lines: tuple[CostLine, ...] = ()
+    unpriced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """What one phase run cost: the phase, its attempt, when it started, and its cost."""
+
+    phase: str
+    attempt: int
+    started_at: int
+    cost: Cost
+
+
+@dataclass(frozen=True)
+class JobCost:
+    """A job's cost at a price table (its region and date): in all, meter by meter, and per phase run."""
+
+    job_id: str
+    cost: Cost
+    phases: tuple[PhaseCost, ...]
+    prices: PriceTable
+
+    @property
+    def usd(self) -> float:
+        """The job's cost in US dollars."""
+        return self.cost.usd
+
+    def to_json(self) -> dict[str, object]:
+        """The cost as the API and the CLI show it."""
+        return {
+            "usd": self.cost.usd,
+            "region": self.prices.region,
+            "pricesDate": self.prices.date,
+            "currency": self.prices.currency,
+            "lines": [
+                {"meter": line.meter, "quantity": line.quantity, "price": line.price, "usd": line.usd}
+                for line in self.cost.lines
+            ],
+            "unpriced": list(self.cost.unpriced),
+            "phases": [
+                {"phase": run.phase, "attempt": run.attempt, "startedAt": run.started_at, "usd": run.cost.usd}
+                for run in self.phases
+            ],
+        }
+
+
+def format_usd(usd: float) -> str:
+    """Dollars as shown: cents from a dollar up (``$1.25``), six decimals below (``$0.000415``)."""
+    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.6f}"
+
+
+def cost_of(usage: Mapping[str, float], prices: PriceTable) -> Cost:
+    """The cost of ``usage`` at ``prices``: the sum of each priced meter's quantity times its price."""
+    lines: list[CostLine] = []
+    unpriced: list[str] = []
+    for meter in sorted(usage):
+        quantity = float(usage[meter])
+        price = prices.price(meter)
+        if price is None:
+            if is_metered(meter) and quantity:
+                unpriced.append(meter)
+            continue
+        lines.append(CostLine(meter, quantity, price, quantity * price))
+    return Cost(sum(line.usd for line in lines), tuple(lines), tuple(unpriced))
+
+
+def phase_costs(records: Sequence[PhaseRecord], prices: PriceTable) -> tuple[PhaseCost, ...]:
+    """The cost of each phase run in ``records`` (a run recorded before runs were metered costs 0)."""
+    return tuple(
+        PhaseCost(record.phase, record.attempt, record.started_at, cost_of(record.usage, prices)) for record in records
+    )
+
+
+def job_cost(job: Job, prices: PriceTable) -> JobCost:
+    """The job's cost: its usage at ``prices``, with the cost of each phase run its record holds."""
+    return JobCost(job.job_id, cost_of(job.usage, prices), phase_costs(job.phases, prices), prices)
+
+
+def last_run_cost(records: Sequence[PhaseRecord], phase: str, prices: PriceTable) -> float:
+    """What the newest run of ``phase`` in ``records`` cost (0 when it has not run): the budget's expectation."""
+    for record in reversed(records):
+        if record.phase == phase:
+            return cost_of(record.usage, prices).usd
+    return 0.0

@@ -1,0 +1,42 @@
+"""The budget check of a claimed run (:mod:`cairn.core.budgets`): before its phase runs, and the stop it makes."""
+
+from __future__ import annotations
+
+from ..budgets import refused, spent, stop_usage
+from ..cost import cost_of, last_run_cost
+from ..history_pages import VIEW_HISTORY
+from ..models import Job
+from ..prices import PriceTable, load_prices
+from .claimed_run import ClaimedRun
+from .writes import logger
+
+
+def prices_for_budget(pipeline_budget: float | None, prices: PriceTable | None) -> PriceTable | None:
+    """The prices a budgeted pipeline's runs are checked at (``prices``, else the environment's); None: no budget.
+
+    Read before the claim: a bad ``CAIRN_PRICES`` is refused before anything is written.
+    """
+    if pipeline_budget is None:
+        return None
+    return prices if prices is not None else load_prices()
+
+
+def over_budget(run: ClaimedRun, prices: PriceTable | None) -> Job | None:
+    """Stop the job in ``error`` when its phase would pass its budget; None: it may run (or has no budget)."""
+    budget = run.pipeline.max_cost_usd
+    if budget is None or prices is None:
+        return None
+    job = run.job
+    cost_usd = cost_of(job.usage, prices).usd
+    view = run.storage.get_job_view(job.job_id, history=VIEW_HISTORY)
+    records = view.job.phases if view is not None else job.phases
+    expected = last_run_cost(records, run.phase_name, prices)
+    error = refused(
+        job.job_id, budget=budget, spent_usd=spent(job.usage, cost_usd), expected_usd=expected, phase=run.phase_name
+    )
+    if error is None:
+        return None
+    run.entry(error.message, level="error", kind="error")
+    logger.error("Job %s: %s", job.job_id, error.message)
+    run.journal.add_usage(stop_usage(job.usage, cost_usd))
+    return run.commit("error", error=error.message)

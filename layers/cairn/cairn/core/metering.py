@@ -1,0 +1,95 @@
+"""What a phase run meters into its job's usage, for its cost (:mod:`cairn.core.cost`).
+
+Added to the usage the run's commit hands over (summed once with that write, however often it is
+resent), and kept on the run's phase record (``PhaseRecord.usage``):
+
+- ``lambda_requests``: 1, the invocation that ran the phase; ``lambda_gb_seconds:<architecture>``:
+  the run's duration (its claim to its commit) times its function's memory (``memory`` / 1024 GB), on
+  the architecture the process runs on (``arm64`` or ``x86_64``);
+- ``dynamodb_write_units``: what the job store's writes of the run bill on demand, estimated from the
+  sizes the engine hands over, the same on every store: the claim and the commit each update the job's
+  item, which keeps a reference to its state (1 unit each); each save or commit adds the history item
+  that holds the state it wrote (1 unit per started KB of the state as compact JSON, with
+  :data:`ITEM_OVERHEAD` bytes for the item's other fields). The memory and file stores meter what the
+  DynamoDB store would bill; a state the DynamoDB store keeps in S3 is estimated as if it were inline
+  (its S3 requests are not metered), and the listing index's writes are left out;
+- ``stepfunctions_transitions``: with the ``stepfunctions`` driver, the :data:`SFN_TRANSITIONS_PER_RUN`
+  state transitions of the state machine's loop around one phase run.
+
+A map's item meters its Lambda request and GB-seconds the same way, with its finish (its usage joins
+the job's with the phase after the map); its own writes are not metered.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+from collections.abc import Mapping
+from typing import Any
+
+from .models import Checkpoint
+from .settings import stepfunctions_driver
+
+ITEM_OVERHEAD = 600
+"""The bytes of a history item besides the state it holds (keys, log entries, phase record): an estimate."""
+SFN_TRANSITIONS_PER_RUN = 6
+"""CheckStartDelay, ResolveNextPhase, ShouldRunPhase, RunPhase, AfterPhase, FollowAdvance: one loop of the machine."""
+LAMBDA_REQUESTS = "lambda_requests"
+"""The meter of Lambda invocations."""
+WRITE_UNITS = "dynamodb_write_units"
+"""The meter of DynamoDB on-demand write request units."""
+SFN_TRANSITIONS = "stepfunctions_transitions"
+"""The meter of Step Functions Standard state transitions."""
+KB = 1024
+
+
+def architecture() -> str:
+    """The architecture this process runs on, as Lambda names it: ``arm64`` or ``x86_64``."""
+    return "arm64" if platform.machine().lower() in ("aarch64", "arm64") else "x86_64"
+
+
+def gb_seconds_meter() -> str:
+    """The meter of Lambda compute on this process's architecture (``lambda_gb_seconds:arm64``, say)."""
+    return f"lambda_gb_seconds:{architecture()}"
+
+
+def invocation_usage(memory_mb: int, started_at: int, ended_at: int) -> dict[str, float]:
+    """One Lambda invocation of ``memory_mb`` MB that ran from ``started_at`` to ``ended_at`` (Unix ms)."""
+    seconds = max(1, ended_at - started_at) / 1000  # Lambda bills 1 ms at least
+    return {LAMBDA_REQUESTS: 1, gb_seconds_meter(): round(seconds * memory_mb / 1024, 9)}
+
+
+def history_units(checkpoint: Checkpoint | None) -> int:
+    """The write units of the history item a save or a commit adds, holding ``checkpoint``'s state (if any)."""
+    return math.ceil((ITEM_OVERHEAD + state_bytes(checkpoint)) / KB)
+
+
+def state_bytes(checkpoint: Checkpoint | None) -> int:
+    """The size of the checkpoint's state as the compact JSON it was admitted as (0: none, or not admitted).
+
+    The engine hands a store admitted checkpoints (:meth:`cairn.core.pipeline.Pipeline.checkpoint`): their
+    text is at hand, so a state is never serialised again to be metered.
+    """
+    text = checkpoint.state_json if checkpoint is not None else None
+    return len(text.encode("utf-8")) if text is not None else 0
+
+
+def save_usage(checkpoint: Checkpoint | None) -> dict[str, float]:
+    """What a save metered: its update of the job's item and the history item holding its state."""
+    return {WRITE_UNITS: 1 + history_units(checkpoint)}
+
+
+def run_usage(
+    *,
+    memory_mb: int,
+    started_at: int,
+    ended_at: int,
+    committed: Checkpoint | None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """What a run meters with its commit: its invocation, its claim and commit writes, its driver's transitions."""
+    usage: dict[str, Any] = invocation_usage(memory_mb, started_at, ended_at)
+    usage[WRITE_UNITS] = 1 + 1 + history_units(committed)  # the claim, the commit, its history item
+    if stepfunctions_driver(environ):
+        usage[SFN_TRANSITIONS] = SFN_TRANSITIONS_PER_RUN
+    return usage

@@ -1,0 +1,62 @@
+"""What a job costs, in chromium on ``cairn dev``: the job view's cost panel, and the list sorted by cost."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.local.devstack import DevStack
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+DEAR = "cost-invoice"
+CHEAP = "cost-missing"
+
+
+@pytest.fixture(scope="module")
+def costed(dashboard_stack: DevStack) -> DevStack:
+    """Two finished jobs: an invoice read, split, extracted and published; a missing document that fails at once."""
+    dashboard_stack.api.start("document-intake", state={"document": "invoice.txt"}, job_id=DEAR)
+    dashboard_stack.api.start("document-intake", state={"document": "missing.txt"}, job_id=CHEAP)
+    dashboard_stack.wait_for(DEAR)
+    dashboard_stack.wait_for(CHEAP)
+    return dashboard_stack
+
+
+def test_the_job_view_shows_the_cost_of_the_job_and_of_each_phase_run(browser_page: Page, costed: DevStack) -> None:
+    view = costed.api.get(DEAR)
+    page = browser_page
+    page.goto(f"{costed.base_url}/#/jobs/{DEAR}")
+
+    panel = page.get_by_role("region", name="Cost")
+    expect(panel.locator(".cost-total")).to_have_text(f"${view['cost']['usd']:.6f}")
+    expect(panel).to_contain_text(f"At us-east-1 prices of {view['cost']['pricesDate']}")
+    rows = panel.locator(".cost-phases tbody tr")
+    expect(rows).to_have_count(len(view["phases"]))
+    for row, record, usd in zip(rows.all(), view["phases"], view["cost"]["phases"], strict=True):
+        expect(row.locator("td").first).to_have_text(record["phase"])
+        expect(row.locator("td").last).to_have_text(f"${usd:.6f}")
+
+
+def test_the_list_sorts_by_cost_when_its_cost_column_is_pressed(browser_page: Page, costed: DevStack) -> None:
+    dear = costed.api.get(DEAR)["cost"]["usd"]
+    cheap = costed.api.get(CHEAP)["cost"]["usd"]
+    assert dear > cheap > 0
+    page = browser_page
+    page.goto(f"{costed.base_url}/#/?prefix=cost-")
+    rows = page.locator("tbody tr")
+    expect(rows).to_have_count(2)
+    expect(rows.first).to_have_attribute("data-job-id", CHEAP)  # newest first
+    expect(rows.first.locator("td[data-label='Cost']")).to_have_text("—")  # no cost read while not sorted by it
+
+    page.get_by_role("button", name="Cost").click()
+    expect(page).to_have_url(re.compile(r"sort=cost"))
+    expect(rows.first).to_have_attribute("data-job-id", DEAR)
+    expect(rows.first.locator("td[data-label='Cost']")).to_have_text(f"${dear:.6f}")
+    expect(rows.last.locator("td[data-label='Cost']")).to_have_text(f"${cheap:.6f}")
+    expect(page.locator("th[aria-sort='descending']")).to_have_count(1)
+
+    page.reload()  # the sort stays in the address
+    expect(rows.first).to_have_attribute("data-job-id", DEAR)
