@@ -44,6 +44,9 @@ SWEEP_BATCH = "CAIRN_SWEEP_BATCH"
 """The most stalled jobs one sweep revives; the rest wait for the next sweep (the template's ``SweepBatchSize``)."""
 MAX_TRANSITIONS = "CAIRN_MAX_TRANSITIONS"
 """The stack's limit of a job's transitions: lowers every pipeline's ``max_transitions`` (:mod:`.transition_guard`)."""
+OWNER_CONCURRENCY = "CAIRN_OWNER_CONCURRENCY"
+"""The most phases of one owner's jobs running at once (the template's ``OwnerConcurrency``; 0 or unset: no
+limit); an owner's own limit kept in the table overrides it (:mod:`.owner_share`)."""
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
@@ -146,6 +149,16 @@ def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | Non
     if not env.get(MAX_TRANSITIONS):
         return None
     return _positive_int(env, MAX_TRANSITIONS, 0)
+
+
+def stack_owner_concurrency(environ: Mapping[str, str] | None = None) -> int:
+    """``CAIRN_OWNER_CONCURRENCY`` (``os.environ`` by default): the most phases of one owner running at once;
+    0 when it is not set (no limit). Read where a run takes its owner's share (:mod:`cairn.core.owner_share`)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(OWNER_CONCURRENCY, "")
+    if raw == "" or raw == "0":
+        return 0
+    return _positive_int(env, OWNER_CONCURRENCY, 0)
 
 
 def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int | None:
