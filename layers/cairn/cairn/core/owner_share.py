@@ -203,7 +203,7 @@ def wait_for_share(run: ClaimedRun, taken: ShareTaken, scheduler: Scheduler) -> 
 
     shares = shares_of(run.storage)
     base = shares.share_wait_seconds if shares is not None else DEFAULT_SHARE_WAIT_SECONDS
-    delay = base * (1.0 + random.random())  # noqa: S311 - jitter, not security
+    delay = base * (1.0 + random.random())
     job = run.commit("release", delay=delay, share_wait=taken.reason)
     if job.status == JobStatus.RUNNING:
         scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)

@@ -62,9 +62,7 @@ class DynamoDBOwnerShares(OwnerShares):
 
     def _read(self, owner: str) -> dict[str, Any]:
         table = self._table
-        response = table.call(
-            table.client.get_item, TableName=table.name, Key=share_key(owner), ConsistentRead=True
-        )
+        response = table.call(table.client.get_item, TableName=table.name, Key=share_key(owner), ConsistentRead=True)
         item = response.get("Item")
         return from_item(item) if item else {}
 
@@ -107,7 +105,7 @@ class DynamoDBOwnerShares(OwnerShares):
             updates, answer = change(values, decode_slots(values))
             if updates is None or self._write(owner, values, int(values.get("version", 0)), updates):
                 return answer
-            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))  # noqa: S311 - jitter, not security
+            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
         raise StorageError(f'The share of owner "{owner}" is too contended; try again', retryable=True)
 
     def owner_limit(self, owner: str) -> int | None:
