@@ -227,9 +227,10 @@ def test_an_owners_own_limit_overrides_the_default_either_way(owner_stores: Call
     apps: dict[str, Cairn] = {}
     try:
         for owner, limit in (("low", 1), ("high", 4)):
-            store = shares(owner_stores(owner), default=2, wait=0.03)
-            store.set_owner_limit(owner, limit)
-            assert store.limit_for(owner) == limit
+            store = owner_stores(owner)
+            kept = shares(store, default=2, wait=0.03)
+            kept.set_owner_limit(owner, limit)
+            assert kept.limit_for(owner) == limit
             scheduler = PoolScheduler(workers)
             apps[owner] = scheduler.app = Cairn(pipeline, storage=store, scheduler=scheduler)
         for index in range(8):
@@ -242,10 +243,10 @@ def test_an_owners_own_limit_overrides_the_default_either_way(owner_stores: Call
     assert probe.most["low"] == 1
     assert 2 < probe.most["high"] <= 4
     assert {job.status for app in apps.values() for job in app.list()} == {JobStatus.COMPLETE}
-    store = apps["low"].storage
-    assert isinstance(store, OwnerShares)
-    store.set_owner_limit("low", None)  # the override dropped: the default applies again
-    assert store.limit_for("low") == 2
+    low = apps["low"].storage
+    assert isinstance(low, OwnerShares)
+    low.set_owner_limit("low", None)  # the override dropped: the default applies again
+    assert low.limit_for("low") == 2
 
 
 def one_phase(probe: Probe) -> Pipeline[Any]:
@@ -273,7 +274,8 @@ def test_a_dead_workers_slot_frees_at_its_lease_and_nothing_is_stuck() -> None:
     run = claim_run("dead", pipeline, store, phase="only", worker="doomed")
     assert run is not None
     held = take_share(run)
-    assert held is not None and not isinstance(held, ShareTaken)
+    assert held is not None
+    assert not isinstance(held, ShareTaken)
     jobs.advance("alive", phase="only", sequence=jobs.get("alive").sequence)
     waiting = jobs.get("alive")
     assert waiting.status == JobStatus.RUNNING
@@ -301,7 +303,8 @@ def test_a_duplicate_advance_of_a_waiting_job_runs_nothing_twice() -> None:
     busy = claim_run("busy", pipeline, store, phase="only", worker="w1")
     assert busy is not None
     slot = take_share(busy)
-    assert slot is not None and not isinstance(slot, ShareTaken)
+    assert slot is not None
+    assert not isinstance(slot, ShareTaken)
     first = jobs.get("waits").sequence
     jobs.advance("waits", phase="only", sequence=first)
     waiting = jobs.get("waits")
@@ -315,4 +318,5 @@ def test_a_duplicate_advance_of_a_waiting_job_runs_nothing_twice() -> None:
     assert jobs.advance("waits", phase="only", sequence=waiting.sequence) is None
     assert probe.runs == Counter({("waits", "only"): 1})
     done = jobs.get("waits")
-    assert done.status == JobStatus.COMPLETE and done.share_wait is None
+    assert done.status == JobStatus.COMPLETE
+    assert done.share_wait is None

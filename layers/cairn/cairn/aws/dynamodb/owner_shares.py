@@ -99,7 +99,7 @@ class DynamoDBOwnerShares(OwnerShares):
         return True
 
     def _change(self, owner: str, change: Any) -> Any:
-        """Read, ``change(values, slots)`` -> (updates or None, answer), write on the version read; again if it moved."""
+        """Read, ``change(values, slots)`` -> (updates or None, answer), write on the version read; again if moved."""
         for attempt in range(ATTEMPTS):
             values = self._read(owner)
             updates, answer = change(values, decode_slots(values))
