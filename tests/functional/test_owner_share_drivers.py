@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline
+from cairn.core import owner_share
 from cairn.core.engine import advancing
 from cairn.core.owner_share import OwnerShares, SlotRequest
 from cairn.core.settings import OWNER_CONCURRENCY
@@ -69,7 +70,7 @@ def test_a_share_of_one_runs_one_phase_of_the_owner_at_a_time_and_every_job_comp
     deploy: Deploy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     waits: list[str] = []
-    original = advancing.wait_for_share
+    original = owner_share.wait_for_share
 
     def counted(run: Any, taken: Any, scheduler: Any) -> Any:
         waits.append(run.job.job_id)
