@@ -39,3 +39,21 @@ def test_bad_input_is_a_usage_error(table: str, capsys: pytest.CaptureFixture[st
     assert "Invalid owner" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["ops", "owner-limit", "tenant-7", "-1", "--table", table])
+
+
+def test_jobs_show_says_why_a_job_waits_for_its_owners_share() -> None:
+    from cairn.client.render import job_details
+
+    view = {
+        "jobId": "j",
+        "pipeline": "p",
+        "status": "running",
+        "attempt": 1,
+        "createdAt": 0,
+        "updatedAt": 0,
+        "shareWait": "waiting for its owner's share: 2 of 2 phases running",
+        "wakeAt": 3_000,
+    }
+    shown = job_details(view, 1_000)
+    assert "waiting for its owner's share: 2 of 2 phases running" in shown
+    assert "waiting for its owner's share" not in job_details({**view, "shareWait": None}, 1_000)
