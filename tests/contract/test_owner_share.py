@@ -320,3 +320,44 @@ def test_a_duplicate_advance_of_a_waiting_job_runs_nothing_twice() -> None:
     done = jobs.get("waits")
     assert done.status == JobStatus.COMPLETE
     assert done.share_wait is None
+
+
+class Dropped:
+    """A scheduler whose messages are lost."""
+
+    def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
+        """Lose the message."""
+
+
+@pytest.mark.parametrize("kind", ["memory", "dynamodb"])
+def test_a_waiting_job_whose_wake_up_is_lost_is_revived_by_the_sweep(kind: str) -> None:
+    clock = FakeClock()
+    with mock_aws():
+        if kind == "memory":
+            store: Storage = MemoryStorage(clock=clock)
+        else:
+            client = one_call_at_a_time(dynamodb_client())
+            store = DynamoDBStorage(new_table(client), client=client, clock=clock)
+        kept = shares(store, default=1, wait=2.0)
+        probe = Probe()
+        pipeline = one_phase(probe)
+        lossy = Cairn(pipeline, storage=store, scheduler=Dropped())
+        lossy.start(pipeline, "busy")
+        lossy.start(pipeline, "waits")
+        busy = claim_run("busy", pipeline, store, phase="only", worker="w1")
+        assert busy is not None
+        slot = take_share(busy)
+        assert slot is not None
+        assert not isinstance(slot, ShareTaken)
+        lossy.advance("waits", phase="only", sequence=lossy.get("waits").sequence)
+        assert lossy.get("waits").share_wait is not None  # it waits; the message that would wake it is lost
+        slot.give_back()
+        assert kept.running_slots(kept.share_owner, clock()) == 0
+        sweeper = Cairn(pipeline, storage=store, scheduler=InlineScheduler(now=clock.monotonic, sleep=clock.sleep))
+        clock.advance(1.0)
+        assert "waits" not in sweeper.recover()  # not yet: it has only just looked
+        clock.advance(600.0)
+        assert "waits" in sweeper.recover()  # running, no claim, left alone: revived as any such job
+        sweeper.run_until_idle()
+        assert sweeper.get("waits").status == JobStatus.COMPLETE
+        assert probe.runs[("waits", "only")] == 1
