@@ -24,6 +24,8 @@ def test_an_owners_limit_is_set_shown_and_cleared(table: str, capsys: pytest.Cap
     assert main(["ops", "owner-limit", "tenant-7", "3", "--table", table]) == 0
     assert "tenant-7: at most 3 phases at once; 0 running now" in capsys.readouterr().out
     store = DynamoDBStorage(table, owner="tenant-7", client=dynamodb_client())
+    assert store.limit_for("tenant-7") == 0  # the stack has no share: owners' limits are not read
+    store.owner_concurrency = 1  # a stack with a share of 1: the owner's own limit replaces it
     assert store.limit_for("tenant-7") == 3
     assert main(["ops", "owner-limit", "tenant-7", "--table", table, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"owner": "tenant-7", "limit": 3, "running": 0}

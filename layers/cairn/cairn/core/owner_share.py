@@ -21,9 +21,11 @@ The mechanism, built for crashes, duplicates and races:
 - Map items do not count: a map's own ``max_concurrency`` bounds them; the phase that starts the map
   and the one that takes its results (``then``) each count as a phase run.
 
-The limit: a per-owner override kept in the store (:meth:`OwnerShares.set_owner_limit`; ``cairn ops
-owner-limit OWNER N``), else the store's own default (:attr:`OwnerShares.owner_concurrency`), else the
-stack's ``CAIRN_OWNER_CONCURRENCY`` (the template's ``OwnerConcurrency``); 0 or unset: no limit.
+The share is on when there is a default limit: the store's own (:attr:`OwnerShares.owner_concurrency`),
+else the stack's ``CAIRN_OWNER_CONCURRENCY`` (the template's ``OwnerConcurrency``); 0 or unset: off, and
+no run reads or writes a share. While it is on, an owner's own limit kept in the store
+(:meth:`OwnerShares.set_owner_limit`; ``cairn ops owner-limit OWNER N``) replaces the default for that
+owner, higher or lower (0: no limit for it); the take reads it in the same atomic step.
 """
 
 from __future__ import annotations
@@ -128,7 +130,10 @@ class OwnerShares(ABC):
 
     @abstractmethod
     def take_slot(self, request: SlotRequest) -> ShareTaken | None:
-        """Take a slot for the request's job in one atomic step (:func:`admit_slot`); None when it is taken."""
+        """Take a slot for the request's job in one atomic step (:func:`admit_slot`); None when it is taken.
+
+        ``request.limit`` is the default: the owner's own limit, read in the same step, replaces it.
+        """
 
     @abstractmethod
     def give_slot(self, owner: str, job_id: str, holder: str) -> None:
@@ -138,14 +143,23 @@ class OwnerShares(ABC):
     def running_slots(self, owner: str, now_ms: int) -> int:
         """How many live slots ``owner`` holds now."""
 
-    def limit_for(self, owner: str) -> int:
-        """The limit in force for ``owner``: its override, else this store's default, else the stack's (0: none)."""
-        kept = self.owner_limit(validate_owner(owner))
-        if kept is not None:
-            return kept
+    def default_limit(self) -> int:
+        """The share every owner has unless it has its own: this store's default, else the stack's (0: off)."""
         if self.owner_concurrency is not None:
             return checked_limit(self.owner_concurrency)
         return stack_owner_concurrency() or UNLIMITED
+
+    def limit_for(self, owner: str) -> int:
+        """The limit in force for ``owner``: 0 (none) while the share is off, else its own limit or the default.
+
+        The share is on when there is a default limit; an owner's own limit then raises or lowers it
+        (0: no limit for that owner). While it is off no run reads or writes a share: it costs nothing.
+        """
+        default = self.default_limit()
+        if default == UNLIMITED:
+            return UNLIMITED
+        kept = self.owner_limit(validate_owner(owner))
+        return default if kept is None else kept
 
 
 def shares_of(storage: Storage) -> OwnerShares | None:
@@ -178,7 +192,7 @@ def take_share(run: ClaimedRun) -> HeldSlot | ShareTaken | None:
     if shares is None:
         return None
     owner = shares.share_owner
-    limit = shares.limit_for(owner)
+    limit = shares.default_limit()  # the owner's own limit is read by the take itself
     if limit == UNLIMITED:
         return None
     job = run.job

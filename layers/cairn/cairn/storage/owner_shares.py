@@ -10,6 +10,7 @@ file lock (safe across processes).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -140,7 +141,8 @@ class LocalOwnerShares(OwnerShares):
 
     def take_slot(self, request: SlotRequest) -> ShareTaken | None:
         with self.share_table.changing(request.owner) as record:
-            admitted = admit_slot(record.slots, request)
+            limit = request.limit if record.limit is None else record.limit
+            admitted = admit_slot(record.slots, dataclasses.replace(request, limit=limit))
             if isinstance(admitted, ShareTaken):
                 return admitted
             record.slots = admitted
