@@ -33,7 +33,8 @@ from cairn import (
 )
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.core.engine.claimed_run import claim_run
-from cairn.core.owner_share import OwnerShares, ShareTaken, take_share
+from cairn.core.errors import StorageError
+from cairn.core.owner_share import OwnerShares, ShareTaken, SlotRequest, take_share
 from cairn.core.storage_port import Storage
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import dynamodb_client, new_table
@@ -361,3 +362,27 @@ def test_a_waiting_job_whose_wake_up_is_lost_is_revived_by_the_sweep(kind: str) 
         sweeper.run_until_idle()
         assert sweeper.get("waits").status == JobStatus.COMPLETE
         assert probe.runs[("waits", "only")] == 1
+
+
+class UnreadableShares(MemoryStorage):
+    """A memory store whose share cannot be read (a store error on every take)."""
+
+    def take_slot(self, request: SlotRequest) -> ShareTaken | None:
+        raise StorageError("the share is unavailable", retryable=True)
+
+
+def test_a_share_that_cannot_be_read_gives_the_claim_back_and_the_job_looks_again() -> None:
+    clock = FakeClock()
+    store = UnreadableShares(clock=clock)
+    shares(store, default=1, wait=2.0)
+    probe = Probe()
+    pipeline = one_phase(probe)
+    jobs = Cairn(pipeline, storage=store, scheduler=Dropped())
+    jobs.start(pipeline, "waits")
+    jobs.advance("waits", phase="only", sequence=jobs.get("waits").sequence)
+    job = jobs.get("waits")
+    assert job.status == JobStatus.RUNNING
+    assert job.lease_owner is None  # the claim was given back, not left to expire as a crashed attempt
+    assert job.share_wait == "waiting for its owner's share: it could not be read just now"
+    assert job.attempt == 1
+    assert probe.runs == Counter()

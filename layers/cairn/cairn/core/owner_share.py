@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, StorageError
 from .ids import validate_owner
 from .settings import stack_owner_concurrency
 
@@ -79,10 +79,14 @@ class ShareTaken:
 
     running: int
     limit: int
+    unread: bool = False
+    """The share could not be read (a store error): the job waits and looks again, as if it were full."""
 
     @property
     def reason(self) -> str:
         """The job's wait reason, as its view shows it."""
+        if self.unread:
+            return "waiting for its owner's share: it could not be read just now"
         return f"waiting for its owner's share: {self.running} of {self.limit} phases running"
 
 
@@ -205,7 +209,13 @@ def take_share(run: ClaimedRun) -> HeldSlot | ShareTaken | None:
         now_ms=run.storage.clock(),
         expires_at=job.lease_expires_at or run.storage.clock(),
     )
-    taken = shares.take_slot(request)
+    try:
+        taken = shares.take_slot(request)
+    except StorageError as exc:  # the claim is held: give it back and look again rather than leave it to expire
+        from .engine.writes import logger
+
+        logger.warning("Job %s: could not take its owner's share (%s); it looks again later", job.job_id, exc)
+        return ShareTaken(0, limit, unread=True)
     if taken is not None:
         return taken
     return HeldSlot(shares, owner, job.job_id, holder)
