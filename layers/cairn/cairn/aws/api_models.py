@@ -236,6 +236,12 @@ class JobView(WireModel):
     wake_at: int | None = Field(
         default=None, description="When a sleeping job, or a retry's backoff, ends (Unix time in milliseconds)"
     )
+    share_wait: str | None = Field(
+        default=None,
+        exclude_if=lambda reason: reason is None,
+        description="Why a running job waits: its owner's share is taken (\"waiting for its owner's share: 2 of 2 "
+        'phases running"); it runs when a phase of its owner ends (wakeAt: when it looks again)',
+    )
     attempt: int
     claimed_at: int | None = Field(
         default=None,
@@ -317,6 +323,7 @@ class JobView(WireModel):
             waiting_for=job.waiting_for,
             wait_deadline=job.wait_deadline,
             wake_at=job.not_before if job.status == JobStatus.RUNNING else None,
+            share_wait=job.share_wait if job.status == JobStatus.RUNNING else None,
             attempt=job.attempt,
             claimed_at=job.claimed_at if job.lease_owner is not None else None,
             cut_short=CutShort.of(job),

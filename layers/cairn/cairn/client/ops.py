@@ -53,6 +53,9 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     redrive.add_argument("--max", type=positive(int), metavar="N", help="handle at most N messages")
     redrive.add_argument("--json", action="store_true", help="print the summary as JSON")
     redrive.set_defaults(run=run_redrive)
+    from .owner_limit import add_parser as add_owner_limit
+
+    add_owner_limit(actions)
 
 
 def run_redrive(arguments: argparse.Namespace) -> int:

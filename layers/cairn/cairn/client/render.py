@@ -240,6 +240,8 @@ def job_details(job: Json, now_ms: int) -> str:
         deadline = job.get("waitDeadline")
         until = f" (until {clock_time(deadline)})" if isinstance(deadline, int | float) else ""
         fields.append(("Waiting for", f"{job['waitingFor']}{until}"))
+    if job.get("shareWait"):  # past its owner's fair share (cairn.core.owner_share)
+        fields.append(("Held", _text(job["shareWait"])))
     if isinstance(job.get("wakeAt"), int | float):
         fields.append(("Wakes at", clock_time(job["wakeAt"])))
     if isinstance(job.get("stateVersion"), int):  # absent: version 1, or no checkpoint (State migrations)

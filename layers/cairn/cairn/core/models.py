@@ -314,6 +314,12 @@ class Job(WireModel):
         default=None,
         description="Item stores: Unix seconds after which a write first renews what the job keeps beside it",
     )
+    share_wait: str | None = Field(
+        default=None,
+        exclude_if=lambda reason: reason is None,
+        description="Why a running job waits: its owner's share is taken (e.g. \"waiting for its owner's share: "
+        '2 of 2 phases running"); set when it gives its claim back for that, cleared by its next commit',
+    )
 
     def is_expired(self, now_ms: int) -> bool:
         """True once the job's TTL has passed, whether or not the store has deleted it."""

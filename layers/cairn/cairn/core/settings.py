@@ -48,6 +48,9 @@ PRICE_REGION = "CAIRN_PRICE_REGION"
 """The region whose prices a job's cost is computed at (:mod:`.prices`); unset: ``us-east-1``, the shipped table."""
 PRICES = "CAIRN_PRICES"
 """A JSON file of prices merged over the shipped table (:mod:`.prices`): your contract's, or other regions'."""
+OWNER_CONCURRENCY = "CAIRN_OWNER_CONCURRENCY"
+"""The most phases of one owner's jobs running at once (the template's ``OwnerConcurrency``; 0 or unset: no
+limit); an owner's own limit kept in the table overrides it (:mod:`.owner_share`)."""
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
@@ -163,6 +166,16 @@ def stepfunctions_driver(environ: Mapping[str, str] | None = None) -> bool:
     """Whether ``CAIRN_DRIVER`` (``os.environ`` by default) is ``stepfunctions``: a phase run meters its transitions."""
     env = os.environ if environ is None else environ
     return env.get(DRIVER) == "stepfunctions"
+
+
+def stack_owner_concurrency(environ: Mapping[str, str] | None = None) -> int:
+    """``CAIRN_OWNER_CONCURRENCY`` (``os.environ`` by default): the most phases of one owner running at once;
+    0 when it is not set (no limit). Read where a run takes its owner's share (:mod:`cairn.core.owner_share`)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(OWNER_CONCURRENCY, "")
+    if raw == "" or raw == "0":
+        return 0
+    return _positive_int(env, OWNER_CONCURRENCY, 0)
 
 
 def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int | None:

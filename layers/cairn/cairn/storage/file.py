@@ -43,6 +43,7 @@ from ..core.lessons import StoredLesson
 from ..core.models import HistoryItem, Job, JobStatus, Lesson, MapItem
 from ..core.pipeline import NAME_PATTERN
 from .document import DocumentStorage, StoredMap
+from .owner_shares import FileShareTable, LocalOwnerShares, ShareTable
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class _LessonLine(BaseModel):
     expires_at: int
 
 
-class FileStorage(DocumentStorage):
+class FileStorage(DocumentStorage, LocalOwnerShares):
     """Jobs as JSON files in ``directory``, safe for several threads and processes at once.
 
     Each write goes to a temporary file that is flushed to disk and renamed
@@ -100,6 +101,10 @@ class FileStorage(DocumentStorage):
         self._locks = self.directory / ".locks"
         self._locks.mkdir(parents=True, exist_ok=True)
         self._lock_timeout = lock_timeout
+
+    def _new_share_table(self) -> ShareTable:
+        """Owners' shares in ``.owner-shares.json`` (:mod:`cairn.storage.owner_shares`), shared across processes."""
+        return FileShareTable(self._locks / "owner-shares.json", lock_timeout=self._lock_timeout)
 
     def path_for(self, job_id: str) -> Path:
         """The file that holds ``job_id``."""

@@ -11,9 +11,10 @@ from ..core.clock import Clock
 from ..core.lessons import StoredLesson
 from ..core.models import HistoryItem, Job, MapItem
 from .document import DocumentStorage, StoredMap
+from .owner_shares import LocalOwnerShares
 
 
-class MemoryStorage(DocumentStorage):
+class MemoryStorage(DocumentStorage, LocalOwnerShares):
     """Jobs in a dict, guarded by one lock. Nothing survives the process."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:

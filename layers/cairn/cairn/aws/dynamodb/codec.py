@@ -215,6 +215,7 @@ class ItemCodec:
             "writeToken": token,
             "historyHead": job.history_head,
             "historyRenewBy": job.history_renew_by,
+            "shareWait": job.share_wait,
         }
 
     def input_item(self, job: Job) -> tuple[Item, set[str]] | None:
@@ -416,6 +417,7 @@ class ItemCodec:
                 history_head=values.get("historyHead"),
                 input_token=values.get("inputToken"),
                 history_renew_by=values.get("historyRenewBy"),
+                share_wait=values.get("shareWait"),
                 pending_log=[LogEntry.model_validate_json(text) for text in values.get("pendingLog", [])],
             )
         except UNREADABLE as exc:

@@ -174,6 +174,7 @@ class Jobs:
             expression.set("claimedAt", request.now_ms)
         expression.set("leaseOwner", request.worker)
         expression.set("leaseExpiresAt", request.lease_expires_at)
+        expression.remove("shareWait")  # a fair share's wait reason (cairn.core.owner_share) ends with the claim
         expression.set("updatedAt", request.now_ms)
         expression.set("expiresAt", request.expires_at)
         expression.set("writeToken", request.token)
@@ -239,7 +240,9 @@ class Jobs:
                 expression.remove("fanOut")
         keys: set[str] = set()
         if request.kind == "release":
-            pass  # the claim is given back (above): nothing else changes
+            if request.share_wait is not None:  # past its owner's share: why it waits, and until when
+                expression.set("shareWait", request.share_wait)
+                expression.set("notBefore", request.not_before)
         elif request.kind in ("next", "sleep", "wait", "map"):
             assert request.checkpoint is not None
             reference = state_reference(

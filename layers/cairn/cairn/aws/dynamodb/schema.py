@@ -18,7 +18,8 @@
   commit's history item (its ``entry``, the checkpoint the phase was entered with) or a save's
   item. The job item's ``checkpoint`` is ``{nextPhase, createdAt, stateAt}``, ``stateAt`` naming
   that item's sort key, so the job item stays small and its claim and commit cost one write unit.
-- ``expiresAt`` (epoch seconds) is the TTL attribute on every item.
+- ``expiresAt`` (epoch seconds) is the TTL attribute on every item but an owner's share item
+  (``pk = SHARE#<owner>``, ``sk = SHARE``: its limit and its slots, :mod:`.owner_shares`), which lasts.
 - A job item's status change (and only that) also writes ``statusAt`` (Unix ms of the change) and
   ``statusExpiresAt`` (the ``expiresAt`` the change set): what a listing shows as the job's time and
   checks its liveness with.

@@ -51,6 +51,7 @@ from .job_item import JobItem
 from .jobs import Jobs
 from .lessons import Lessons
 from .map_items import MapItems
+from .owner_shares import DynamoDBOwnerShares
 from .table import Table
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from .listings import Listings, StalledJob
 
 
-class DynamoDBStorage(Storage):
+class DynamoDBStorage(Storage, DynamoDBOwnerShares):
     """Jobs of one ``owner`` in one DynamoDB table (see :mod:`cairn.aws.dynamodb.schema`).
 
     Clients are injected or built lazily once per process. Table and bucket
@@ -115,6 +116,7 @@ class DynamoDBStorage(Storage):
         """The same table and clients, seen as another owner."""
         other = DynamoDBStorage.__new__(DynamoDBStorage)
         other._assemble(self._table.for_owner(validate_owner(owner)))
+        other.owner_concurrency, other.share_wait_seconds = self.owner_concurrency, self.share_wait_seconds
         return other
 
     @property

@@ -14,6 +14,7 @@ from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, State
 from ..failures import failure_of
 from ..models import Failure, Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
+from ..owner_share import ShareTaken, take_share, wait_for_share
 from ..pipeline import Phase, Pipeline, to_json
 from ..prices import PriceTable
 from ..scheduler_port import Scheduler
@@ -64,11 +65,17 @@ def advance_phase(
     run = claim_run(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker)
     if run is None:
         return end_wait_if_due(job_id, pipeline, storage, scheduler, sequence) if sequence is not None else None
+    share = take_share(run)  # a fair share per owner (cairn.core.owner_share): past it, the job waits
     try:
+        if isinstance(share, ShareTaken):
+            return wait_for_share(run, share, scheduler)
         return run_claimed(run, scheduler, prices)
     except ClaimLostError:
         logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
         return None
+    finally:
+        if share is not None and not isinstance(share, ShareTaken):
+            share.give_back()
 
 
 def run_claimed(run: ClaimedRun, scheduler: Scheduler, prices: PriceTable | None = None) -> Job:

@@ -121,6 +121,7 @@ class ClaimedRun:
         wait: WaitFor | None = None,
         fan_out: FanOut | None = None,
         failure: Failure | None = None,
+        share_wait: str | None = None,
     ) -> Job:
         """End the run with ``kind``; one that leaves the phase counts a transition (:data:`TRANSITION_KINDS`)."""
         self.remember_lessons()
@@ -149,7 +150,7 @@ class ClaimedRun:
             failure=failure,
             usage={meter: value for meter, value in metered.items() if is_metered(meter)},
         )
-        not_before = now + int(delay * 1000) if kind in ("retry", "sleep") else None
+        not_before = now + int(delay * 1000) if kind in ("retry", "sleep") or (kind == "release" and delay) else None
         deadline = now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None
         request = Commit(
             seen=self.job,
@@ -167,6 +168,7 @@ class ClaimedRun:
             wait_deadline=deadline,
             timeout_phase=wait.timeout_phase if wait is not None else None,
             fan_out=fan_out,
+            share_wait=share_wait,
         )
         self.job = resolve_write(lambda: self.storage.commit(self.job.job_id, self.fence, request))
         self.journal.clear()

@@ -46,6 +46,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
         "write_token": request.token,
         "history_head": request.token,
         "pending_log": [],
+        "share_wait": None,
     }
     if current is None:
         job = Job(
@@ -103,6 +104,7 @@ def claim(existing: Job | None, request: Claim) -> Written | None:
             "updated_at": request.now_ms,
             "expires_at": request.expires_at,
             "write_token": request.token,
+            "share_wait": None,
         }
     )
     return Written(claimed)
@@ -152,7 +154,7 @@ def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
     if request.kind == "map":
         return {**left, "checkpoint": request.checkpoint, "fan_out": request.fan_out}
     if request.kind == "release":
-        return {"not_before": job.not_before}
+        return {"not_before": request.not_before if request.not_before is not None else job.not_before}
     if request.kind == "sleep":
         return {**left, "checkpoint": request.checkpoint, "not_before": request.not_before}
     if request.kind == "wait":
@@ -200,6 +202,7 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
             "write_token": request.token,
             "history_head": request.token if history is not None else job.history_head,
             "pending_log": pending,
+            "share_wait": request.share_wait,
         }
     )
     return Written(committed, history)

@@ -27,6 +27,10 @@ export function bannerText(job, now = Date.now()) {
     case "running": {
       if (job.wakeAt && job.wakeAt > now) {
         const when = formatTime(job.wakeAt);
+        if (job.shareWait) {
+          const detail = `${job.shareWait}: phase ${phase ?? "?"} looks again at ${when}.`;
+          return { title: "Running: waiting for its owner's share", detail };
+        }
         if (last?.outcome === "retry") {
           const detail = `Attempt ${job.attempt} of phase ${phase ?? "?"} starts at ${when}.`;
           return { title: "Running: retrying after a backoff", detail };
