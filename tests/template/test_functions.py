@@ -168,7 +168,8 @@ def test_every_function_gets_every_setting_cairn_reads(overrides: dict[str, str]
         assert missing == set(), function_id
         empty = {name for name in setting_names() if variables[name] == ""}
         # empty by default: the stack's ceilings (each pipeline's and each map's own apply), the direct driver's ARN
-        unset = {"CAIRN_MAX_TRANSITIONS", "CAIRN_MAX_MAP_CONCURRENCY"}
+        # and the price table's region and override file (the shipped us-east-1 prices apply)
+        unset = {"CAIRN_MAX_TRANSITIONS", "CAIRN_MAX_MAP_CONCURRENCY", "CAIRN_PRICE_REGION", "CAIRN_PRICES"}
         unset |= {"CAIRN_STATE_MACHINE_ARN"} if overrides["Driver"] == "direct" else set()
         assert empty <= unset, function_id
 

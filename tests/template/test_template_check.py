@@ -25,6 +25,9 @@ def bundle_with(folder: Path, text: str, links: tuple[str, ...] = BUNDLE_LINKS) 
     for name in links:
         if (ROOT / name).exists() and not (folder / name).exists():
             (folder / name).symlink_to(ROOT / name, target_is_directory=(ROOT / name).is_dir())
+    schemas = ROOT / "state-schemas.json"  # copied, not linked: a sync writes it
+    if schemas.exists() and not (folder / schemas.name).exists():
+        (folder / schemas.name).write_bytes(schemas.read_bytes())
     template = folder / "template.yaml"
     template.write_text(text, encoding="utf-8")
     return template
