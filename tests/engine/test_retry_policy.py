@@ -341,12 +341,16 @@ def test_delay_for_with_jitter_spans_the_whole_range(draw: float, expected: floa
     assert policy.delay_for(3, _Fixed(draw)) == pytest.approx(expected)
 
 
-def test_delay_for_with_jitter_uses_the_module_random_by_default() -> None:
+def test_delay_for_with_jitter_uses_the_module_random_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     policy = RetryPolicy(backoff=2.0, max_delay=10.0, jitter=True)
 
     draws = [policy.delay_for(2) for _ in range(100)]
 
     assert all(2.0 <= draw <= 4.0 for draw in draws)
+    given = iter([0.0, 0.25, 0.5, 0.75, 0.999])
+    monkeypatch.setattr(random, "random", lambda: next(given))  # what the module random draws next
+    assert [policy.delay_for(2) for _ in range(5)] == pytest.approx([2.0, 2.5, 3.0, 3.5, 3.998])
+    assert next(given, None) is None  # one draw of the module's per delay, none from anywhere else
 
 
 @pytest.mark.parametrize(

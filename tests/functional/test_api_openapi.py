@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cairn import JobStatus
+from cairn import InvalidInputError, JobStatus
 from cairn.aws.api import MAX_PAGE_SIZE
 from cairn.aws.api_models import CURSOR_PATTERN, JOB_ID_MAX_LENGTH, MAX_CURSOR_CHARS, PIPELINE_MAX_LENGTH
 from cairn.aws.api_reads import MAX_HISTORY_PAGE, MAX_LOG_PAGE
@@ -65,17 +65,26 @@ def test_every_job_id_path_parameter_declares_the_job_id_rule(document: dict[str
         assert (schema["minLength"], schema["maxLength"]) == (1, JOB_ID_MAX_LENGTH), (method, path)
 
 
-def test_the_declared_job_id_rule_is_the_one_the_handler_applies(document: dict[str, Any]) -> None:
+def test_the_declared_job_id_rule_is_the_one_the_handler_applies(api: Api, document: dict[str, Any]) -> None:
     schema = parameter(document["paths"]["/jobs/{jobId}"]["get"], "jobId")["schema"]
     declared = re.compile(schema["pattern"])
     for candidate in ["a", "a" * schema["maxLength"], "a" * (schema["maxLength"] + 1), "-a", "a\n", "a.b_c-d"]:
         fits = bool(declared.fullmatch(candidate)) and len(candidate) <= schema["maxLength"]
-        try:
+        refusal: str | None = None
+        try:  # only the rule's own refusal counts as one: any other exception fails the test
             validate_job_id(candidate)
-            accepted = True
-        except Exception:
-            accepted = False
-        assert fits == accepted, candidate
+        except InvalidInputError as exc:
+            refusal = str(exc)
+        assert fits == (refusal is None), (candidate, refusal)
+        assert refusal is None or refusal.startswith("Invalid job id "), (candidate, refusal)
+
+        reply = api.call("get-job", job_id=candidate)  # no such job: a 404 if the handler takes the id, else a 400
+        if fits:
+            assert (reply.status, reply.code) == (404, "not_found"), (candidate, reply.body)
+        else:
+            assert (reply.status, reply.code) == (400, "invalid_request"), (candidate, reply.body)
+            said = "path parameter jobId: Invalid job id " if candidate.isprintable() else "The request path contains"
+            assert reply.message.startswith(said), (candidate, reply.message)  # a control character: before the rule
 
 
 def test_the_listing_declares_its_bounds_and_the_status_enum(document: dict[str, Any]) -> None:

@@ -142,16 +142,32 @@ def test_a_malformed_message_is_reported_and_kept(deployed: Deployed) -> None:
 
 
 def test_max_handles_that_many_and_json_summarises(deployed: Deployed) -> None:
-    deployed.send("not json at all")
+    sqs = boto3.client("sqs", region_name=REGION)
+    [report] = sqs.receive_message(QueueUrl=deployed.queue_url, VisibilityTimeout=0)["Messages"]  # seen, left visible
+    deployed.send(report["Body"])  # a second crash report: whichever SQS gives first, it is one to apply
 
     status, out, _ = deployed.by_queue("--max", "1", "--json", "--dry-run")
 
     summary = json.loads(out)
     assert (summary["queueUrl"], summary["function"]) == (deployed.queue_url, SCHEDULER)
     assert summary["dryRun"] is True
-    assert len(summary["messages"]) == 1
-    assert summary["left"] == 2
-    assert status in (0, 1)  # which of the two messages came first is SQS's choice
+    [handled] = summary["messages"]
+    assert (handled["outcome"], handled["kind"], handled["jobId"]) == ("listed", "crash report", JOB)
+    assert (summary["listed"], summary["malformed"], summary["left"]) == (1, 0, 2)
+    assert status == 0  # every message handled was applied (listed, in a dry run)
+    assert deployed.visible() == 2
+
+    sqs.purge_queue(QueueUrl=deployed.queue_url)
+    deployed.send("not json at all")
+    deployed.send("{}")  # two malformed messages: whichever comes first, it is not applied
+
+    status, out, _ = deployed.by_queue("--max", "1", "--json", "--dry-run")
+
+    summary = json.loads(out)
+    [handled] = summary["messages"]
+    assert handled["outcome"] == "malformed"
+    assert (summary["listed"], summary["malformed"], summary["left"]) == (0, 1, 2)
+    assert status == 1
 
 
 def test_the_stack_names_the_queue_and_the_function_through_its_outputs(deployed: Deployed) -> None:

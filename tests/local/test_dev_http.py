@@ -141,10 +141,23 @@ def test_the_servers_own_page_may_start_a_job(stack: DevStack) -> None:
 
 
 def test_the_aws_endpoint_refuses_a_browsers_cross_origin_request(stack: DevStack) -> None:
-    body = json.dumps({"TableName": "anything"}).encode()
-    headers = {"Origin": "https://evil.example", "X-Amz-Target": "DynamoDB_20120810.DeleteTable"}
-    status, answer = request(aws_url(stack), "POST", "/", body, headers)
+    info = stack.admin("info")
+    body = json.dumps({"TableName": info["table"]}).encode()  # the stack's own table
+    headers = {  # DynamoDB's DeleteTable as a page could send it: its credential scope names the service
+        "Origin": "https://evil.example",
+        "X-Amz-Target": "DynamoDB_20120810.DeleteTable",
+        "Content-Type": "application/x-amz-json-1.0",
+        "Authorization": "AWS4-HMAC-SHA256 Credential=local/20250101/us-east-1/dynamodb/aws4_request, "
+        "SignedHeaders=host;x-amz-target, Signature=0",
+    }
+    status, answer = request(info["awsEndpoint"], "POST", "/", body, headers)
     assert status == 403, answer
+    assert json.loads(answer)["message"] == "Refused: Origin 'https://evil.example' is not this server's page"
+
+    session = boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
+    dynamodb = session.client("dynamodb", endpoint_url=info["awsEndpoint"])  # no Origin: not a browser's
+    table = dynamodb.describe_table(TableName=info["table"])["Table"]  # still there: the delete never reached moto
+    assert (table["TableName"], table["TableStatus"]) == (info["table"], "ACTIVE")
 
 
 def test_the_aws_endpoint_serves_boto3(stack: DevStack) -> None:
