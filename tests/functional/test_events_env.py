@@ -24,6 +24,7 @@ from cairn.core.settings import DELAY_QUEUE_URL, STATE_MACHINE_ARN
 from cairn.dev.deployment import deploy
 from cairn.dev.models import Deployment
 from tests.events import EVENTS
+from tests.tools import missing
 
 ROOT = EVENTS.parent
 TEMPLATE = ROOT / "template.yaml"
@@ -141,7 +142,7 @@ print(json.dumps({function.name: runner._make_env_vars(function).resolve() for f
 @pytest.fixture(scope="module")
 def sam_resolved() -> dict[str, dict[str, str]]:
     if not SAM_PYTHON.exists():
-        pytest.skip(f"{SAM_PYTHON.relative_to(ROOT)} is missing: run `make validate` first")
+        missing(f"{SAM_PYTHON.relative_to(ROOT)} is missing: run `make validate` first")
     environment = {"PATH": "/usr/bin:/bin", "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
     done = subprocess.run(
         [str(SAM_PYTHON), "-c", _SAM_RESOLVE, str(TEMPLATE), str(ENV_FILE)],

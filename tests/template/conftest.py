@@ -6,24 +6,16 @@ A missing tool skips its test with the reason, unless ``TEMPLATE_TOOLS_REQUIRED=
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.cfn import ROOT
+from tests.tools import missing
 
 SAM_CLI = ROOT / ".venv-sam" / "bin" / "sam"
 STATELINT = ROOT / "node_modules" / ".bin" / "statelint"
-
-
-def missing(message: str) -> NoReturn:
-    """Skip the test for a missing tool, or fail it when tools are required (``TEMPLATE_TOOLS_REQUIRED=1``)."""
-    if os.environ.get("TEMPLATE_TOOLS_REQUIRED") == "1":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def tool(path: Path, install: str) -> Path:

@@ -25,6 +25,7 @@ from cairn.client.http import ApiClient
 from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.cfn import ROOT, load_yaml_template
+from tests.tools import missing
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.xdist_group("own-bundle")]
 HOST_ARCHITECTURE = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[
@@ -39,7 +40,7 @@ def python312() -> str:
     try:
         return interpreter_for("python3.12")
     except RuntimeNotFound as exc:
-        pytest.skip(str(exc))
+        missing(str(exc))
 
 
 def user_environment(*first: Path) -> dict[str, str]:
