@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
+import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from moto import mock_aws
@@ -38,6 +42,69 @@ def aws() -> Iterator[None]:
 
 
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+# -- The two tiers (docs/contributing.md). `make test` runs what a change most often breaks: the engine, the stores'
+# contract on memory with a slice of it on DynamoDB, the API, the CLI, the template. `make test-long` runs the long
+# proofs: every store's contract and fault schedules in full, the browser, `cairn dev` processes, the chaos run.
+# CI runs both. A test joins the long tier here, by its folder, its file or the store it runs on; never by hand.
+TESTS = Path(__file__).resolve().parent
+LONG_FOLDERS = ("browser", "local", "reliability")
+"""Folders whose every test is long: a real browser, `cairn dev` in a child process, the chaos run."""
+LONG_FILES = (
+    "functional/test_dashboard_proxy.py",
+    "functional/test_dev_dead_letters.py",
+    "functional/test_dev_ready.py",
+)
+"""Further files of `cairn dev` processes."""
+QUICK_STORES = {"memory"}
+"""The stores a contract test (``storage_kind``) or a fault schedule (``backend``) runs on in ``make test``."""
+DYNAMODB_SLICE = 4
+"""One contract test in this many also runs on in-process DynamoDB in ``make test`` (chosen by its name)."""
+
+
+def is_long(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs to the long tier (``make test-long``)."""
+    path = Path(str(item.path)).relative_to(TESTS).as_posix()
+    if path.split("/", 1)[0] in LONG_FOLDERS or path in LONG_FILES:
+        return True
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    store = params.get("storage_kind", params.get("backend"))
+    if store is None:
+        return "botocore_backend" in getattr(item, "fixturenames", ())
+    if store in QUICK_STORES:
+        return False
+    sliced = store == "dynamodb" and "storage_kind" in params
+    return not (sliced and zlib.crc32(getattr(item, "originalname", item.name).encode()) % DYNAMODB_SLICE == 0)
+
+
+# -- What `make scaffold-check` reruns after `cairn new` adds a pipeline: the tests of a module that reads the bundle's
+# registry, template, state schemas, samconfig or events (by what its source names), and the scaffolded tests.
+BUNDLE_FOLDERS = ("template", "bundle", "pipelines")
+BUNDLE_NAMES = re.compile(
+    r"PIPELINES|\bpipelines import|import pipelines\b|tests\.(template|events|functional\.stacks)\b|template\.yaml"
+    r"|\bTEMPLATE\b|[\"/]events[\"/]|state-schemas|samconfig"
+)
+
+
+@functools.cache
+def reads_the_bundle(path: Path) -> bool:
+    """Whether the test module at ``path`` reads what ``cairn new`` changes in the bundle."""
+    relative = path.relative_to(TESTS).as_posix()
+    return relative.split("/", 1)[0] in BUNDLE_FOLDERS or BUNDLE_NAMES.search(path.read_text("utf-8")) is not None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the long tier's tests ``long`` and the bundle's readers ``bundle``.
+
+    ``-m "not long"`` is ``make test``, ``-m long`` is ``make test-long``, ``-m "bundle and not long"`` what
+    ``make scaffold-check`` reruns.
+    """
+    for item in items:
+        if is_long(item):
+            item.add_marker(pytest.mark.long)
+        if reads_the_bundle(Path(str(item.path))):
+            item.add_marker(pytest.mark.bundle)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
