@@ -6,13 +6,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from moto import mock_aws
 
 from cairn import FileStorage, MemoryStorage
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.core.storage_port import Storage
 from cairn.testing.serialised import one_call_at_a_time
-from tests.aws import dynamodb_client, new_table
+from tests.aws import delete_table, dynamodb_client, new_table, shared_moto
 from tests.support import FakeClock
 
 StorageFactory = Callable[[FakeClock], Storage]
@@ -42,10 +41,11 @@ def storage_factory(storage_kind: str, tmp_path: Path, request: pytest.FixtureRe
     elif storage_kind == "file":
         yield lambda clock: FileStorage(tmp_path / "jobs", clock=clock)
     elif storage_kind == "dynamodb":
-        with mock_aws():
+        with shared_moto():
             client = one_call_at_a_time(dynamodb_client())
             table = new_table(client)
             yield lambda clock: DynamoDBStorage(table, client=client, clock=clock)
+            delete_table(client, table)
     else:
         endpoint = request.getfixturevalue("moto_endpoint")
         client = one_call_at_a_time(dynamodb_client(endpoint))

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pytest
-from moto import mock_aws
 
 from cairn.testing.stack import LocalStack
-from tests.aws import dynamodb_client, new_bucket, new_table, s3_client
+from tests.aws import delete_bucket, delete_table, dynamodb_client, new_bucket, new_table, s3_client, shared_moto
 from tests.functional import jobs_server
 from tests.functional.api_client import Api
 from tests.functional.jobs_server import JobsServer
@@ -38,10 +37,13 @@ class Moto:
 
 @pytest.fixture
 def moto() -> Iterator[Moto]:
-    """Moto in-process: a table and a bucket for this test."""
-    with mock_aws():
+    """Moto in-process (the session's backend): a table and a bucket for this test, deleted after it."""
+    with shared_moto():
         dynamodb, s3 = dynamodb_client(), s3_client()
-        yield Moto(dynamodb, s3, new_table(dynamodb), new_bucket(s3))
+        made = Moto(dynamodb, s3, new_table(dynamodb), new_bucket(s3))
+        yield made
+        delete_table(dynamodb, made.table)
+        delete_bucket(s3, made.bucket)
 
 
 @pytest.fixture
