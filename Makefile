@@ -22,7 +22,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: demo dev docs test lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale
+.PHONY: demo dev docs test test-long checks lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale coverage
 
 venv: $(STAMP)
 
@@ -129,17 +129,42 @@ build: $(SAM_STAMP)
 deploy: build
 	$(SAM) deploy
 
-# The template tests need the tools `validate` installs, the browser tests Debian's chromium: with
-# TEMPLATE_TOOLS_REQUIRED and BROWSER_REQUIRED they fail instead of skipping when one is missing.
-# The suite runs on TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
-# The e2e tests (a user's whole path: a fresh virtualenv with the checkout's cairn, cairn init, plain sam build for
-# each architecture, the built artifacts running jobs) run in `make bundle-check` (CI runs it after make test).
+# The suite has two tiers (docs/contributing.md has the budget and how to check it), both in CI (.ci/run):
+# - `make test`: ruff, mypy, the docs site and `validate` (run side by side, each one's output kept together), then
+#   the fast tier: the engine, the stores' contract on memory with a slice of it on DynamoDB, the API, the CLI, the
+#   template. At most 8 minutes on 2 cores once the virtualenvs are installed.
+# - `make test-long`: the long proofs: every store's contract and fault schedules in full, the dashboard in Debian's
+#   chromium, `cairn dev` processes, the chaos run, and the e2e tests (a user's whole path: a fresh virtualenv with the
+#   checkout's cairn, cairn init, plain sam build for each architecture, the built artifacts running jobs).
+# tests/conftest.py sorts a test into its tier. The template tests need the tools `validate` installs, the browser tests
+# Debian's chromium: with TEMPLATE_TOOLS_REQUIRED and BROWSER_REQUIRED they fail instead of skipping when one is
+# missing. The suite runs on TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.
 TEST_WORKERS ?= 2
-test: lint types docs validate $(CHROMIUM)
-	TEMPLATE_TOOLS_REQUIRED=1 BROWSER_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m "not e2e" --durations=15
+PYTEST_RUN := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
+CHECK_JOBS ?= 2
+test: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
+	$(MAKE) --no-print-directory -j $(CHECK_JOBS) --output-sync=target checks
+	TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m "not long and not e2e"
 
+checks: lint types docs validate
+
+test-long: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(CHROMIUM)
+	TEMPLATE_TOOLS_REQUIRED=1 BROWSER_REQUIRED=1 $(PYTEST_RUN) -m "long or e2e"
+
+# The e2e tests alone (make test-long runs them too).
 bundle-check: $(STAMP) $(SAM_STAMP)
-	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -m e2e
+	TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m e2e
+
+# Line and branch coverage of the library, by package, over both tiers but the browser and the e2e tests (the
+# `cairn dev` processes' own lines included: they start with COVERAGE_PROCESS_START). Fails below COVERAGE_FLOOR.
+COVERAGE_FLOOR ?= 0
+coverage: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
+	rm -f .coverage .coverage.*
+	COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml TEMPLATE_TOOLS_REQUIRED=1 \
+		$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -q -m "not e2e" --ignore=tests/browser \
+		--cov --cov-branch --cov-report= -p no:randomly
+	$(BIN)/coverage combine --quiet 2>/dev/null || true
+	$(BIN)/python -m tests.coverage_report --floor $(COVERAGE_FLOOR)
 
 # The fault-schedule property test (tests/contract/test_fault_schedules.py) at PROOF_SCALE times the size
 # `make test` runs: more sampled pairs of faults and hypothesis examples per storage (about 10 minutes).
@@ -178,18 +203,24 @@ new: $(STAMP)
 	@test -n "$(NAME)" || { echo "usage: make new NAME=<pipeline name>, e.g. make new NAME=demo-two" >&2; exit 2; }
 	$(BIN)/python -m cairn new "$(NAME)"
 
-# What a new user does, in a fresh clone of this repository's HEAD (in a temporary folder, removed after):
-# `cairn new demo-two`, then `make validate` and `make test`, untouched. The clone uses this checkout's
-# .venv, .venv-sam, .venv-checkov and node_modules through symlinks, and `-o` tells make they are up to date:
-# nothing is reinstalled. Only committed work is in the clone.
+# What a new user does, in a fresh clone of this repository's HEAD (in a temporary folder, removed after): `cairn new
+# demo-two`, then what it can change: ruff on the tree and mypy on the files it wrote, `make validate` (the template
+# checks, checkov included), the tests that read the bundle's registry, template or events (`-m bundle`:
+# tests/conftest.py finds them) and the new pipeline's own tests, untouched. The clone uses this checkout's virtualenvs
+# and node_modules through symlinks and a copy of its mypy cache, and `-o` tells make they are up to date: nothing is
+# reinstalled. Only committed work is in the clone.
 scaffold-check: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 	@clone=$$(mktemp -d) && trap 'rm -rf "$$clone"' EXIT && \
 		git clone --quiet "$(CURDIR)" "$$clone/cairn" && \
 		for tools in $(VENV) $(SAM_VENV) $(CHECKOV_VENV) node_modules; do ln -sfn "$(CURDIR)/$$tools" "$$clone/cairn/$$tools"; done && \
+		if [ -d .mypy_cache ]; then cp -R .mypy_cache "$$clone/cairn/.mypy_cache"; fi && \
 		cd "$$clone/cairn" && \
-		echo "scaffold-check: cairn new demo-two, make validate and make test in a fresh clone ($$clone/cairn)" && \
+		echo "scaffold-check: cairn new demo-two in a fresh clone ($$clone/cairn), then the checks it can change" && \
 		$(BIN)/python -m cairn new demo-two && \
-		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(CHECKOV_STAMP) -o $(NODE_STAMP) validate test
+		$(BIN)/ruff check . && $(BIN)/ruff format --check . && \
+		$(BIN)/mypy functions/demo_two functions/pipelines.py tests/pipelines && \
+		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(CHECKOV_STAMP) -o $(NODE_STAMP) validate && \
+		TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m "bundle and not long and not e2e"
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .bench site node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
