@@ -59,6 +59,8 @@ from tests.support import FakeClock, counters
 #: examples, each times SCALE. A DynamoDB schedule on moto takes ~0.2 s, a file one ~20 ms, a memory one ~1 ms.
 PAIRS = {"memory": 3000, "file": 500, "dynamodb": 30}
 EXAMPLES = {"memory": 400, "file": 250, "dynamodb": 20, "dynamodb-botocore": 25}
+PARTS = 4
+"""How many tests deal out the single-fault schedules between them (every part runs on every store)."""
 
 
 @pytest.fixture(autouse=True)
@@ -162,14 +164,18 @@ def test_the_crash_free_run(backend: Backend) -> None:
     )
 
 
+@pytest.mark.parametrize("part", range(PARTS), ids=[f"part{number + 1}of{PARTS}" for number in range(PARTS)])
 @pytest.mark.parametrize("duplicates", [False, True], ids=["once", "twice"])
-def test_every_single_fault_at_every_call(backend: Backend, duplicates: bool) -> None:
-    """Every message delivered once, then twice (on DynamoDB, slow on moto, every sixth fault unless ``make proof``)."""
+def test_every_single_fault_at_every_call(backend: Backend, duplicates: bool, part: int) -> None:
+    """Every message delivered once, then twice (on DynamoDB, slow on moto, every sixth fault unless ``make proof``).
+
+    The schedules are dealt into PARTS tests, so that test workers share the slow stores' schedules.
+    """
     baseline = crash_free(backend, duplicates=duplicates)
     schedules = list(single_fault_schedules(baseline.operations, duplicates=duplicates))
     if duplicates and backend.name == "dynamodb" and SCALE == 1:
         schedules = schedules[::6]
-    for schedule in schedules:
+    for schedule in schedules[part::PARTS]:
         run = run_schedule(backend, baseline, schedule)
         # Each fault is at a call of the crash-free run, so each one must actually have been injected.
         deaths = sum(fault.kind in CRASHES for fault in schedule.faults)
