@@ -72,7 +72,7 @@ def fetch(
 ) -> tuple[int, dict[str, str], bytes]:
     """One request, its path sent exactly as given."""
     host, port = gateway.url.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    connection = http.client.HTTPConnection(host, int(port), timeout=120)  # a safety net: a hung server fails
     try:
         connection.request(method, path, headers=headers or {})
         response = connection.getresponse()

@@ -127,7 +127,7 @@ def test_a_failed_async_invocation_sends_its_on_failure_record_to_the_queue(depl
     assert "on-failure record to the queue" in log.getvalue()
 
 
-def _receive(sqs: Any, queue_url: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+def _receive(sqs: Any, queue_url: str, timeout: float = 120.0) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         messages: list[dict[str, Any]] = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get(
@@ -136,4 +136,4 @@ def _receive(sqs: Any, queue_url: str, timeout: float = 30.0) -> list[dict[str, 
         if messages:
             return messages
         time.sleep(0.1)
-    raise AssertionError("no on-failure record reached the queue")
+    raise AssertionError(f"no on-failure record reached the queue in {timeout:g}s")

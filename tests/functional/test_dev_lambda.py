@@ -31,8 +31,14 @@ def echo(event, context):
 def boom(event, context):
     raise ValueError("the phase broke")
 
+def nap(event, moment):
+    with open(os.environ["NAPS"], "a") as out:
+        out.write(json.dumps({"nap": event.get("nap"), "moment": moment, "pid": os.getpid()}) + "\\n")
+
 def sleepy(event, context):
+    nap(event, "asleep")
     time.sleep(event.get("seconds", 30))
+    nap(event, "awake")
     return "woke"
 
 def die(event, context):
@@ -56,8 +62,8 @@ def function(code: Path, name: str, handler: str, **settings: object) -> Functio
         "name": name,
         "handler": handler,
         "code_uri": code,
-        "environment": {"GREETING": "hello", "RECORDS": str(code / "records.jsonl")},
-        "timeout": 3.0,
+        "environment": {"GREETING": "hello", "RECORDS": str(code / "records.jsonl"), "NAPS": str(code / "naps.jsonl")},
+        "timeout": 60.0,
         "memory": 256,
         "maximum_retry_attempts": 0,
         "on_failure": None,
@@ -81,12 +87,12 @@ def service(code: Path) -> Iterator[LambdaService]:
     functions = [
         function(code, "echo", "handlers.echo"),
         function(code, "boom", "handlers.boom", on_failure="record"),
-        function(code, "sleepy", "handlers.sleepy", timeout=1.0, on_failure="record"),
+        function(code, "sleepy", "handlers.sleepy", timeout=3.0, on_failure="record"),
         function(code, "die", "handlers.die", on_failure="record"),
         function(code, "record", "handlers.record"),
         function(code, "missing", "nowhere.handler"),
         function(code, "version", "handlers.version"),
-        function(code, "single", "handlers.sleepy", timeout=10.0),
+        function(code, "single", "handlers.sleepy", timeout=60.0),
     ]
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "layers" / "cairn")}
     lambdas = LambdaService(
@@ -101,7 +107,11 @@ def service(code: Path) -> Iterator[LambdaService]:
     lambdas.close()
 
 
-def records(code: Path, count: int, timeout: float = 15.0) -> list[dict[str, object]]:
+HUNG = 120.0
+"""Seconds after which a wait below calls the service hung: a safety net, far past anything asked of it."""
+
+
+def records(code: Path, count: int, timeout: float = HUNG) -> list[dict[str, object]]:
     path = code / "records.jsonl"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -110,7 +120,14 @@ def records(code: Path, count: int, timeout: float = 15.0) -> list[dict[str, obj
             if len(lines) >= count:
                 return lines
         time.sleep(0.05)
-    raise AssertionError(f"fewer than {count} on-failure records")
+    raise AssertionError(f"fewer than {count} on-failure records in {timeout:g}s")
+
+
+def naps(code: Path) -> list[tuple[str, str, int]]:
+    """What the ``sleepy`` handler wrote, in order: ``(nap, "asleep" or "awake", worker pid)`` per line."""
+    path = code / "naps.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [(line["nap"], line["moment"], line["pid"]) for line in lines]
 
 
 def test_a_function_runs_in_its_own_warm_process_with_its_environment_and_folder(
@@ -122,7 +139,7 @@ def test_a_function_runs_in_its_own_warm_process_with_its_environment_and_folder
     assert first.payload["event"] == {"jobId": "j1"}
     assert first.payload["variable"] == "hello"
     assert first.payload["cwd"] == str(code)
-    assert 0 < first.payload["remainingMs"] <= 3000
+    assert 0 < first.payload["remainingMs"] <= 60_000
     assert first.payload["pid"] == second.payload["pid"] != os.getpid()  # warm: the same environment
 
 
@@ -133,13 +150,17 @@ def test_an_exception_is_lambdas_error_payload(service: LambdaService) -> None:
     assert outcome.payload["errorMessage"] == "the phase broke"
 
 
-def test_a_phase_past_its_timeout_is_killed(service: LambdaService) -> None:
-    started = time.monotonic()
-    outcome = service.invoke("sleepy", {"seconds": 30})
-    assert time.monotonic() - started < 30  # before the phase's own 30 s were up: only a kill ends it sooner
+def test_a_phase_past_its_timeout_is_killed(service: LambdaService, code: Path) -> None:
+    outcome = service.invoke("sleepy", {"seconds": 3600, "nap": "long"})
     assert outcome.payload["errorType"] == "Sandbox.Timedout"
-    assert "Task timed out after 1.00 seconds" in outcome.payload["errorMessage"]
-    assert service.invoke("sleepy", {"seconds": 0}).payload == "woke"  # a fresh environment serves the next
+    assert "Task timed out after 3.00 seconds" in outcome.payload["errorMessage"]
+    [(_, _, killed)] = naps(code)  # it fell asleep, and never woke: its worker was killed mid-sleep
+    assert naps(code) == [("long", "asleep", killed)]
+    assert not Path(f"/proc/{killed}").exists(), "the timed-out invocation's worker still runs"
+    assert service.invoke("sleepy", {"seconds": 0, "nap": "short"}).payload == "woke"
+    fresh = naps(code)[1][2]
+    assert naps(code) == [("long", "asleep", killed), ("short", "asleep", fresh), ("short", "awake", fresh)]
+    assert fresh != killed  # a fresh environment serves the next
 
 
 def test_a_dying_worker_fails_its_invocation_and_not_the_service(service: LambdaService) -> None:
@@ -168,16 +189,19 @@ def test_failed_async_invocations_send_their_on_failure_record(service: LambdaSe
         assert record["requestContext"]["functionArn"].startswith("arn:aws:lambda:us-east-1:123456789012:function:")  # type: ignore[index]
 
 
-def test_a_function_runs_no_more_than_its_concurrency_at_once(service: LambdaService) -> None:
-    started = time.monotonic()
-    for _ in range(2):
-        service.invoke_async("single", {"seconds": 0.5})
-    deadline = time.monotonic() + 10
+def test_a_function_runs_no_more_than_its_concurrency_at_once(service: LambdaService, code: Path) -> None:
+    for nap in ("first", "second"):
+        service.invoke_async("single", {"seconds": 0.5, "nap": nap})
+    deadline = time.monotonic() + HUNG
     while service.pending() and time.monotonic() < deadline:
         assert len([item for item in service.running() if item["function"] == "single"]) <= 1
         time.sleep(0.02)
-    assert service.pending() == 0
-    assert time.monotonic() - started >= 1.0  # one after the other
+    assert service.pending() == 0, f"still running after {HUNG:g}s"
+    moments = [(nap, moment) for nap, moment, _ in naps(code)]
+    assert moments in (  # one after the other: the second fell asleep only once the first woke
+        [("first", "asleep"), ("first", "awake"), ("second", "asleep"), ("second", "awake")],
+        [("second", "asleep"), ("second", "awake"), ("first", "asleep"), ("first", "awake")],
+    )
 
 
 def test_retire_makes_the_next_invocation_import_the_new_code(service: LambdaService, code: Path) -> None:

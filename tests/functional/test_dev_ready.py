@@ -17,7 +17,8 @@ import pytest
 from tests.template.cfn import ROOT, TEMPLATE
 from tests.template.test_template_check import bundle_with
 
-START_TIMEOUT = 90.0
+START_TIMEOUT = 180.0
+"""Seconds after which ``cairn dev`` that neither exited nor said Ready is called hung: a safety net."""
 
 
 def run_dev(folder: Path) -> tuple[int | None, str, str]:
@@ -34,7 +35,7 @@ def run_dev(folder: Path) -> tuple[int | None, str, str]:
     deadline = time.monotonic() + START_TIMEOUT
     try:
         while process.poll() is None and "Ready." not in out.read_text(errors="replace"):
-            assert time.monotonic() < deadline, "cairn dev neither exited nor said Ready"
+            assert time.monotonic() < deadline, f"cairn dev neither exited nor said Ready in {START_TIMEOUT:g}s"
             time.sleep(0.1)
     finally:
         if process.poll() is None:

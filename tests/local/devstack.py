@@ -19,6 +19,8 @@ from cairn.dev.process import DevProcess, dev_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TERMINAL = ("complete", "error", "cancelled")
+HUNG = 120.0
+"""Seconds after which a wait here calls the stack hung: a safety net (a busy machine is slow, never this slow)."""
 
 
 class DevStack(DevProcess):
@@ -31,11 +33,11 @@ class DevStack(DevProcess):
 
     def admin(self, path: str) -> Any:
         """``GET /_cairn/<path>``, parsed."""
-        with urllib.request.urlopen(f"{self.base_url}/_cairn/{path}", timeout=10) as response:
+        with urllib.request.urlopen(f"{self.base_url}/_cairn/{path}", timeout=HUNG) as response:
             return json.loads(response.read())
 
     def wait_until(
-        self, job_id: str, condition: Callable[[dict[str, Any]], bool], timeout: float = 60.0
+        self, job_id: str, condition: Callable[[dict[str, Any]], bool], timeout: float = HUNG
     ) -> dict[str, Any]:
         """The job (with its state) once ``condition`` holds of it; fails the test after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
@@ -47,7 +49,7 @@ class DevStack(DevProcess):
             time.sleep(0.05)
         raise AssertionError(f"{job_id} still {view.get('status')} after {timeout}s:\n{self.output()[-3000:]}")
 
-    def wait_for(self, job_id: str, statuses: Sequence[str] = TERMINAL, timeout: float = 60.0) -> dict[str, Any]:
+    def wait_for(self, job_id: str, statuses: Sequence[str] = TERMINAL, timeout: float = HUNG) -> dict[str, Any]:
         """The job once its status is one of ``statuses``; fails the test after ``timeout`` seconds."""
         return self.wait_until(job_id, lambda view: view["status"] in statuses, timeout)
 
@@ -65,7 +67,7 @@ class DevStack(DevProcess):
             if cursor is None:
                 return records[::-1]
 
-    def running(self, job_id: str, phase: str, timeout: float = 30.0) -> dict[str, Any]:
+    def running(self, job_id: str, phase: str, timeout: float = HUNG) -> dict[str, Any]:
         """The invocation running ``phase`` of ``job_id``, once one is."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -17,9 +17,12 @@ import boto3
 import pytest
 
 from cairn.bundle.templating import cfnyaml
-from tests.local.devstack import ROOT, DevStack, cairn
+from tests.local.devstack import HUNG, ROOT, DevStack, cairn
 
 pytestmark = pytest.mark.xdist_group("local-direct")
+
+FIFTY_JOBS_HUNG = 300.0
+"""Seconds a job of the fifty may take (they queue behind one another) before the stack is called hung."""
 
 
 def jobs(stack: DevStack, *arguments: str, identity: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -133,10 +136,10 @@ def test_fifty_concurrent_jobs_all_complete_with_their_own_results(direct_stack:
         )
     expected = {}
     for sample in samples:
-        view = direct_stack.wait_for(f"many-{samples.index(sample):02d}", timeout=120)
+        view = direct_stack.wait_for(f"many-{samples.index(sample):02d}", timeout=FIFTY_JOBS_HUNG)
         expected[sample] = view["result"]
     for job_id, sample in job_ids.items():
-        view = direct_stack.wait_for(job_id, timeout=120)
+        view = direct_stack.wait_for(job_id, timeout=FIFTY_JOBS_HUNG)
         assert view["status"] == "complete", view
         assert view["result"] == expected[sample]
         assert view["result"]["document"]["source"] == f"{sample}.txt"
@@ -158,7 +161,7 @@ def test_the_identity_header_scopes_the_jobs(direct_stack: DevStack) -> None:
 def answer(request: urllib.request.Request | str) -> tuple[int, Any]:
     """The status and the parsed body of a request, whatever the status."""
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=HUNG) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
@@ -175,7 +178,7 @@ def test_errors_come_back_as_api_gateway_and_the_api_answer_them(direct_stack: D
     assert answer(bad)[0] == 400
     host, port = direct_stack.base_url.removeprefix("http://").split(":")
     for length in ("nonsense", "-5", str(11 * 1024 * 1024)):
-        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection = http.client.HTTPConnection(host, int(port), timeout=HUNG)
         connection.putrequest("POST", "/jobs")
         connection.putheader("Content-Type", "application/json")
         connection.putheader("Content-Length", length)
