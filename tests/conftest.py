@@ -51,11 +51,25 @@ TESTS = Path(__file__).resolve().parent
 LONG_FOLDERS = ("browser", "local", "reliability")
 """Folders whose every test is long: a real browser, `cairn dev` in a child process, the chaos run."""
 LONG_FILES = (
+    "benchmarks/test_map_scaling_suite.py",
+    "benchmarks/test_runtime_suites.py",
+    "benchmarks/test_scale_suite.py",
+    "bundle/test_init.py",
+    "functional/test_api_fuzz.py",
     "functional/test_dashboard_proxy.py",
     "functional/test_dev_dead_letters.py",
+    "functional/test_dev_deployment.py",
     "functional/test_dev_ready.py",
+    "template/test_handwritten_sync.py",
+    "unit/test_install.py",
 )
-"""Further files of `cairn dev` processes."""
+"""Files of long proofs elsewhere: the benchmark suites' quick runs, whole bundles from ``cairn init`` (their own
+tests run in them), the API fuzzed from its OpenAPI document, ``cairn dev``'s deployment and processes, a fresh
+virtualenv."""
+LONG_TESTS = ("template/test_build.py::test_plain_sam_build_packages_the_layer_for_python312_and_the_architecture",)
+"""Single tests of long proofs: plain ``sam build`` (the other architecture's is an e2e test)."""
+PROPERTY_FILES = ("contract/test_crash_recovery.py", "contract/test_fault_schedules.py")
+"""The crash and fault properties: on memory in ``make test``, on every other store in ``make test-long``."""
 QUICK_STORES = {"memory"}
 """The stores a contract test (``storage_kind``) or a fault schedule (``backend``) runs on in ``make test``."""
 DYNAMODB_SLICE = 4
@@ -67,6 +81,8 @@ def is_long(item: pytest.Item) -> bool:
     path = Path(str(item.path)).relative_to(TESTS).as_posix()
     if path.split("/", 1)[0] in LONG_FOLDERS or path in LONG_FILES:
         return True
+    if f"{path}::{getattr(item, 'originalname', item.name)}" in LONG_TESTS:
+        return True
     callspec = getattr(item, "callspec", None)
     params = callspec.params if callspec is not None else {}
     store = params.get("storage_kind", params.get("backend"))
@@ -74,7 +90,7 @@ def is_long(item: pytest.Item) -> bool:
         return "botocore_backend" in getattr(item, "fixturenames", ())
     if store in QUICK_STORES:
         return False
-    sliced = store == "dynamodb" and "storage_kind" in params
+    sliced = store == "dynamodb" and path not in PROPERTY_FILES
     return not (sliced and zlib.crc32(getattr(item, "originalname", item.name).encode()) % DYNAMODB_SLICE == 0)
 
 
