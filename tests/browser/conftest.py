@@ -2,7 +2,15 @@
 
 The browser is ``/usr/bin/chromium`` (``make test`` installs it); Playwright's own browser download is never
 used. Without it the tests skip, unless ``BROWSER_REQUIRED=1`` (what ``make test`` sets), where they fail.
-Browser tests share one worker: mark their module ``pytestmark = pytest.mark.xdist_group("browser")``.
+Browser tests run on two pytest-xdist workers (``--dist loadgroup``), a group each, of about equal time: mark a
+module ``pytestmark = pytest.mark.xdist_group("browser-1")`` if it uses ``gated_stack`` (started once per worker
+that needs it: one), else ``"browser-2"`` (the modules that start a ``cairn dev`` of their own: the 1,000-job
+list, the screenshots, a reloading or a loaded stack, ``dashboard_stack``); test_dashboard_cost.py, on a stack of
+its own, is in "browser-1" to even out the two groups' times (as ``--durations=0`` measures them). Each worker has
+its own browser, its own stacks, on free ports.
+
+Their pages run on Playwright's clock (installed before they load): a test waiting for the live refresh moves the
+page's clock on (tests.browser.dashboard.refreshed) instead of waiting out the refresh's intervals.
 """
 
 from __future__ import annotations
@@ -12,13 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from tests.browser.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.browser.dashboard import TIMEOUT_MS
 from tests.local.devstack import DevStack, dev_stack, scratch_project
-
-TIMEOUT_MS = 15_000
-"""How long a page action or an expectation waits by default."""
 
 expect.set_options(timeout=TIMEOUT_MS)  # a context's default timeout reaches page actions, not ``expect``
 
@@ -45,24 +51,32 @@ def browser(chromium: Path) -> Iterator[Browser]:
             launched.close()
 
 
+def clocked_page(context: BrowserContext) -> Page:
+    """A new page of ``context`` on Playwright's clock, installed before anything loads: time flows as it does
+    until a test moves it on (tests.browser.dashboard.refreshed) or pauses it."""
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    page.clock.install()
+    return page
+
+
 @pytest.fixture
 def browser_page(browser: Browser) -> Iterator[Page]:
-    """A page in a fresh browser context (no cookies or storage from another test), at a laptop's width."""
+    """A page in a fresh browser context (no cookies or storage from another test), at a laptop's width, on
+    Playwright's clock."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(TIMEOUT_MS)
     try:
-        yield context.new_page()
+        yield clocked_page(context)
     finally:
         context.close()
 
 
 @pytest.fixture
 def phone_page(browser: Browser) -> Iterator[Page]:
-    """A page in a fresh browser context at a phone's size (390x844, touch)."""
+    """A page in a fresh browser context at a phone's size (390x844, touch), on Playwright's clock."""
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
-    context.set_default_timeout(TIMEOUT_MS)
     try:
-        yield context.new_page()
+        yield clocked_page(context)
     finally:
         context.close()
 

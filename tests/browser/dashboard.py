@@ -1,21 +1,41 @@
-"""What the dashboard's browser tests share: opening a view, its status banner and buttons, the gate's file.
+"""What the dashboard's browser tests share: opening a view, its status banner and buttons, the gate's file, and
+waiting for the page's live refresh on the page's clock.
 
 The pipeline the tests drive is ``gated`` (tests/local/gated_pipeline.py), on the ``gated_stack`` fixture.
+
+The pages of the fixtures run on Playwright's clock (``page.clock.install()`` before they load): time flows as it
+does, and a test that waits for the live refresh to show a change moves the page's clock on instead of waiting out
+its intervals (:func:`refreshed`). Real work on the server (a job running in ``cairn dev``) still takes real time.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from playwright.sync_api import Locator, Page, Request, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.local.devstack import DevStack
 
+TIMEOUT_MS = 15_000
+"""How long a page action or an expectation waits by default."""
 POLL_MS = 2000
 """How often the page's live refresh reads the view again (``POLL_MS`` in poller.js)."""
+LOOK_MS = 500
+"""How long (real time) one look at the page waits for what a test expects before the page's clock moves on."""
+SAFETY_S = 180.0
+"""The most real time a wait for the live refresh (or for the server's work it shows) takes before the test fails:
+a safety net for a loaded machine, never a measure of speed."""
+SAFETY_MS = int(SAFETY_S * 1000)
+"""The same, as an expectation's ``timeout``: for what waits on the server's real work, not on a refresh."""
+PAUSE_AHEAD_S = 5.0
+"""How far ahead of the page's time :func:`pause_clock` stops it: time passes while the test asks the page for its
+time, and the clock cannot be paused in its past."""
 ACTIONS = ("Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal")
 """The job view's buttons, as their accessible names."""
 
@@ -84,27 +104,70 @@ def is_read_of(url: str, job_id: str) -> bool:
     return url.split("?", 1)[0].endswith(f"/jobs/{job_id}")
 
 
-def wait_for_refreshes(page: Page, job_id: str, count: int = 2, *, fast: bool = False) -> None:
-    """Wait until the page's live refresh has read the job and shown what it read, ``count`` times.
+@contextmanager
+def expectations_timing_out_after(timeout_ms: float) -> Iterator[None]:
+    """Within the block, an expectation made without its own ``timeout`` gives up after ``timeout_ms``."""
+    expect.set_options(timeout=timeout_ms)
+    try:
+        yield
+    finally:
+        expect.set_options(timeout=TIMEOUT_MS)
+
+
+def refreshed(page: Page, check: Callable[[], object], *, safety_s: float = SAFETY_S) -> None:
+    """Wait until ``check`` holds of the page, moving the page's clock on one live-refresh interval after each look.
+
+    ``check`` makes expectations (``expect(...)``, asserts): each look gives its expectations ``LOOK_MS`` of real
+    time; while one fails, ``page.clock.run_for(POLL_MS)`` runs the refresh that is due, and the check looks again.
+    The page's clock must be Playwright's (the fixtures' pages are). A refresh still in flight is not hurried: the
+    poller sets its next timer when a read ends, so a step during a read moves only the time the page shows.
+    Fails, with the check's last failure, after ``safety_s`` seconds of real time.
+    """
+    deadline = time.monotonic() + safety_s
+    intervals = 0
+    while True:
+        try:
+            with expectations_timing_out_after(LOOK_MS):
+                check()
+            return
+        except AssertionError as failure:
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"not so after {safety_s:g} s of real time, the page's clock moved on {intervals} refresh "
+                    f"intervals of {POLL_MS} ms: {failure}"
+                ) from failure
+        page.clock.run_for(POLL_MS)
+        intervals += 1
+
+
+def pause_clock(page: Page) -> None:
+    """Stop the page's clock, a moment (``PAUSE_AHEAD_S``) on from its time now: from then on no timer fires, so the
+    live refresh does not run, until the test moves the clock on. A refresh due within that moment runs."""
+    page.clock.pause_at(page.evaluate("() => Date.now()") / 1000 + PAUSE_AHEAD_S)
+
+
+def wait_for_refreshes(page: Page, job_id: str, count: int = 2) -> None:
+    """Wait until the page's live refresh has read the job and shown what it read, ``count`` times, on its clock.
 
     The read after them proves it: the refresh reads again only once it has shown its last read.
-    ``fast``: on the page's fake clock (``page.clock.install()`` before it loaded), move the page's time on
-    in small steps (so that each refresh runs as soon as it is due) instead of waiting out the intervals.
     """
     reads: list[Request] = []
 
+    def is_read(request: Request) -> bool:
+        return request.method == "GET" and is_read_of(request.url, job_id)
+
     def seen(request: Request) -> None:
-        if request.method == "GET" and is_read_of(request.url, job_id):
+        if is_read(request):
             reads.append(request)
+
+    def read_again() -> None:
+        if len(reads) <= count:  # a look: until the page reads the job again (``seen`` keeps it too), or LOOK_MS
+            with suppress(PlaywrightTimeoutError):
+                page.wait_for_event("request", is_read, timeout=LOOK_MS)
+        assert len(reads) > count, f"the page read {job_id} {len(reads)} times, not {count + 1}"
 
     page.on("request", seen)
     try:
-        deadline = time.monotonic() + (count + 1) * (POLL_MS / 1000 + 5)
-        while len(reads) < count + 1:
-            assert time.monotonic() < deadline, f"the page read {job_id} {len(reads)} times, not {count + 1}"
-            if fast:
-                page.clock.run_for(POLL_MS // 20)
-            else:
-                page.wait_for_timeout(50)
+        refreshed(page, read_again)
     finally:
         page.remove_listener("request", seen)

@@ -15,7 +15,7 @@ from tests.browser.dashboard import button, open_job
 from tests.browser.test_dashboard_controls import held
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def test_pause_resume_and_cancel_from_the_page_are_logged_with_the_caller_and_marked(

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.dashboard import failed_job, open_job
+from tests.browser.dashboard import SAFETY_S, failed_job, open_job
 from tests.local.devstack import DevStack, dev_stack, scratch_project
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-2")
 
 JOB = "redeployed"
 
@@ -42,7 +42,7 @@ def deploy(stack: DevStack, project: Path) -> None:
     """Change the ``gated`` pipeline's code (a comment: its hash changes) and wait until the server reloads."""
     module = project / "functions" / "gated" / "pipeline.py"
     module.write_text(module.read_text() + "\n# Deployed again: the same phases, another version of their code.\n")
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + SAFETY_S
     while "code changed" not in stack.output():
         assert time.monotonic() < deadline, stack.output()[-2000:]
         time.sleep(0.2)

@@ -21,12 +21,14 @@ from tests.browser.dashboard import (
     expect_focus_in_actions,
     failed_job,
     open_job,
+    pause_clock,
     phases_run,
+    refreshed,
     wait_for_refreshes,
 )
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def held(folder: Path, name: str) -> tuple[dict[str, str], Path]:
@@ -52,13 +54,17 @@ def test_pause_then_resume_a_running_job(browser_page: Page, gated_stack: DevSta
     assert gated_stack.api.get("paused-resumed")["status"] == "paused"
     expect(button(page, "Pause")).to_be_disabled()
     hold.unlink()  # the phase in flight finishes; the job stops before the next one
-    expect(banner).to_contain_text("Paused")
-    expect(banner).not_to_contain_text("Pausing")
-    expect(banner).to_contain_text("Stopped before phase “check”; Resume continues there.")
+
+    def stopped() -> None:
+        expect(banner).to_contain_text("Paused")
+        expect(banner).not_to_contain_text("Pausing")
+        expect(banner).to_contain_text("Stopped before phase “check”; Resume continues there.")
+
+    refreshed(page, stopped)
     assert phases_run(gated_stack.api.get("paused-resumed")) == ["gather"]
 
     page.keyboard.press("Enter")  # on Resume, which kept the focus
-    expect(banner).to_have_attribute("data-status", "complete")
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
     expect_focus_in_actions(page)
     view = gated_stack.api.get("paused-resumed")
     assert phases_run(view) == ["gather", "check", "finish"]
@@ -68,7 +74,6 @@ def test_cancel_a_running_job(browser_page: Page, gated_stack: DevStack, tmp_pat
     state, hold = held(tmp_path, "cancelled-running")
     gated_stack.api.start("gated", state=state, job_id="cancelled-running")
     page = browser_page
-    page.clock.install()
     banner = open_job(page, gated_stack.base_url, "cancelled-running")
     expect(banner).to_have_attribute("data-status", "running")
 
@@ -87,7 +92,7 @@ def test_cancel_a_running_job(browser_page: Page, gated_stack: DevStack, tmp_pat
     cut = view["cutShort"]  # yet the run it cut short is shown, from its claim to the cancel
     assert cut["phase"] == "gather"
     assert cut["startedAt"] <= cut["endedAt"] == view["updatedAt"]
-    wait_for_refreshes(page, "cancelled-running", 1, fast=True)
+    wait_for_refreshes(page, "cancelled-running", 1)
     expect(banner).to_have_attribute("data-status", "cancelled")
     cut_row = page.locator(".timeline-row.outcome-cut-short")
     expect(cut_row).to_contain_text("gather")
@@ -108,7 +113,6 @@ def test_a_complete_jobs_disallowed_buttons_are_disabled_with_a_reason_and_stay_
     gated_stack.api.start("gated", state={"note": "done"}, job_id="finished")
     assert gated_stack.wait_for("finished")["status"] == "complete"
     page = browser_page
-    page.clock.install()
     banner = open_job(page, gated_stack.base_url, "finished")
     expect(banner).to_have_attribute("data-status", "complete")
     reasons = {
@@ -130,7 +134,7 @@ def test_a_complete_jobs_disallowed_buttons_are_disabled_with_a_reason_and_stay_
             expect(button(page, name)).to_be_enabled()
 
     check()
-    wait_for_refreshes(page, "finished", 2, fast=True)
+    wait_for_refreshes(page, "finished", 2)
     for name in reasons:
         assert button(page, name).is_disabled(), name
     check()
@@ -174,7 +178,7 @@ def test_send_signal_moves_a_waiting_job_on_and_a_refused_signal_shows_the_apis_
     dialog.get_by_role("button", name="Deliver signal").click()
     expect(dialog).to_be_hidden()
     expect(page.get_by_role("alert")).to_have_text("")
-    expect(banner).to_have_attribute("data-status", "complete")
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
     expect_focus_in_actions(page)  # Send signal, which opened the dialog, is disabled now
     view = gated_stack.api.get("awaits-approval")
     assert view["result"]["signal"] == {"approved_by": "ops"}
@@ -185,13 +189,11 @@ def test_a_button_the_job_no_longer_allows_shows_the_apis_refusal_in_the_alert(
     browser_page: Page, gated_stack: DevStack, tmp_path: Path
 ) -> None:
     page = browser_page
-    page.clock.install()
     state, hold = held(tmp_path, "stale-pause")
     gated_stack.api.start("gated", state=state, job_id="stale-pause")
+    pause_clock(page)  # the page reads the job once, as it opens, and never by itself again: it goes stale
     banner = open_job(page, gated_stack.base_url, "stale-pause")
     expect(banner).to_have_attribute("data-status", "running")
-    page.clock.pause_at(page.evaluate("() => Date.now() + 100"))  # no refresh from now on: the page is stale
-    page.wait_for_load_state("networkidle")  # a refresh already in flight must not see the cancel
     gated_stack.api.cancel("stale-pause")
 
     with page.expect_response(lambda response: response.request.method == "POST") as refused:

@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 DEAR = "cost-invoice"
 CHEAP = "cost-missing"

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.dashboard import open_job
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def test_the_panel_shows_a_phases_entry_state_and_a_diff_between_two(browser_page: Page, gated_stack: DevStack) -> None:

@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.dashboard import failed_job, open_job
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 JOB = "long-history"
 

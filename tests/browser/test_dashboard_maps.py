@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.dashboard import open_job
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def test_a_map_is_one_lane_and_each_item_opens_with_its_attempts_and_log(

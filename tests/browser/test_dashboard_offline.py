@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, Route, expect
 
-from tests.browser.dashboard import button, open_job
+from tests.browser.dashboard import button, open_job, refreshed
 from tests.browser.test_dashboard_controls import held
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 API_CALLS = re.compile(r".*/(jobs|pipelines)([/?].*)?$")
 
@@ -40,7 +40,7 @@ def test_the_job_view_goes_offline_disables_its_actions_and_recovers(
 
     cut_off(page)
 
-    expect(indicator).to_have_attribute("data-state", "offline")
+    refreshed(page, lambda: expect(indicator).to_have_attribute("data-state", "offline"))
     expect(indicator).to_contain_text("Offline since")
     for name in ("Pause", "Cancel", "Start over", "Retry"):
         expect(button(page, name)).to_be_disabled()
@@ -49,12 +49,12 @@ def test_the_job_view_goes_offline_disables_its_actions_and_recovers(
 
     page.unroute(API_CALLS)
 
-    expect(indicator).to_have_text("Live")
+    refreshed(page, lambda: expect(indicator).to_have_text("Live"))
     expect(button(page, "Pause")).to_be_enabled()  # the job's own rules again: it is still running
     expect(button(page, "Resume")).to_be_disabled()
     expect(page.get_by_role("alert")).to_have_text("")
     hold.unlink()
-    expect(banner).to_have_attribute("data-status", "complete")
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
 
 
 def test_the_jobs_list_says_offline_with_the_time_it_was_read_and_recovers(
@@ -67,11 +67,11 @@ def test_the_jobs_list_says_offline_with_the_time_it_was_read_and_recovers(
 
     cut_off(page)
 
-    expect(note).to_contain_text("offline, as read at")
+    refreshed(page, lambda: expect(note).to_contain_text("offline, as read at"))
     expect(note).to_have_attribute("data-state", "offline")
     expect(page.locator("#connection")).to_contain_text("Offline since")
 
     page.unroute(API_CALLS)
 
-    expect(note).to_contain_text("live, updated")
+    refreshed(page, lambda: expect(note).to_contain_text("live, updated"))
     expect(page.locator("#connection")).to_have_text("Live")

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.dashboard import Posts, button, failed_job, log_messages, open_job, phases_run
+from tests.browser.dashboard import Posts, button, failed_job, log_messages, open_job, phases_run, refreshed
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_retry_resumes_a_failed_job_from_its_checkpoint_without_running_earlier_
     gate.write_text("open")
 
     button(browser_page, "Retry").click()
-    expect(banner).to_have_attribute("data-status", "complete")
+    refreshed(browser_page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
     view = gated_stack.api.get("retried")
     assert phases_run(view) == ["gather", "check", "check", "finish"]  # gather ran once: Retry resumed at check
     assert [record["outcome"] for record in view["phases"]] == ["next", "error", "next", "done"]
@@ -95,7 +95,7 @@ def test_start_over_once_confirmed_runs_the_job_again_from_its_first_phase(
     dialog = page.get_by_role("dialog", name="Start this job over?")
     dialog.get_by_role("button", name="Discard and restart").click()
     expect(dialog).to_be_hidden()
-    expect(banner).to_have_attribute("data-status", "complete")
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
     view = gated_stack.api.get("started-over")
     assert phases_run(view) == ["gather", "check", "finish"]  # the history of the failed run is gone
     assert view["phases"][0]["startedAt"] > failed_at  # gather ran again, after the failure
@@ -161,7 +161,7 @@ def test_rerun_from_a_phase_with_an_edited_state_continues_there_with_that_state
     assert posted.value.post_data_json == {"mode": "from", "phase": "finish", "state": edited}
 
     expect(dialog).to_be_hidden()
-    expect(banner).to_have_attribute("data-status", "complete")
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
     view = gated_stack.api.get("rerun-edited")
     assert view["result"] == {"ran": ["gather", "by hand", "finish"], "note": "edited in the dashboard", "signal": None}
     assert phases_run(view) == ["gather", "check", "finish"]  # check did not run again: finish came next

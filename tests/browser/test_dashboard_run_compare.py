@@ -14,7 +14,7 @@ from tests.browser.dashboard import open_job
 from tests.local.devstack import DevStack, dev_stack
 from tests.local.pulled import pull_production_job
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-2")
 
 JOB = "pulled-doc"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.dashboard import failed_job, open_job
+from tests.browser.dashboard import failed_job, open_job, refreshed
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def test_phase_runs_are_grouped_under_the_start_retry_and_rerun_that_began_them(
@@ -61,6 +61,6 @@ def test_a_wait_shows_its_deadline_and_then_the_gap_it_was(browser_page: Page, g
     expect(waiting).to_contain_text(re.compile(r"times out at .+ \(in (59|60) min"))
 
     gated_stack.api.signal("waits-an-hour", "approve", payload={"ok": True})
-    expect(page.get_by_role("status")).to_have_attribute("data-status", "complete")
+    refreshed(page, lambda: expect(page.get_by_role("status")).to_have_attribute("data-status", "complete"))
     check = page.locator(".timeline-row", has=page.locator(".phase-name", has_text="check"))
     expect(check).to_contain_text(re.compile(r"after waiting [\d.]+ (ms|s) for a signal"))

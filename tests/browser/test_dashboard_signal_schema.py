@@ -17,7 +17,7 @@ from cairn.client.errors import ApiError
 from tests.browser.dashboard import Posts, button, open_job
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def test_a_declared_signal_starts_from_its_template_and_is_checked_before_it_is_sent(

@@ -7,10 +7,10 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.dashboard import Posts
+from tests.browser.dashboard import Posts, refreshed
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def test_a_job_started_from_the_form_runs_then_completes_in_its_view(browser_page: Page, gated_stack: DevStack) -> None:
@@ -27,7 +27,7 @@ def test_a_job_started_from_the_form_runs_then_completes_in_its_view(browser_pag
     banner = page.get_by_role("status")
     expect(banner).to_have_attribute("data-status", "running")
     expect(banner).to_contain_text("Running")
-    expect(banner).to_have_attribute("data-status", "complete", timeout=10_000)
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))  # gather holds 2 s
     expect(banner).to_contain_text("Complete")
     expect(page.get_by_role("region", name="Checkpoint")).to_contain_text('"note": "from the form"')
     view = gated_stack.api.get("form-started")
@@ -100,9 +100,9 @@ def test_the_jobs_list_shows_a_new_job_live_and_filters_by_status_and_pipeline(
     page.evaluate("() => { window.loadedOnce = true; }")
 
     gated_stack.api.start("gated", state={"note": "live"}, job_id="listed-live")
-    expect(table.get_by_role("link", name="listed-live")).to_be_visible()
+    refreshed(page, lambda: expect(table.get_by_role("link", name="listed-live")).to_be_visible())
     live_row = table.get_by_role("row").filter(has=page.get_by_role("link", name="listed-live"))
-    expect(live_row).to_contain_text("Complete")  # its status changes in place, too
+    refreshed(page, lambda: expect(live_row).to_contain_text("Complete"))  # its status changes in place, too
     assert page.evaluate("() => window.loadedOnce === true")  # no reload
 
     page.get_by_label("Status").select_option("error")
@@ -156,11 +156,11 @@ def test_the_research_brief_starts_from_its_sample_waits_for_its_reviewer_and_is
     page.get_by_role("button", name="Start job").click()
 
     banner = page.get_by_role("status")
-    expect(banner).to_have_attribute("data-status", "waiting", timeout=20_000)
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "waiting"))
     expect(page.get_by_text("Turn 2: answered").first).to_be_visible()
     page.get_by_role("button", name="Send signal").click()
     page.get_by_label("Signal name").fill("approval")
     page.get_by_label("Payload (JSON, optional)").fill('{"approved": true, "note": "Keep it short"}')
     page.get_by_role("button", name="Deliver signal").click()
-    expect(banner).to_have_attribute("data-status", "complete", timeout=20_000)
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
     assert gated_stack.api.get("brief-from-form")["result"]["reviews"] == 1

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.dashboard import Posts, button, failed_job, open_job
+from tests.browser.dashboard import Posts, button, failed_job, open_job, refreshed
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def test_start_over_shows_the_input_and_runs_with_the_operators_edit(
@@ -46,7 +46,7 @@ def test_start_over_shows_the_input_and_runs_with_the_operators_edit(
     field.fill(json.dumps({**shown, "gate": "", "note": "fixed input"}))
     dialog.get_by_role("button", name="Discard and restart").click()
     expect(dialog).to_be_hidden()
-    expect(banner).to_have_attribute("data-status", "complete")
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
     assert posts.sent == ["POST /jobs/edited-input/retry"]
     view = gated_stack.api.get("edited-input", include_input=True)
     assert view["result"]["note"] == "fixed input"

@@ -14,7 +14,7 @@ from tests.browser.dashboard import open_job
 from tests.browser.seed import DAY_MS, dev_storage
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-1")
 
 
 def seed(stack: DevStack, job_id: str, version: int | None) -> None:

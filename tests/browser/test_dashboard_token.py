@@ -17,9 +17,10 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Page, Request, expect
 
 from cairn.client import ApiError
+from tests.browser.dashboard import refreshed
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-2")
 
 ISSUER = "https://issuer.example"
 
@@ -65,7 +66,9 @@ def test_a_job_started_from_the_served_page_belongs_to_the_tokens_owner(
     browser_page.get_by_label("Initial state (JSON)").fill('{"document": "invoice.txt"}')
     browser_page.get_by_role("button", name="Start job").click()
 
-    expect(browser_page.get_by_role("status")).to_have_attribute("data-status", "complete", timeout=30_000)
+    refreshed(
+        browser_page, lambda: expect(browser_page.get_by_role("status")).to_have_attribute("data-status", "complete")
+    )
     assert calls, "the page called no /jobs route"
     assert all(call.headers.get("authorization") == f"Bearer {token}" for call in calls)
     assert problems == []

@@ -12,7 +12,7 @@ from playwright.sync_api import Browser
 from tests.browser.screenshots import SHOTS, VIEWPORT, take_screenshots
 from tests.local.devstack import DevStack
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-2")
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, Request, Response
 
-pytestmark = pytest.mark.xdist_group("browser")
+pytestmark = pytest.mark.xdist_group("browser-2")
 
 
 def test_the_dashboard_opens_with_its_title(browser_page: Page, dev_dashboard: str) -> None:
