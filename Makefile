@@ -155,14 +155,13 @@ test-long: $(STAMP) $(SAM_STAMP) $(NODE_STAMP) $(CHROMIUM)
 bundle-check: $(STAMP) $(SAM_STAMP)
 	TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m e2e
 
-# Line and branch coverage of the library, by package, over the fast tier (the processes it starts included: coverage
-# follows subprocesses, pyproject.toml's [tool.coverage.run]). Fails below COVERAGE_FLOOR percent of lines.
+# Line and branch coverage of the library, by package, over the fast tier (in the test processes; pyproject.toml's
+# [tool.coverage.run]). Fails below COVERAGE_FLOOR percent of lines.
 COVERAGE_FLOOR ?= 0
 coverage: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
 	rm -f .coverage .coverage.*
 	TEMPLATE_TOOLS_REQUIRED=1 $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup -q \
 		-m "not long and not e2e" --cov --cov-report=
-	$(BIN)/coverage combine --quiet --keep 2>/dev/null || true
 	$(BIN)/python -m tests.coverage_report --floor $(COVERAGE_FLOOR)
 
 # The fault-schedule property test (tests/contract/test_fault_schedules.py) at PROOF_SCALE times the size
