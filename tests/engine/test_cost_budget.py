@@ -15,10 +15,12 @@ from cairn import (
     Done,
     InlineScheduler,
     JobStatus,
+    Map,
     Next,
     PhaseContext,
     Pipeline,
     PipelineError,
+    RetryPolicy,
 )
 from cairn.core.budgets import BUDGET_STOP
 from cairn.core.prices import load_prices
@@ -180,3 +182,113 @@ def test_a_job_within_its_budget_runs_to_the_end() -> None:
     assert app.get(JOB).status == JobStatus.COMPLETE
     assert runs == Counter({"tick": 11, "tock": 1})
     assert app.cost(JOB).usd == 12.0
+
+
+def cents_a_request(usd: float) -> dict[str, Any]:
+    """Prices where each run (a phase's or a map item's) costs exactly ``usd``: its Lambda request, nothing else."""
+    return {"prices": {**DOLLAR_A_RUN["prices"], "lambda_requests": usd}}
+
+
+def mapping(runs: Counter[str], budget: float, items: int) -> Pipeline[Any]:
+    """``split`` maps ``items`` items over ``page`` (item 0 fails once, so it finishes last), then ``merge``."""
+    pipeline: Pipeline[Any] = Pipeline("pages", max_cost_usd=budget)
+
+    @pipeline.phase
+    def split(ctx: PhaseContext[Any]) -> Map:
+        runs["split"] += 1
+        return Map(list(range(items)), phase="page", then="merge", max_concurrency=3)
+
+    @pipeline.phase(retry=RetryPolicy(max_attempts=2, backoff=1.0))
+    def page(ctx: PhaseContext[Any]) -> Done:
+        runs["page"] += 1
+        if ctx.item == 0 and ctx.attempt == 1:
+            raise ValueError("a blurred scan")
+        return Done(ctx.state)
+
+    @pipeline.phase
+    def merge(ctx: PhaseContext[Any]) -> Done:
+        runs["merge"] += 1
+        return Done(len(ctx.results or []))
+
+    return pipeline
+
+
+def test_a_budget_counts_a_maps_items_before_the_phase_after_the_map() -> None:
+    runs: Counter[str] = Counter()
+    clock = FakeClock()
+    pipeline = mapping(runs, 0.50, items=40)
+    app = Cairn(
+        pipeline, prices=cents_a_request(0.05), scheduler=InlineScheduler(now=clock.monotonic, sleep=clock.sleep)
+    )
+    app.start(pipeline, JOB, state={})
+    app.run_until_idle()
+
+    job = app.get(JOB)
+    # split ($0.05) and 41 item runs ($2.05) have passed $0.50: merge is not started
+    assert runs == Counter({"split": 1, "page": 41})
+    assert job.status == JobStatus.ERROR, job.error
+    assert job.error is not None
+    assert 'stopped before phase "merge": it has cost $2.10 so far' in job.error
+    assert job.usage["lambda_requests"] == 1 + 41 + 1  # the items' usage joined the job's, with the stop's
+    assert app.cost(JOB).usd == pytest.approx(2.15)
+
+    app.retry(JOB)  # the items' usage is joined once: the retry's budget counts from the stop
+    app.run_until_idle()
+    assert app.get(JOB).status == JobStatus.COMPLETE
+    assert runs["merge"] == 1
+    assert app.get(JOB).usage["lambda_requests"] == 1 + 41 + 1 + 1
+
+
+def test_a_phase_that_fits_the_budget_exactly_runs() -> None:
+    runs: Counter[str] = Counter()
+    pipeline = looping(runs, 0.30)
+    app = Cairn(pipeline, prices=cents_a_request(0.10), scheduler=InlineScheduler(now=FakeClock().monotonic))
+    app.start(pipeline, JOB, state={"n": 0})
+    app.run_until_idle()
+
+    job = app.get(JOB)
+    # $0.20 spent + $0.10 expected is $0.30: within the budget, whatever binary floats make of the sum
+    assert runs == Counter({"tick": 3})
+    assert job.error is not None
+    assert "it has cost $0.300000 so far and the phase is expected to cost $0.100000" in job.error
+    for retries in range(1, 5):  # each retry spends its whole budget again: three runs (the stop's run is one)
+        app.retry(JOB)
+        app.run_until_idle()
+        assert app.get(JOB).status == JobStatus.ERROR
+        assert runs["tick"] == 3 + 2 * retries, retries
+
+
+def test_a_budget_stop_shows_enough_digits_to_be_true() -> None:
+    runs: Counter[str] = Counter()
+    pipeline = looping(runs, 0.30)
+    app = Cairn(pipeline, prices=cents_a_request(0.1000002), scheduler=InlineScheduler(now=FakeClock().monotonic))
+    app.start(pipeline, JOB, state={"n": 0})
+    app.run_until_idle()
+
+    job = app.get(JOB)
+    assert runs == Counter({"tick": 2})
+    assert job.error is not None
+    # at six decimals, $0.200000 + $0.100000 would not pass $0.300000: the figures show the digit that does
+    assert "it has cost $0.2000004 so far and the phase is expected to cost $0.1000002" in job.error
+    assert "which would pass its budget of $0.3000000 (Pipeline(max_cost_usd=0.3))" in job.error
+
+
+def test_a_job_that_has_spent_its_whole_budget_starts_no_new_phase() -> None:
+    pipeline: Pipeline[Any] = Pipeline("steps", max_cost_usd=0.30)
+    for name, following in (("one", "two"), ("two", "three"), ("three", "four"), ("four", None)):
+
+        def step(ctx: PhaseContext[Any], following: str | None = following) -> Next | Done:
+            return Next(following, ctx.state) if following else Done()
+
+        pipeline.phase(name=name)(step)
+    app = Cairn(pipeline, prices=cents_a_request(0.10))
+    app.start(pipeline, JOB, state={})
+    app.run_until_idle()
+
+    job = app.get(JOB)
+    # "four" has not run (expected $0), but $0.30 is all of the budget: no figure shown claims to pass it
+    assert job.status == JobStatus.ERROR
+    assert job.error is not None
+    assert 'stopped before phase "four": it has cost $0.300000 so far, all of its budget of $0.300000' in job.error
+    assert job.phases[-1].failure is not None
+    assert job.phases[-1].failure.type == "cairn.core.errors.BudgetExceededError"

@@ -4,12 +4,20 @@ A job's ``usage`` sums what every write that committed it metered (:mod:`cairn.c
 phase record keeps what its own run metered (``PhaseRecord.usage``). A meter the table prices costs
 ``quantity x price``; a model's tokens without a price cost 0 and are listed as unpriced; counters
 that are not money (``transitions``, ``tool_calls``, the token totals) are left out.
+
+The sums are exact: each quantity and price is taken as the decimal it is written as (its shortest
+``repr``: ``0.1`` is one tenth), multiplied and added in decimal arithmetic without rounding
+(:data:`EXACT`), so $0.20 and $0.10 make $0.30. ``Cost.exact`` keeps that figure (what a budget
+compares); ``Cost.usd`` is the float nearest it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
+from functools import reduce
 
 from .models import Job, PhaseRecord
 from .prices import PriceTable, is_metered
@@ -25,13 +33,34 @@ class CostLine:
     usd: float
 
 
+EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+"""Decimal arithmetic that never rounds a sum or a product (and, as floats do, gives NaN rather than raise)."""
+ZERO = Decimal(0)
+
+
+def exact(value: float | Decimal) -> Decimal:
+    """A figure as the decimal it is written as: a float's shortest ``repr`` (``0.1`` is one tenth), an int as it is."""
+    if isinstance(value, Decimal | int):
+        return Decimal(value)
+    return Decimal(repr(float(value)))
+
+
+def total(amounts: Sequence[Decimal]) -> Decimal:
+    """The exact sum of ``amounts``."""
+    return reduce(EXACT.add, amounts, ZERO)
+
+
 @dataclass(frozen=True)
 class Cost:
-    """A cost in US dollars, meter by meter; ``unpriced`` names the meters used that the table has no price for."""
+    """A cost in US dollars, meter by meter; ``unpriced`` names the meters used that the table has no price for.
+
+    ``exact`` is the cost as an exact decimal (what a budget compares); ``usd`` the float nearest it.
+    """
 
     usd: float
     lines: tuple[CostLine, ...] = ()
     unpriced: tuple[str, ...] = ()
+    exact: Decimal = ZERO
 
 
 @dataclass(frozen=True)
@@ -77,24 +106,29 @@ class JobCost:
         }
 
 
-def format_usd(usd: float) -> str:
-    """Dollars as shown: cents from a dollar up (``$1.25``), six decimals below (``$0.000415``)."""
-    return f"${usd:,.2f}" if usd >= 1 else f"${usd:.6f}"
+def format_usd(usd: float | Decimal, *, extra: int = 0) -> str:
+    """Dollars as shown: cents from a dollar up (``$1.25``), six decimals below (``$0.000415``); ``extra`` more."""
+    places = (2 if math.isfinite(usd) and usd >= 1 else 6) + extra
+    return f"${usd:,.{places}f}"
 
 
 def cost_of(usage: Mapping[str, float], prices: PriceTable) -> Cost:
-    """The cost of ``usage`` at ``prices``: the sum of each priced meter's quantity times its price."""
+    """The cost of ``usage`` at ``prices``: the exact sum of each priced meter's quantity times its price."""
     lines: list[CostLine] = []
+    amounts: list[Decimal] = []
     unpriced: list[str] = []
     for meter in sorted(usage):
-        quantity = float(usage[meter])
+        quantity = usage[meter]
         price = prices.price(meter)
         if price is None:
             if is_metered(meter) and quantity:
                 unpriced.append(meter)
             continue
-        lines.append(CostLine(meter, quantity, price, quantity * price))
-    return Cost(sum(line.usd for line in lines), tuple(lines), tuple(unpriced))
+        amount = EXACT.multiply(exact(quantity), exact(price))
+        amounts.append(amount)
+        lines.append(CostLine(meter, float(quantity), price, float(amount)))
+    cost = total(amounts)
+    return Cost(float(cost), tuple(lines), tuple(unpriced), cost)
 
 
 def phase_costs(records: Sequence[PhaseRecord], prices: PriceTable) -> tuple[PhaseCost, ...]:
@@ -107,11 +141,3 @@ def phase_costs(records: Sequence[PhaseRecord], prices: PriceTable) -> tuple[Pha
 def job_cost(job: Job, prices: PriceTable) -> JobCost:
     """The job's cost: its usage at ``prices``, with the cost of each phase run its record holds."""
     return JobCost(job.job_id, cost_of(job.usage, prices), phase_costs(job.phases, prices), prices)
-
-
-def last_run_cost(records: Sequence[PhaseRecord], phase: str, prices: PriceTable) -> float:
-    """What the newest run of ``phase`` in ``records`` cost (0 when it has not run): the budget's expectation."""
-    for record in reversed(records):
-        if record.phase == phase:
-            return cost_of(record.usage, prices).usd
-    return 0.0
