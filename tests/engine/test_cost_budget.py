@@ -23,7 +23,7 @@ from cairn import (
     RetryPolicy,
 )
 from cairn.core.budgets import BUDGET_STOP
-from cairn.core.prices import load_prices
+from cairn.core.prices import load_prices, shipped_table
 from cairn.core.settings import PRICE_REGION, PRICES
 from tests.support import FakeClock
 
@@ -96,10 +96,12 @@ def test_a_region_change_changes_the_prices(tmp_path: Path, monkeypatch: pytest.
     [
         ("{not json", "are not JSON"),
         ("[1, 2]", "must be a JSON object"),
-        ('{"prices": {"lambda_requests": -1}}', 'the price of "lambda_requests" must be a number of dollars >= 0'),
+        ('{"prices": {"lambda_requests": -1}}', '"prices.lambda_requests" must be a number of dollars from 0 to 1000'),
         ('{"prices": {"lambda_requests": "cheap"}}', "must be a number of dollars"),
         ('{"pricez": {}}', "unknown keys ['pricez']"),
-        ('{"models": {"m": {"tokens": 1}}}', 'the model "m" prices only'),
+        ('{"models": {"m": {"tokens": 1}}}', '"models.m" prices only'),
+        ('{"date": "15/11/2026"}', '"date" must be the date the prices were taken, YYYY-MM-DD'),
+        ('{"currency": "EUR"}', '"currency" must be "USD"'),
     ],
 )
 def test_a_bad_override_file_is_a_clear_configuration_error(tmp_path: Path, content: str, says: str) -> None:
@@ -292,3 +294,56 @@ def test_a_job_that_has_spent_its_whole_budget_starts_no_new_phase() -> None:
     assert 'stopped before phase "four": it has cost $0.300000 so far, all of its budget of $0.300000' in job.error
     assert job.phases[-1].failure is not None
     assert job.phases[-1].failure.type == "cairn.core.errors.BudgetExceededError"
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (
+            '{"prices": {"lambda_request": 1e-07}}',
+            '"prices.lambda_request": no such meter (did you mean "lambda_requests"?',
+        ),
+        (
+            '{"regions": {"eu-west-1": {"date": "2026-10-01", "prices": {"dynamodb_write_unit": 7e-07}}}}',
+            '"regions.eu-west-1.prices.dynamodb_write_unit": no such meter (did you mean "dynamodb_write_units"?',
+        ),
+        ('{"prices": {"input_tokens:my-model": 1e-06}}', 'a model\'s tokens are priced under "models"'),
+        (
+            '{"prices": {"lambda_requests": 1e308}}',
+            '"prices.lambda_requests" must be a number of dollars from 0 to 1000',
+        ),
+        ('{"prices": {"lambda_requests": 1' + "0" * 400 + "}}", '"prices.lambda_requests" must be a number of dollars'),
+        ('{"prices": {"lambda_requests": NaN}}', '"prices.lambda_requests" must be a number of dollars'),
+        (
+            '{"models": {"my-model": {"output_tokens": 1e300}}}',
+            '"models.my-model.output_tokens" must be a number of dollars from 0 to 1000',
+        ),
+    ],
+)
+def test_a_price_table_is_checked_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, says: str
+) -> None:
+    bad = tmp_path / "contract.json"
+    bad.write_text(content)
+    monkeypatch.setenv(PRICES, str(bad))
+    with pytest.raises(ConfigurationError) as raised:
+        Cairn(one_phase())
+    assert says in str(raised.value)
+    assert f"{PRICES}={bad}" in str(raised.value)
+
+
+def test_a_price_file_that_is_not_utf8_is_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes('{"note": "prix négociés", "prices": {}}'.encode("latin-1"))
+    monkeypatch.setenv(PRICES, str(bad))
+    with pytest.raises(ConfigurationError, match="not UTF-8 text") as raised:
+        Cairn(one_phase())
+    assert f"{PRICES}={bad}" in str(raised.value)
+    assert "byte 0xe9 at offset 16" in str(raised.value)
+
+
+def test_the_shipped_table_passes_the_checks_an_override_gets() -> None:
+    shipped = load_prices(environ={})
+    assert load_prices(overrides=shipped_table(), environ={}).prices == shipped.prices
