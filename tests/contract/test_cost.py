@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,8 @@ def test_a_models_tokens_are_priced_by_its_id_and_an_unknown_model_is_unpriced(
     cost = app.cost(JOB)
     lines = {line.meter: line for line in cost.cost.lines}
     models = shipped()["models"]
-    assert lines[f"input_tokens:{HAIKU}"].usd == 1000 * models[HAIKU]["input_tokens"]
-    assert lines[f"output_tokens:{HAIKU}"].usd == 200 * models[HAIKU]["output_tokens"]
+    # each line is the exact product, as a float: 1000 x 8e-07 is 0.0008, not binary floats' 0.0007999999999999999
+    assert lines[f"input_tokens:{HAIKU}"].usd == float(1000 * Decimal(repr(models[HAIKU]["input_tokens"])))
+    assert lines[f"output_tokens:{HAIKU}"].usd == float(200 * Decimal(repr(models[HAIKU]["output_tokens"])))
     assert cost.cost.unpriced == ("input_tokens:in-house", "output_tokens:in-house")
     assert cost.usd == pytest.approx(priced(job.usage, shipped()), rel=1e-12)
