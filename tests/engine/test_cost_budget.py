@@ -241,23 +241,37 @@ def test_a_budget_counts_a_maps_items_before_the_phase_after_the_map() -> None:
     assert app.get(JOB).usage["lambda_requests"] == 1 + 41 + 1 + 1
 
 
+def endless(runs: Counter[str], budget: float) -> Pipeline[Any]:
+    """``spend`` returns Next to itself for ever."""
+    pipeline: Pipeline[Any] = Pipeline("spender", max_cost_usd=budget)
+
+    @pipeline.phase
+    def spend(ctx: PhaseContext[Any]) -> Next:
+        runs["spend"] += 1
+        return Next("spend", ctx.state)
+
+    return pipeline
+
+
 def test_a_phase_that_fits_the_budget_exactly_runs() -> None:
     runs: Counter[str] = Counter()
-    pipeline = looping(runs, 0.30)
+    pipeline = endless(runs, 0.30)
     app = Cairn(pipeline, prices=cents_a_request(0.10), scheduler=InlineScheduler(now=FakeClock().monotonic))
-    app.start(pipeline, JOB, state={"n": 0})
+    app.start(pipeline, JOB, state={})
     app.run_until_idle()
 
     job = app.get(JOB)
     # $0.20 spent + $0.10 expected is $0.30: within the budget, whatever binary floats make of the sum
-    assert runs == Counter({"tick": 3})
+    assert runs == Counter({"spend": 3})
     assert job.error is not None
     assert "it has cost $0.300000 so far and the phase is expected to cost $0.100000" in job.error
-    for retries in range(1, 5):  # each retry spends its whole budget again: three runs (the stop's run is one)
+    # each retry spends its whole budget again: the stop's run and two more; the cost each stop records is a
+    # float sum (0.6 + 0.30000000000000004...), read back as the dollars it stands for
+    for retries in range(1, 13):
         app.retry(JOB)
         app.run_until_idle()
         assert app.get(JOB).status == JobStatus.ERROR
-        assert runs["tick"] == 3 + 2 * retries, retries
+        assert runs["spend"] == 3 + 2 * retries, retries
 
 
 def test_a_budget_stop_shows_enough_digits_to_be_true() -> None:

@@ -32,8 +32,6 @@ BUDGET_STOP = "usd_at_budget_stop"
 """The usage counter set to the job's cost (USD) when the budget last stopped it: the budget counts from there."""
 STOP_TYPE = f"{BudgetExceededError.__module__}.{BudgetExceededError.__qualname__}"
 """The failure type a budget stop's phase record names: a run that did not run its phase."""
-_NUDGES = 4
-"""How many times a stop's step is moved by one float unit for the counter to read the cost exactly."""
 
 
 def checked_budget(pipeline: str, value: Any) -> float | None:
@@ -117,14 +115,6 @@ def stop_failure() -> Failure:
 def stop_usage(usage: Mapping[str, float], cost_usd: Decimal) -> dict[str, float]:
     """The usage a budget stop adds: :data:`BUDGET_STOP` raised to the job's cost, so a retry counts from here.
 
-    The counter is a float sum: the step is chosen so that the counter reads the cost's float exactly.
+    The counter is a float sum, read back to the digits a float holds (:func:`cairn.core.cost.exact`).
     """
-    prior = float(usage.get(BUDGET_STOP, 0.0))
-    target = float(cost_usd)
-    step = target - prior
-    for _ in range(_NUDGES):
-        landed = prior + step
-        if landed == target or not math.isfinite(landed):
-            break
-        step = math.nextafter(step, math.inf if landed < target else -math.inf)
-    return {BUDGET_STOP: step}
+    return {BUDGET_STOP: float(cost_usd) - float(usage.get(BUDGET_STOP, 0.0))}

@@ -5,8 +5,9 @@ phase record keeps what its own run metered (``PhaseRecord.usage``). A meter the
 ``quantity x price``; a model's tokens without a price cost 0 and are listed as unpriced; counters
 that are not money (``transitions``, ``tool_calls``, the token totals) are left out.
 
-The sums are exact: each quantity and price is taken as the decimal it is written as (its shortest
-``repr``: ``0.1`` is one tenth), multiplied and added in decimal arithmetic without rounding
+The sums are exact: each quantity and price is taken as the decimal its float stands for (a float
+holds 15 significant digits: ``0.1`` is one tenth, and a counter that binary floats summed to
+``0.30000000000000004`` is 0.3), multiplied and added in decimal arithmetic without rounding
 (:data:`EXACT`), so $0.20 and $0.10 make $0.30. ``Cost.exact`` keeps that figure (what a budget
 compares); ``Cost.usd`` is the float nearest it.
 """
@@ -14,6 +15,7 @@ compares); ``Cost.usd`` is the float nearest it.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
@@ -36,13 +38,15 @@ class CostLine:
 EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
 """Decimal arithmetic that never rounds a sum or a product (and, as floats do, gives NaN rather than raise)."""
 ZERO = Decimal(0)
+FLOAT_DIGITS = sys.float_info.dig
+"""The significant decimal digits a float holds (15): past them, a float sum's last bits are noise, not money."""
 
 
 def exact(value: float | Decimal) -> Decimal:
-    """A figure as the decimal it is written as: a float's shortest ``repr`` (``0.1`` is one tenth), an int as it is."""
+    """A figure as the decimal it stands for: an int as it is, a float to the 15 significant digits it holds."""
     if isinstance(value, Decimal | int):
         return Decimal(value)
-    return Decimal(repr(float(value)))
+    return Decimal(f"{float(value):.{FLOAT_DIGITS}g}")
 
 
 def total(amounts: Sequence[Decimal]) -> Decimal:
