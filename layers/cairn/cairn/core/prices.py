@@ -17,8 +17,9 @@ else ``us-east-1``.
 
 An override is checked whole before it is used; each of these is a ConfigurationError naming the file
 and the key: a file that cannot be read, is not UTF-8 text or not JSON; an unknown key; a meter the
-table does not know (the closest known one suggested); a ``date`` that is not ``YYYY-MM-DD``; a price
-that is not a number of dollars from 0 to :data:`MAX_PRICE`; a region no table holds.
+table does not know (the closest known one suggested); a ``date`` that is not ``YYYY-MM-DD``; a
+``currency`` other than ``USD``; a price that is not a number of dollars from 0 to :data:`MAX_PRICE`; a
+region no table holds.
 """
 
 from __future__ import annotations
