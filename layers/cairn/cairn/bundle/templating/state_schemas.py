@@ -3,8 +3,9 @@
 ``cairn template sync`` records the JSON schema of each pipeline's state model under its
 ``state_version`` in ``state-schemas.json`` beside template.yaml (``{pipeline: {version: schema}}``, a file
 to commit). ``cairn template check`` compares each model's schema now with the one recorded for the same
-version: a change that a state saved before cannot survive (a property removed or renamed, its type
-changed, a property newly required, an enum narrowed) is reported, naming the pipeline and the field:
+version: a change that a state saved before may not survive (:mod:`.schema_changes`: a property removed or
+renamed, its type changed, a property newly required, an enum or a constraint narrowed) is reported, naming
+the pipeline and the field:
 bump ``state_version`` and add a migration (:mod:`cairn.core.migrations`). A compatible change (a new
 optional property, a description) passes, and the next sync records it. A version bumped past the
 newest one recorded needs a migration from each version in between; one missing is reported.
@@ -17,7 +18,7 @@ recorded one, so the check keeps failing until the version is bumped.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from pydantic import BaseModel
 from ...core.pipeline import Pipeline
 from ...core.registry import PipelineRegistry
 from .errors import TemplateError
+from .schema_changes import incompatible_changes
 
 SCHEMAS_FILE = "state-schemas.json"
 #: What every incompatible change is told to do.
@@ -66,125 +68,6 @@ def read_recorded(path: Path) -> Recorded | None:
     if not isinstance(loaded, dict) or not all(isinstance(versions, dict) for versions in loaded.values()):
         raise TemplateError(f"{path} should map each pipeline to its schemas by version: run cairn template sync")
     return loaded
-
-
-def _resolve(schema: Any, root: Schema, seen: frozenset[str] = frozenset()) -> tuple[Schema, frozenset[str]]:
-    """``schema`` with its ``$ref`` (into ``$defs``) followed; the refs followed so far (a recursive model ends)."""
-    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and schema["$ref"] not in seen:
-        ref = schema["$ref"]
-        seen = seen | {ref}
-        target: Any = root
-        for part in ref.removeprefix("#/").split("/"):
-            target = target.get(part, {}) if isinstance(target, Mapping) else {}
-        schema = target
-    return (schema if isinstance(schema, Mapping) else {}), seen
-
-
-def _branches(schema: Schema, root: Schema, seen: frozenset[str]) -> list[tuple[Schema, frozenset[str]]]:
-    """The alternatives a schema accepts (``anyOf``/``oneOf`` flattened), each resolved."""
-    resolved, seen = _resolve(schema, root, seen)
-    options = resolved.get("anyOf") or resolved.get("oneOf")
-    if not isinstance(options, list):
-        return [(resolved, seen)]
-    return [branch for option in options for branch in _branches(option, root, seen)]
-
-
-def _accepted(schema: Schema, root: Schema, seen: frozenset[str]) -> set[tuple[str, ...]]:
-    """What a schema accepts, coarsely: ``("string",)`` for any string, ``("enum", json)`` per value, ``("any",)``."""
-    tokens: set[tuple[str, ...]] = set()
-    for branch, _ in _branches(schema, root, seen):
-        if "enum" in branch or "const" in branch:
-            values = branch["enum"] if "enum" in branch else [branch["const"]]
-            tokens |= {("enum", json.dumps(value, sort_keys=True)) for value in values}
-        elif isinstance(branch.get("type"), str):
-            tokens.add((branch["type"],))
-        elif isinstance(branch.get("type"), list):
-            tokens |= {(kind,) for kind in branch["type"] if isinstance(kind, str)}
-        else:
-            tokens.add(("any",))
-    return tokens
-
-
-def _kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    return {float: "number", str: "string", list: "array", dict: "object"}.get(type(value), "any")
-
-
-def _covered(token: tuple[str, ...], new: set[tuple[str, ...]]) -> bool:
-    """Whether what ``token`` stood for is still accepted by ``new``."""
-    if token in new or ("any",) in new:
-        return True
-    kind = token[0] if token[0] != "enum" else _kind_of(json.loads(token[1]))
-    return (kind,) in new or (kind == "integer" and ("number",) in new)
-
-
-def _describe(tokens: set[tuple[str, ...]]) -> str:
-    return " | ".join(sorted(token[1] if token[0] == "enum" else token[0] for token in tokens)) or "nothing"
-
-
-def _object_of(schema: Schema, root: Schema, seen: frozenset[str]) -> tuple[Schema, frozenset[str]] | None:
-    """The object alternative of a schema that has properties (an optional sub-model's), if any."""
-    for branch, branch_seen in _branches(schema, root, seen):
-        if isinstance(branch.get("properties"), Mapping):
-            return branch, branch_seen
-    return None
-
-
-def _items_of(schema: Schema, root: Schema, seen: frozenset[str]) -> tuple[Schema, frozenset[str]] | None:
-    """The items schema of a schema's array alternative, if any."""
-    for branch, branch_seen in _branches(schema, root, seen):
-        if branch.get("type") == "array" and isinstance(branch.get("items"), Mapping):
-            return branch["items"], branch_seen
-    return None
-
-
-def _changes(
-    old: Schema, new: Schema, path: str, roots: tuple[Schema, Schema], seen: tuple[frozenset[str], frozenset[str]]
-) -> Iterator[str]:
-    """The incompatible changes from ``old`` to ``new`` at ``path`` (a field's dotted name; "" for the state)."""
-    field = f'field "{path}"' if path else "the state"
-    old_tokens, new_tokens = _accepted(old, roots[0], seen[0]), _accepted(new, roots[1], seen[1])
-    lost = {token for token in old_tokens if not _covered(token, new_tokens)}
-    if lost and all(token[0] == "enum" for token in lost):
-        yield f"{field}: enum narrowed, no longer accepts {_describe(lost)}"
-    elif lost:
-        yield f"{field}: type changed from {_describe(old_tokens)} to {_describe(new_tokens)}"
-    old_object, new_object = _object_of(old, roots[0], seen[0]), _object_of(new, roots[1], seen[1])
-    if old_object is not None and new_object is not None:
-        yield from _object_changes(old_object, new_object, path, roots)
-    old_items, new_items = _items_of(old, roots[0], seen[0]), _items_of(new, roots[1], seen[1])
-    if old_items is not None and new_items is not None:
-        yield from _changes(old_items[0], new_items[0], f"{path}[]", roots, (old_items[1], new_items[1]))
-
-
-def _object_changes(
-    old: tuple[Schema, frozenset[str]], new: tuple[Schema, frozenset[str]], path: str, roots: tuple[Schema, Schema]
-) -> Iterator[str]:
-    """Properties removed, newly required or changed between two object schemas."""
-    (old_schema, old_seen), (new_schema, new_seen) = old, new
-    old_properties, new_properties = old_schema["properties"], new_schema["properties"]
-    old_required, new_required = set(old_schema.get("required", [])), set(new_schema.get("required", []))
-    for name, old_property in old_properties.items():
-        dotted = f"{path}.{name}" if path else name
-        if name not in new_properties:
-            yield f'field "{dotted}": removed (or renamed)'
-            continue
-        yield from _changes(old_property, new_properties[name], dotted, roots, (old_seen, new_seen))
-    for name in sorted(new_required - old_required):
-        dotted = f"{path}.{name}" if path else name
-        yield f'field "{dotted}": newly required' + (
-            " (a new field without a default)" if name not in old_properties else ""
-        )
-
-
-def incompatible_changes(old: Schema, new: Schema) -> list[str]:
-    """What a state valid under schema ``old`` may no longer pass under ``new``; none for a compatible change."""
-    return list(_changes(old, new, "", (old, new), (frozenset(), frozenset())))
 
 
 def _recorded_versions(recorded: Mapping[str, Any]) -> list[int]:
