@@ -31,15 +31,28 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@pytest.fixture
-def bundle(made: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "shop"
+def copied(made: Path, copy: Path) -> Path:
+    """A copy of the bundle ``made`` (its layer's build left out) in ``copy``."""
     for path in made.rglob("*"):
         if path.is_file() and "layers" not in path.relative_to(made).parts:
             (copy / path.relative_to(made)).parent.mkdir(parents=True, exist_ok=True)
             (copy / path.relative_to(made)).write_bytes(path.read_bytes())
     (copy / "layers").mkdir()
     return copy
+
+
+@pytest.fixture(scope="module")
+def built(made: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundle once built: its state schemas fixed, as a bundle's ``sam build`` fixes them."""
+    copy = copied(made, tmp_path_factory.mktemp("built") / "shop")
+    fresh()
+    assert main(["template", "check", "--states", "--seal", "--root", str(copy)]) == 0
+    return copy
+
+
+@pytest.fixture
+def bundle(built: Path, tmp_path: Path) -> Path:
+    return copied(built, tmp_path / "shop")
 
 
 def edit(bundle: Path, old: str, new: str) -> None:
@@ -50,8 +63,8 @@ def edit(bundle: Path, old: str, new: str) -> None:
 
 
 def fresh() -> None:
-    """Forget the example package an earlier command imported (each command is a process of its own for a user)."""
-    for name in [name for name in sys.modules if name == "example" or name.startswith("example.")]:
+    """Forget the pipelines' packages an earlier command imported (each command is a process of its own for a user)."""
+    for name in [name for name in sys.modules if name.split(".")[0] in ("example", "orders")]:
         del sys.modules[name]
 
 
@@ -76,7 +89,48 @@ def test_init_records_the_example_state_schema_and_the_bundle_checks(
 
     assert list(recorded) == ["example"]
     assert set(recorded["example"]["1"]["properties"]) == {"items", "results"}
+    assert recorded["example"]["1"]["x-cairn-provisional"]  # nothing built yet: it follows the model
     assert check(made, capsys)[0] == 0
+
+
+def seal(bundle: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """What a bundle's ``sam build`` runs (layers/Makefile): the state models checked, the provisional schemas fixed."""
+    fresh()
+    status = main(["template", "check", "--states", "--seal", "--root", str(bundle)])
+    captured = capsys.readouterr()
+    return status, captured.err + captured.out
+
+
+REAL_MODEL = """\
+    customer: str
+    lines: list[str] = Field(default_factory=list)
+    total_cents: int = 0
+"""
+
+
+def test_a_new_pipeline_s_schema_follows_its_state_model_until_the_first_build(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["new", "orders", "--root", str(bundle)]) == 0
+    capsys.readouterr()
+    module = bundle / "functions" / "orders" / "pipeline.py"
+    module.write_text(module.read_text(encoding="utf-8").replace(MODEL, REAL_MODEL), encoding="utf-8")
+
+    status, output = check(bundle, capsys)  # the placeholder's schema is not held against the real model
+    assert status == 0, output
+    status, output = sync(bundle, capsys)
+    assert status == 0, output
+    assert 'updated the provisional state schema of pipeline "orders" version 1' in output
+    recorded = json.loads((bundle / "state-schemas.json").read_text(encoding="utf-8"))["orders"]["1"]
+    assert set(recorded["properties"]) == {"customer", "lines", "total_cents"}
+
+    status, output = seal(bundle, capsys)  # the first sam build: from now on, states may be saved
+    assert status == 0, output
+    assert 'fixed the state schema of pipeline "orders" version 1' in output
+    module.write_text(module.read_text(encoding="utf-8").replace("total_cents: int", "total: int"), encoding="utf-8")
+    status, output = check(bundle, capsys)
+    assert status == 1, output
+    assert 'pipeline "orders": state field "total_cents": removed (or renamed)' in output
 
 
 def test_a_renamed_field_without_a_bump_is_refused_naming_the_pipeline_and_the_field(

@@ -30,6 +30,9 @@ from .errors import TemplateError
 from .schema_changes import incompatible_changes
 
 SCHEMAS_FILE = "state-schemas.json"
+#: The key that marks a recorded schema provisional, and what it says to a reader of the file.
+PROVISIONAL = "x-cairn-provisional"
+PROVISIONAL_NOTE = "recorded before any build: follows the state model until the first sam build"
 #: What every incompatible change is told to do.
 BUMP = "bump state_version and add a migration"
 
@@ -74,8 +77,32 @@ def _recorded_versions(recorded: Mapping[str, Any]) -> list[int]:
     return sorted(int(version) for version in recorded if str(version).isdigit())
 
 
+def is_provisional(schema: Any) -> bool:
+    """Whether a recorded schema is provisional: recorded before any build, it follows the state model."""
+    return isinstance(schema, Mapping) and PROVISIONAL in schema
+
+
+def _provisional(schema: Schema) -> dict[str, Any]:
+    return {PROVISIONAL: PROVISIONAL_NOTE, **schema}
+
+
+def _missing_migrations(pipeline: Pipeline[Any], since: int, path: Path) -> list[str]:
+    """One line per migration missing between version ``since`` (the newest recorded before) and the current one."""
+    current = pipeline.state_version
+    return [
+        f'pipeline "{pipeline.name}": state_version {current} has no migration from version {version} (the newest '
+        f"recorded in {path.name} is {since}): add Pipeline(migrations={{{version}: ...}})"
+        for version in range(since, current)
+        if version not in pipeline.migrations
+    ]
+
+
 def problems(template: Path, registry: PipelineRegistry) -> list[str]:
-    """What ``cairn template check`` reports about the state schemas (nothing without the file)."""
+    """What ``cairn template check`` reports about the state schemas (nothing without the file).
+
+    A provisional schema is not held against the model (nothing saved can depend on it yet); the
+    migrations from the version recorded before it are still needed.
+    """
     path = schemas_path(template)
     recorded = read_recorded(path)
     if recorded is None:
@@ -89,28 +116,38 @@ def problems(template: Path, registry: PipelineRegistry) -> list[str]:
         who = f'pipeline "{pipeline.name}"'
         current = pipeline.state_version
         known = _recorded_versions(versions)
-        if str(current) in versions:
+        before = [version for version in known if version < current]
+        if str(current) in versions and not is_provisional(versions[str(current)]):
             for change in incompatible_changes(versions[str(current)], schema):
                 found.append(
                     f"{who}: state {change} since {path.name} recorded state_version {current}: {BUMP} "
                     f"(Pipeline(state_version={current + 1}, migrations={{{current}: ...}}))"
                 )
-        elif known and current < known[-1]:
+        elif str(current) not in versions and known and current < known[-1]:
             found.append(f"{who}: state_version {current} is older than version {known[-1]} recorded")
-        elif known:
-            found += [
-                f"{who}: state_version {current} has no migration from version {version} (the newest recorded in "
-                f"{path.name} is {known[-1]}): add Pipeline(migrations={{{version}: ...}})"
-                for version in range(known[-1], current)
-                if version not in pipeline.migrations
-            ]
+        elif before:
+            found += _missing_migrations(pipeline, before[-1], path)
     return found
+
+
+def _version_order(item: tuple[str, Any]) -> tuple[int, str]:
+    key = str(item[0])
+    return (int(key), "") if key.isdigit() else (-1, key)
+
+
+def _write(path: Path, existing: Recorded | None, updated: Recorded) -> None:
+    """Write ``updated`` (pipelines and versions in order) unless the file holds it already."""
+    ordered = {name: dict(sorted(versions.items(), key=_version_order)) for name, versions in sorted(updated.items())}
+    text = json.dumps(ordered, indent=2, sort_keys=False) + "\n"
+    if (updated or existing is not None) and (existing is None or path.read_text(encoding="utf-8") != text):
+        path.write_text(text, encoding="utf-8")
 
 
 def sync_schemas(template: Path, registry: PipelineRegistry) -> tuple[list[str], list[str]]:
     """Record each pipeline's state schema under its version: (what changed, what was refused).
 
-    A schema incompatible with the one recorded for the same version is not recorded (refused: the
+    A version recorded for the first time is provisional, and a provisional schema follows the model. A
+    schema incompatible with the fixed one recorded for the same version is not recorded (refused: the
     check's problem); the other pipelines' records are written.
     """
     path = schemas_path(template)
@@ -126,22 +163,54 @@ def sync_schemas(template: Path, registry: PipelineRegistry) -> tuple[list[str],
         versions = dict(recorded.get(pipeline.name, {}))
         key = str(pipeline.state_version)
         previous = versions.get(key)
-        conflicts = incompatible_changes(previous, schema) if previous is not None else []
-        if conflicts:
+        what = f'state schema of pipeline "{pipeline.name}" version {key}'
+        if previous is None:
+            versions[key] = _provisional(schema)
+            changed.append(f"recorded the {what} (provisional: it follows the state model until the first sam build)")
+        elif is_provisional(previous):
+            if previous != _provisional(schema):
+                versions[key] = _provisional(schema)
+                changed.append(f"updated the provisional {what}")
+        elif conflicts := incompatible_changes(previous, schema):
             refused += [f'pipeline "{pipeline.name}": state {change}: {BUMP}' for change in conflicts]
         elif previous != schema:
             versions[key] = schema
-            changed.append(
-                f"{'updated' if previous is not None else 'recorded'} the state schema of pipeline "
-                f'"{pipeline.name}" version {key}'
-            )
-        updated[pipeline.name] = dict(sorted(versions.items(), key=lambda item: int(item[0])))
+            changed.append(f"updated the {what}")
+        updated[pipeline.name] = versions
     changed += [
         f'removed the state schemas of pipeline "{name}" (not in the registry)'
         for name in recorded
         if name not in updated
     ]
-    text = json.dumps(dict(sorted(updated.items())), indent=2, sort_keys=False) + "\n"
-    if (updated or existing is not None) and (existing is None or path.read_text(encoding="utf-8") != text):
-        path.write_text(text, encoding="utf-8")
+    _write(path, existing, updated)
     return changed, refused
+
+
+def seal_schemas(template: Path, registry: PipelineRegistry) -> list[str]:
+    """Fix each pipeline's schema of its state_version as it is now, as a build does: what changed.
+
+    The provisional schema of the current version (or one not recorded yet) is recorded as the model's, no
+    longer provisional; any other provisional version is fixed as it is. Nothing without the file. Run once
+    :func:`problems` found nothing: a fixed schema is what later changes are judged against.
+    """
+    path = schemas_path(template)
+    existing = read_recorded(path)
+    if existing is None:
+        return []
+    updated: Recorded = {name: dict(versions) for name, versions in existing.items()}
+    changed: list[str] = []
+    for pipeline in registry:
+        schema = state_schema(pipeline)
+        if schema is None:
+            continue
+        versions = updated.setdefault(pipeline.name, {})
+        current = str(pipeline.state_version)
+        for key, previous in list(versions.items()):
+            if key != current and is_provisional(previous):
+                versions[key] = {name: value for name, value in previous.items() if name != PROVISIONAL}
+                changed.append(f'fixed the state schema of pipeline "{pipeline.name}" version {key}')
+        if current not in versions or is_provisional(versions[current]):
+            versions[current] = schema
+            changed.append(f'fixed the state schema of pipeline "{pipeline.name}" version {current} (commit it)')
+    _write(path, existing, updated)
+    return changed
