@@ -13,7 +13,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field, create_model
 
-from cairn.bundle.templating.state_schemas import incompatible_changes
+from cairn.bundle.templating.schema_changes import incompatible_changes
 from cairn.cli import main
 
 MODEL = """\
