@@ -10,9 +10,14 @@ bump ``state_version`` and add a migration (:mod:`cairn.core.migrations`). A com
 optional property, a description) passes, and the next sync records it. A version bumped past the
 newest one recorded needs a migration from each version in between; one missing is reported.
 
+A version's first recorded schema is provisional (marked :data:`PROVISIONAL`): no stack has been built with
+it, so no saved state depends on it; the check does not hold the model to it and the sync rewrites it to
+follow the model, until :func:`seal_schemas` (``cairn template check --seal``, which a bundle's ``sam build``
+runs) fixes it.
+
 Pipelines without a pydantic state model (plain JSON state) are not recorded. Without the file
 nothing is compared; a sync writes it. The sync refuses to record an incompatible schema over the
-recorded one, so the check keeps failing until the version is bumped.
+fixed one, so the check keeps failing until the version is bumped.
 """
 
 from __future__ import annotations
