@@ -283,3 +283,25 @@ def test_every_state_the_engine_writes_fits_its_own_model(storage: Storage, cloc
     old.run_until_idle()
     assert old.get("l-1").status == JobStatus.COMPLETE, old.get("l-1").error
     assert old.get("l-1").result == {"total_cents": 7}
+
+
+def test_a_state_with_many_misfits_names_the_first_ten_and_counts_the_rest(storage: Storage, clock: FakeClock) -> None:
+    class Wide(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+    class Narrow(BaseModel):
+        pass
+
+    wide = cairn(billing(Wide), storage, clock)
+    wide.start("billing", JOB, state={f"key{index:02}": index for index in range(25)})
+    wide.run_until_idle()
+    narrow = cairn(billing(Narrow), storage, clock)
+
+    narrow.signal(JOB, "go")
+    narrow.run_until_idle()
+
+    job = narrow.get(JOB)
+    assert job.status == JobStatus.ERROR, job.result
+    assert job.error is not None
+    assert job.error.count("not in the state model") == 10
+    assert "; and 15 more: the state model changed without a new state_version" in job.error

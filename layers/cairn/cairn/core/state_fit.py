@@ -25,6 +25,8 @@ M = TypeVar("M", bound=BaseModel)
 
 #: How many characters of a saved or read value a misfit quotes.
 QUOTED_CHARS = 60
+#: How many misfits a message names (it counts the rest).
+MAX_NAMED = 10
 
 
 class StateMisfitError(InvalidInputError):
@@ -79,7 +81,9 @@ def read_state(pipeline: str, model: type[M], raw: Any, *, saved: int, current: 
         raise InvalidInputError(f"{_where(pipeline, saved, current)}: {problems}: {_fix(saved, current)}") from exc
     misfits = dict(_misfits(refused, raw, _written(lenient))) if refused is not None else {}
     if misfits:
-        described = "; ".join(misfits.values())
+        described = "; ".join(list(misfits.values())[:MAX_NAMED])
+        if len(misfits) > MAX_NAMED:
+            described += f"; and {len(misfits) - MAX_NAMED} more"
         raise StateMisfitError(
             f"{_where(pipeline, saved, current)}: {described}: {_fix(saved, current)}", fields=list(misfits)
         )
