@@ -53,6 +53,7 @@ LONG_FILES = (
     "benchmarks/test_map_scaling_suite.py",
     "benchmarks/test_runtime_suites.py",
     "benchmarks/test_scale_suite.py",
+    "bundle/test_build_state_check.py",
     "bundle/test_init.py",
     "functional/test_api_fuzz.py",
     "functional/test_dashboard_proxy.py",
@@ -67,7 +68,8 @@ LONG_FILES = (
     "unit/test_scaffold.py",
 )
 """Files of long proofs elsewhere: the benchmark suites' quick runs, read units at hundreds of jobs and a thousand
-transitions, whole bundles from ``cairn init`` and ``cairn new`` (their own checks run in them), the API fuzzed from
+transitions, whole bundles from ``cairn init`` and ``cairn new`` (their own checks run in them, their layer's build
+too), the API fuzzed from
 its OpenAPI document, ``cairn dev``'s deployment and processes, a fresh virtualenv."""
 LONG_TESTS = ("template/test_build.py::test_plain_sam_build_packages_the_layer_for_python312_and_the_architecture",)
 """Single tests of long proofs: plain ``sam build`` (the other architecture's is an e2e test)."""

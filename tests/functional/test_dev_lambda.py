@@ -7,6 +7,7 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import boto3
@@ -14,6 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from cairn.dev.aws_endpoint import AwsEndpoint
+from cairn.dev.environments import FunctionPool
 from cairn.dev.lambda_service import LambdaService
 from cairn.dev.logs import DevLog
 from cairn.dev.models import FunctionConfig
@@ -210,6 +212,26 @@ def test_retire_makes_the_next_invocation_import_the_new_code(service: LambdaSer
     assert service.invoke("version", {}).payload == 1  # the warm environment keeps the code it loaded
     service.retire()
     assert service.invoke("version", {}).payload == 2
+
+
+def test_a_held_pool_waits_for_a_warm_environment_rather_than_start_one_on_the_new_code(code: Path) -> None:
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "layers" / "cairn")}
+    pool = FunctionPool(
+        function(code, "version", "handlers.version"), environment, lambda name, line: None, concurrency=3
+    )
+    try:
+        assert pool.invoke({}).payload == 1
+        (code / "handlers.py").write_text(HANDLERS.replace("VERSION = 1", "VERSION = 2"))
+        pool.hold()  # what cairn dev does with a change it refuses
+
+        with ThreadPoolExecutor(max_workers=4) as invokers:
+            seen = list(invokers.map(lambda _: pool.invoke({}).payload, range(8)))
+
+        assert seen == [1] * 8
+        pool.retire()
+        assert pool.invoke({}).payload == 2
+    finally:
+        pool.close()
 
 
 @pytest.fixture

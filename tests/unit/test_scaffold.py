@@ -332,6 +332,7 @@ def test_a_failed_template_sync_puts_every_file_back(tmp_path: Path) -> None:
 
     def failing_sync(where: Path) -> None:
         (where / "template.yaml").write_text("half-written")
+        (where / "state-schemas.json").write_text("half-written")  # the sync records the state schemas too
         raise ScaffoldError("cairn template sync failed")
 
     with pytest.raises(ScaffoldError, match="template sync failed"):

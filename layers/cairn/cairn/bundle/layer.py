@@ -1,24 +1,28 @@
-"""Finish a built Lambda layer: leave out the local tools, then compile its bytecode for the runtime.
+"""Finish a built Lambda layer: check the state models, leave out the local tools, compile the bytecode.
 
 ``sam build`` runs the layer's Makefile (``layers/Makefile``), which installs the cairn wheel and the
 pinned requirements into ``$(ARTIFACTS_DIR)/python`` and then runs this file *by path* with the
-runtime's Python (3.12)::
+runtime's Python (3.12), naming the bundle's folder::
 
-    python3.12 python/cairn/bundle/layer.py python
+    python3.12 python/cairn/bundle/layer.py python BUNDLE
 
 It must not import the ``cairn`` package (the layer may hold compiled dependencies of another
-architecture than the build machine's), so it uses the standard library only. It removes
-:data:`LOCAL_ONLY` (this very module among them) and the installed console scripts, then writes
-``.pyc`` files with unchecked hashes: the layer's files never change once deployed, and Lambda's
-read-only ``/opt`` could not take a recompiled file, so without them every cold start would compile
-every module it imports again.
+architecture than the build machine's), so it uses the standard library only. First it runs the
+bundle's state check (:func:`check_states`: ``cairn template check --states --seal``, with the cairn of
+the bundle's environment): a state model changed in a way a saved state may not survive stops the build,
+with the check's message. Then it removes :data:`LOCAL_ONLY` (this very module among them) and the
+installed console scripts, and writes ``.pyc`` files with unchecked hashes: the layer's files never
+change once deployed, and Lambda's read-only ``/opt`` could not take a recompiled file, so without them
+every cold start would compile every module it imports again.
 """
 
 from __future__ import annotations
 
 import compileall
+import os
 import py_compile
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -37,6 +41,10 @@ RUNTIME = (3, 12)
 """The Lambda runtime's Python: the bytecode is only valid for the interpreter that wrote it."""
 LEFT_OUT_FOLDERS = ("bin",)
 """What ``pip install --target`` writes beside the packages that a layer has no use for (console scripts)."""
+SCHEMAS_FILE = "state-schemas.json"
+"""The bundle's recorded state schemas (``cairn template sync`` writes them)."""
+STATE_CHECK = ("template", "check", "--states", "--seal")
+"""The cairn command a build runs: the state models against their recorded schemas, the provisional ones fixed."""
 
 
 class LayerError(Exception):
@@ -84,12 +92,60 @@ def compile_bytecode(site: Path) -> bool:
     )
 
 
+def cairn_command(bundle: Path) -> str | None:
+    """The ``cairn`` command of the bundle's environment: its ``.venv``'s, else the one on PATH; None without."""
+    for folder in ("bin", "Scripts"):
+        for name in ("cairn", "cairn.exe"):
+            own = bundle / ".venv" / folder / name
+            if own.is_file() and os.access(own, os.X_OK):
+                return str(own)
+    return shutil.which("cairn")
+
+
+def check_states(bundle: Path) -> int:
+    """Run the bundle's state check with its cairn: 1 when a state model does not fit its recorded schema.
+
+    The check's own lines say what is wrong (the same as ``cairn template check``). Without the schemas
+    file there is nothing to check; without a cairn to run it, or when it cannot run (exit status 2), the
+    build goes on with a warning: the job that resumes under a model that does not fit stops anyway, its
+    checkpoint kept.
+    """
+    if not (bundle / SCHEMAS_FILE).is_file():
+        return 0
+    command = cairn_command(bundle)
+    if command is None:
+        print(
+            f"cairn layer: warning: the state models were not checked against {SCHEMAS_FILE}: no cairn command "
+            '(run sam build in the bundle\'s virtualenv, where pip install "cairn[dev]" put it)',
+            file=sys.stderr,
+        )
+        return 0
+    done = subprocess.run([command, *STATE_CHECK, "--root", str(bundle)], cwd=bundle, check=False)
+    if done.returncode == 1:
+        print(
+            f"cairn layer: a state model does not fit {SCHEMAS_FILE} (above): the build stops before a stack "
+            "saves states it cannot resume",
+            file=sys.stderr,
+        )
+        return 1
+    if done.returncode != 0:
+        print(
+            f"cairn layer: warning: the state models were not checked against {SCHEMAS_FILE} ({command} "
+            f"exited with status {done.returncode}, above): run cairn template check in the bundle",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    """``layer.py SITE``: prune and compile the layer's ``python/`` folder; 2 with one line on a bad call."""
-    if len(argv) != 2:
-        print("usage: python3.12 layer.py LAYER_PYTHON_FOLDER", file=sys.stderr)
+    """``layer.py SITE [BUNDLE]``: check the bundle's state models, then prune and compile the layer's
+    ``python/`` folder; 1 when a state model does not fit, 2 with one line on a bad call."""
+    if len(argv) not in (2, 3):
+        print("usage: python3.12 layer.py LAYER_PYTHON_FOLDER [BUNDLE_FOLDER]", file=sys.stderr)
         return 2
     site = Path(argv[1])
+    if len(argv) == 3 and check_states(Path(argv[2]).resolve()) != 0:
+        return 1
     try:
         removed = prune(site)
         compiled = compile_bytecode(site)

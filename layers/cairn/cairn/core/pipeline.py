@@ -14,10 +14,18 @@ from pydantic import BaseModel, ValidationError
 from .admission import Admitted, admit, json_value
 from .budgets import checked_budget
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
-from .migrations import Migration, checked_migrations, checked_state_version, migrate_state, version_stamp
+from .migrations import (
+    Migration,
+    checked_migrations,
+    checked_state_version,
+    migrate_state,
+    saved_version,
+    version_stamp,
+)
 from .models import Checkpoint
 from .retry import RetryPolicy
 from .signals import admit_payload, checked_signal_models
+from .state_fit import read_state
 from .text import validation_problems
 from .transition_guard import DEFAULT_MAX_TRANSITIONS
 
@@ -271,16 +279,15 @@ class Pipeline(Generic[S]):
         """The state a phase sees: the model instance when the pipeline has one.
 
         ``raw`` is a stored state saved under ``version`` (None: 1); it is migrated to the pipeline's
-        state_version first (:func:`~cairn.core.migrations.migrate_state`, StateMigrationError when it cannot be).
+        state_version first (:func:`~cairn.core.migrations.migrate_state`, StateMigrationError when it cannot be),
+        then read into the model strictly (:func:`~cairn.core.state_fit.read_state`: StateMisfitError when the
+        model would drop a key or coerce a value).
         """
         if version != self.version_stamp:
             raw = migrate_state(self.name, raw, version, self.state_version, self.migrations)
         if self.state_model is not None and issubclass(self.state_model, BaseModel):
-            try:
-                return self.state_model.model_validate(raw)
-            except ValidationError as exc:
-                problems = validation_problems(exc)
-                raise InvalidInputError(f'Stored state does not fit pipeline "{self.name}": {problems}') from exc
+            saved = saved_version(version)
+            return read_state(self.name, self.state_model, raw, saved=saved, current=self.state_version)
         return raw
 
 

@@ -5,7 +5,8 @@ function's handler, code folder, environment and memory. An invocation that outl
 function's timeout gets its process killed, as Lambda kills it ("Task timed out"); a process
 that dies (``kill -9``, ``os._exit``) fails the invocation it was running ("Runtime exited")
 and never the server. A :class:`FunctionPool` keeps a function's warm environments, starts new
-ones up to its concurrency, and retires them all when the code changes.
+ones up to its concurrency, and retires them all when the code changes (while a change is refused, it
+holds: no new one starts while one that runs the code loaded before is alive).
 """
 
 from __future__ import annotations
@@ -226,11 +227,16 @@ class FunctionPool:
         self._started: list[ExecutionEnvironment] = []
         self._busy = 0
         self._closed = False
+        self._held = False
         self._lock = threading.Condition()
+
+    def _holding(self) -> bool:
+        """Whether a new environment must wait: the pool is held and one of the current code still runs."""
+        return self._held and any(started.alive and started.generation == self.generation for started in self._started)
 
     def _acquire(self) -> ExecutionEnvironment:
         with self._lock:
-            while not self._idle and self._busy >= self.concurrency and not self._closed:
+            while not self._idle and (self._busy >= self.concurrency or self._holding()) and not self._closed:
                 self._lock.wait()
             if self._closed:
                 raise RuntimeError(f"{self.function.name} is shut down")
@@ -300,9 +306,17 @@ class FunctionPool:
         """New invocations get new environments (new code); the idle ones stop now, busy ones when done."""
         with self._lock:
             self.generation += 1
+            self._held = False
             idle, self._idle = self._idle, []
+            self._lock.notify_all()
         for environment in idle:
             environment.close()
+
+    def hold(self) -> None:
+        """Start no new environment while one of the current code runs (the code on disk was refused):
+        invocations wait for a warm one instead, until :meth:`retire`."""
+        with self._lock:
+            self._held = True
 
     def close(self) -> None:
         """Stop every environment, busy ones too; invocations waiting for one fail."""

@@ -214,6 +214,11 @@ class LambdaService:
         for pool in self.pools.values():
             pool.retire()
 
+    def hold(self) -> None:
+        """Every function keeps to the environments of the code it runs (a change was refused), until retired."""
+        for pool in self.pools.values():
+            pool.hold()
+
     def close(self) -> None:
         """Stop every worker; queued invocations are dropped."""
         with self._idle:

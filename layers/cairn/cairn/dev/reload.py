@@ -3,13 +3,24 @@
 Polls modification times (no extra dependency, works on every filesystem). A change retires
 every function's warm environments: the next invocation of each imports the new code, and an
 invocation already running finishes on the code it started with, as after a Lambda deploy.
+
+A change that a saved state may not survive is refused first (:func:`state_misfits`: what ``cairn template
+check --states`` says, in a process of its own): the environments keep the code they loaded.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+SCHEMAS_FILE = "state-schemas.json"
+CHECK_TIMEOUT = 120.0
+"""Seconds the state check of a change may take (it imports the bundle's registry) before the change is let through."""
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 POLL_SECONDS = 0.5
 _SKIPPED_FOLDERS = frozenset({"__pycache__", ".git", ".venv", "node_modules", ".aws-sam"})
@@ -53,3 +64,28 @@ class CodeWatcher:
             if paths:
                 snapshot = current
                 self.on_change(paths)
+
+
+def state_misfits(template: Path) -> list[str]:
+    """What ``cairn template check --states`` finds wrong with the bundle's state models now, its lines as printed.
+
+    Nothing when the template has no ``state-schemas.json`` beside it, or when the check cannot run (the code
+    does not import, say: the new workers will show why).
+    """
+    if not (template.parent / SCHEMAS_FILE).is_file():
+        return []
+    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(_PACKAGE_ROOT), *inherited]))}
+    command = [sys.executable, "-m", "cairn", "template", "check", "--states", "--root", str(template.parent)]
+    try:
+        done = subprocess.run(
+            [*command, "--template", template.name],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line for line in done.stderr.splitlines() if line.strip()] if done.returncode == 1 else []

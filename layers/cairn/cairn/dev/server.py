@@ -31,7 +31,7 @@ from .event_sources import ScheduleTimer, SqsPoller
 from .gateway import ApiGateway
 from .lambda_service import LambdaService, init_failure
 from .logs import DevLog
-from .reload import CodeWatcher
+from .reload import CodeWatcher, state_misfits
 from .time_skipping import TimeSkipper, iso_ms, skip_step_functions_waits
 from .wsgi_server import READ_TIMEOUT, read_timeout
 
@@ -273,6 +273,17 @@ class DevServer:
         if self.lambdas is None:
             return
         shown = ", ".join(str(path.name) for path in paths[:3]) + (" ..." if len(paths) > 3 else "")
+        misfits = state_misfits(self.options.template)
+        if misfits:
+            self.lambdas.hold()
+            self.log.say(
+                "reload",
+                f"code changed ({shown}) but not reloaded: the workers keep the code they loaded until a change fits",
+                level="WARNING",
+            )
+            for line in misfits:
+                self.log.say("reload", line, level="WARNING")
+            return
         self.lambdas.retire()
         self.log.say("reload", f"code changed ({shown}): the next invocations run the new code")
 

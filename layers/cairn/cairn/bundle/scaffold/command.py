@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ...core.naming import resource_id
+from ..templating.state_schemas import schemas_path
 from .files import plan, restore, write
 from .names import PHASES, ScaffoldError, module_name
 from .registry import REGISTRY, inspect_bundle
@@ -35,6 +36,8 @@ def new_pipeline(name: str, root: Path, sync: Sync) -> list[str]:
     root = prepared.root
     template = root / "template.yaml"
     template_text = template.read_text(encoding="utf-8")
+    schemas = schemas_path(template)
+    schemas_text = schemas.read_text(encoding="utf-8") if schemas.is_file() else None
     written = write(prepared)
     try:
         if name not in {pipeline for pipeline, _ in inspect_bundle(root, module_name(name)).phases}:
@@ -43,6 +46,10 @@ def new_pipeline(name: str, root: Path, sync: Sync) -> list[str]:
         add_env_entries(root / ENV_VARS, name)
     except BaseException:
         template.write_text(template_text, encoding="utf-8")
+        if schemas_text is None:
+            schemas.unlink(missing_ok=True)
+        else:
+            schemas.write_text(schemas_text, encoding="utf-8")
         restore(prepared, written)
         raise
     created = sorted(path.relative_to(root).as_posix() for path in written.files)

@@ -10,8 +10,8 @@ from typing import TypeVar
 from .check import check
 from .errors import TemplateError
 from .loading import DEFAULT_FUNCTIONS, DEFAULT_REGISTRY, load_registry
+from .state_schemas import SCHEMAS_FILE, schemas_path, seal_schemas, sync_schemas
 from .state_schemas import problems as state_schema_problems
-from .state_schemas import schemas_path, sync_schemas
 from .sync import sync
 
 EXIT_PROBLEMS = 1
@@ -31,8 +31,9 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "parameters and conditions only the old section used), `check` lists every disagreement and every "
         "part of the template that cannot work: a handler or a path that does not resolve, a variable cairn "
         "reads left unset, a parameter or condition nothing uses (exit status 1). `sync` also records each "
-        "pipeline's state schema under its state_version in state-schemas.json beside the template, and `check` "
-        "refuses a state model changed incompatibly without a state_version bump.",
+        "pipeline's state schema under its state_version in state-schemas.json beside the template (provisional: "
+        "it follows the model until `check --seal`, which a bundle's sam build runs, fixes it), and `check` refuses "
+        "a state model changed incompatibly without a state_version bump.",
     )
     actions = template.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(template))
     for action, run, summary in (
@@ -55,6 +56,17 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
             "handler resolves in its function's CodeUri",
         )
         if action == "check":
+            parser.add_argument(
+                "--states",
+                action="store_true",
+                help=f"check the state models against {SCHEMAS_FILE} only (what cairn dev checks before it reloads)",
+            )
+            parser.add_argument(
+                "--seal",
+                action="store_true",
+                help=f"when nothing is wrong, fix the provisional state schemas in {SCHEMAS_FILE} as the models are "
+                "now: what a bundle's sam build runs (layers/Makefile); a change after it needs a state_version bump",
+            )
             parser.add_argument(
                 "--stack-name",
                 action="append",
@@ -100,15 +112,22 @@ def run_sync(arguments: argparse.Namespace) -> int:
 def run_check(arguments: argparse.Namespace) -> int:
     """``cairn template check``: one line per problem (1), none (0), or why it cannot check (2)."""
     template, functions = _paths(arguments)
+    states_only: bool = arguments.states
     try:
         registry = load_registry(arguments.registry, functions)
-        problems = check(template, registry, functions, stack_name=arguments.stack_name)
+        problems = [] if states_only else check(template, registry, functions, stack_name=arguments.stack_name)
         problems += state_schema_problems(template, registry)
+        sealed = seal_schemas(template, registry) if arguments.seal and not problems else []
     except TemplateError as exc:
         print(f"cairn: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     if problems:
         print("\n".join(f"{template}: {problem}" for problem in problems), file=sys.stderr)
         return EXIT_PROBLEMS
-    print(f"{template}: matches the registry")
+    for line in sealed:
+        print(f"{schemas_path(template)}: {line}")
+    if states_only:
+        print(f"{template}: the state models fit {SCHEMAS_FILE}")
+    else:
+        print(f"{template}: matches the registry")
     return 0
