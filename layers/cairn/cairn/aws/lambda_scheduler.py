@@ -71,6 +71,23 @@ class LambdaScheduler:
         else:
             self.invoke_now(message)
 
+    def schedule_wake(self, job_id: str, *, pipeline: str, phase: str, sequence: int | None) -> None:
+        """Invoke the phase of a job of any pipeline of this owner now (one waiting for its owner's share).
+
+        A job of this scheduler's pipeline is advanced as any; another pipeline's phase runs in the function
+        its name gives (``<prefix><pipeline>-<phase>``).
+        """
+        if pipeline == self.pipeline.name:
+            self.schedule_advance(job_id, phase=phase, sequence=sequence)
+            return
+        message = AdvanceMessage(job_id=job_id, owner=self.owner, pipeline=pipeline, phase=phase, sequence=sequence)
+        target = self.settings.phase_function(pipeline, phase)
+        try:
+            payload = json.dumps(message.to_wire()).encode()
+            self._lambda.invoke(FunctionName=target, InvocationType="Event", Payload=payload)
+        except (ClientError, BotoCoreError) as exc:
+            raise SchedulingError(f"Cannot invoke {target} for job {job_id}: {exc}", retryable=True) from exc
+
     def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
         """Invoke the item phase's function for one item of a map now, or queue it for ``delay`` seconds."""
         message = AdvanceMessage(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..budgets import refused, spent, stop_usage
 from ..cost import cost_of, last_run_cost
 from ..history_pages import VIEW_HISTORY
+from ..metering import budgeted_usage
 from ..models import Job
 from ..prices import PriceTable, load_prices
 from .claimed_run import ClaimedRun
@@ -27,7 +28,7 @@ def over_budget(run: ClaimedRun, prices: PriceTable | None) -> Job | None:
     if budget is None or prices is None:
         return None
     job = run.job
-    cost_usd = cost_of(job.usage, prices).usd
+    cost_usd = cost_of(budgeted_usage(job.usage), prices).usd  # waiting for the owner's share is not counted
     view = run.storage.get_job_view(job.job_id, history=VIEW_HISTORY)
     records = view.job.phases if view is not None else job.phases
     expected = last_run_cost(records, run.phase_name, prices)
