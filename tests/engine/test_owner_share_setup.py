@@ -3,6 +3,7 @@ and a job waiting for its share never billed against its budget as if its phase 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from cairn import Cairn, ConfigurationError, Done, InlineScheduler, JobStatus, MemoryStorage, PhaseContext, Pipeline
 from cairn.core.owner_share import MAX_OWNER_LIMIT, SlotRequest
 from cairn.core.settings import OWNER_CONCURRENCY, PRICE_REGION, PRICES, Settings
+from cairn.core.storage_port import Storage
 from cairn.storage.delegating import DelegatingStorage
 from cairn.testing.faults import FaultyStorage
 from cairn.testing.plugin import crash_on
@@ -107,11 +109,12 @@ def test_a_setting_spoilt_after_start_up_leaves_no_job_claimed(
 def test_a_wrapped_store_keeps_its_share(wrap: str, clock: FakeClock) -> None:
     inner = MemoryStorage(clock=clock)
     hold_the_only_slot(inner, clock)
-    wrapped = {
+    wrappers: dict[str, Callable[[], Storage]] = {
         "delegating": lambda: DelegatingStorage(inner),
         "crash_on": lambda: crash_on("pause", storage=inner),
         "faulty": lambda: FaultyStorage(inner),
-    }[wrap]()
+    }
+    wrapped = wrappers[wrap]()
     pipeline = one_phase()
     app = Cairn(pipeline, storage=wrapped, scheduler=InlineScheduler(now=clock.monotonic, sleep=clock.sleep))
     app.start(pipeline, JOB)
