@@ -49,10 +49,13 @@ PRICE_REGION = "CAIRN_PRICE_REGION"
 PRICES = "CAIRN_PRICES"
 """A JSON file of prices merged over the shipped table (:mod:`.prices`): your contract's, or other regions'."""
 OWNER_CONCURRENCY = "CAIRN_OWNER_CONCURRENCY"
-"""The most phases of one owner's jobs running at once (the template's ``OwnerConcurrency``; 0 or unset: no
-limit); an owner's own limit kept in the table overrides it (:mod:`.owner_share`)."""
+"""The most phases of one owner's jobs running at once (the template's ``OwnerConcurrency``), a whole number from 0
+to 100000 (0 or unset: no limit; anything else is refused at start-up); an owner's own limit kept in the table
+overrides it (:mod:`.owner_share`)."""
 MAX_OWNER_LIMIT = 100_000
 """The highest limit of phases running at once, for the stack (``CAIRN_OWNER_CONCURRENCY``) as for one owner."""
+OWNER_LIMIT_RANGE = f"a whole number from 0 (no limit) to {MAX_OWNER_LIMIT}"
+"""What a limit of phases running at once may be, as a refusal says it."""
 _WHOLE_NUMBER = re.compile(r"0|[1-9][0-9]*")
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
@@ -191,10 +194,6 @@ def owner_limit_of(raw: str, what: str) -> int:
     if _WHOLE_NUMBER.fullmatch(raw) is None or int(raw) > MAX_OWNER_LIMIT:
         raise ConfigurationError(f"{what} must be {OWNER_LIMIT_RANGE}, got {raw!r}")
     return int(raw)
-
-
-OWNER_LIMIT_RANGE = f"a whole number from 0 (no limit) to {MAX_OWNER_LIMIT}"
-"""What a limit of phases running at once may be, as a refusal says it."""
 
 
 def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int | None:
