@@ -81,12 +81,7 @@ class LambdaScheduler:
             self.schedule_advance(job_id, phase=phase, sequence=sequence)
             return
         message = AdvanceMessage(job_id=job_id, owner=self.owner, pipeline=pipeline, phase=phase, sequence=sequence)
-        target = self.settings.phase_function(pipeline, phase)
-        try:
-            payload = json.dumps(message.to_wire()).encode()
-            self._lambda.invoke(FunctionName=target, InvocationType="Event", Payload=payload)
-        except (ClientError, BotoCoreError) as exc:
-            raise SchedulingError(f"Cannot invoke {target} for job {job_id}: {exc}", retryable=True) from exc
+        invoke_phase(message, pipeline=None, settings=self.settings, lambda_client=self._lambda)
 
     def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
         """Invoke the item phase's function for one item of a map now, or queue it for ``delay`` seconds."""
@@ -119,10 +114,16 @@ class LambdaScheduler:
 
 
 def invoke_phase(
-    message: AdvanceMessage, *, pipeline: Pipeline[Any], settings: Settings, lambda_client: LambdaInvoker
+    message: AdvanceMessage, *, pipeline: Pipeline[Any] | None, settings: Settings, lambda_client: LambdaInvoker
 ) -> None:
-    """Invoke the function of ``message.phase`` asynchronously (the scheduler's, for an unknown phase)."""
-    target, payload = invocation_for(message, pipeline, settings)
+    """Invoke the function of ``message.phase`` asynchronously (the scheduler's, for an unknown phase).
+
+    Without ``pipeline`` (a job of another pipeline, woken) the function is the one the names give.
+    """
+    if pipeline is None:
+        target, payload = settings.phase_function(message.pipeline, message.phase), message.to_wire()
+    else:
+        target, payload = invocation_for(message, pipeline, settings)
     try:
         lambda_client.invoke(FunctionName=target, InvocationType="Event", Payload=json.dumps(payload).encode())
     except (ClientError, BotoCoreError) as exc:
