@@ -101,8 +101,8 @@ def shares_of(storage: Storage) -> OwnerShares | None:
 def check_share(storage: Storage) -> None:
     """Refuse, at start-up, a share setting that is not a limit, or a share set for a store that keeps none.
 
-    ConfigurationError, naming the setting; nothing is read or written. Stores that keep no shares (one
-    written before shares were kept, say) run as before while no share is set.
+    ConfigurationError, naming the setting; the store is neither read nor written. Stores that keep no shares
+    (one written before shares were kept, say) run as before while no share is set.
     """
     shares = shares_of(storage)
     if shares is not None:
