@@ -6,7 +6,8 @@ phase that is running delivers the advances falling due meanwhile, each run besi
 run at once, and in what order, is decided by the queue and the clock, never by the machine's speed. A
 dead worker's slot frees at its lease (the clock skipped there); a duplicate advance of a waiting job
 runs nothing twice; a slot given back goes to the oldest waiting job at once (the skipping clock shows it
-never idle); a lost wake-up is made up by the sweep; an owner's own limit overrides the default either way. One test races real threads, for the locks alone: whatever the interleaving, the share holds.
+never idle); a lost wake-up is made up by the sweep; an owner's own limit overrides the default either way.
+One test races real threads, for the locks alone: whatever the interleaving, the share holds.
 """
 
 from __future__ import annotations
