@@ -5,8 +5,9 @@ kit's skipping clock, with Lambda's concurrent invocations modelled on one threa
 phase that is running delivers the advances falling due meanwhile, each run beside it, so which phases
 run at once, and in what order, is decided by the queue and the clock, never by the machine's speed. A
 dead worker's slot frees at its lease (the clock skipped there); a duplicate advance of a waiting job
-runs nothing twice; a lost wake-up is made up by the sweep; an owner's own limit overrides the default
-either way. One test races real threads, for the locks alone: whatever the interleaving, the share holds.
+runs nothing twice; a slot given back goes to the oldest waiting job at once (the skipping clock shows it
+never idle); a lost wake-up is made up by the sweep; an owner's own limit overrides the default either way.
+One test races real threads, for the locks alone: whatever the interleaving, the share holds.
 """
 
 from __future__ import annotations
@@ -288,6 +289,60 @@ def test_an_owners_own_limit_overrides_the_default_either_way(owner_stores: Owne
     assert isinstance(low, OwnerShares)
     low.set_owner_limit("low", None)  # the override dropped: the default applies again
     assert low.limit_for("low") == 2
+
+
+class Spans:
+    """When each phase ran (start and end, on the clock), in the order phases began."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.runs: list[tuple[str, str, int, int]] = []
+
+    def pipeline(self, driver: Driver, seconds: float) -> Pipeline[Any]:
+        pipeline: Pipeline[Any] = Pipeline("spans")
+
+        def body(ctx: PhaseContext[Any]) -> None:
+            started = self.clock()
+            driver.inside(seconds)
+            self.runs.append((ctx.job_id, ctx.phase, started, self.clock()))
+
+        @pipeline.phase(lease_seconds=LEASE)
+        def first(ctx: PhaseContext[Any]) -> Next:
+            body(ctx)
+            return Next("second", ctx.state)
+
+        @pipeline.phase(lease_seconds=LEASE)
+        def second(ctx: PhaseContext[Any]) -> Done:
+            body(ctx)
+            return Done(None)
+
+        return pipeline
+
+
+def test_a_slot_given_back_goes_to_the_oldest_waiting_job_at_once(owner_stores: OwnerStores, clock: FakeClock) -> None:
+    """With a share of 1, jobs started at once run one phase after another with no gap, oldest first.
+
+    The jobs' own looks come a minute apart (far later than any phase ends): only the wake-up of a slot
+    given back can start the next one, and the skipping clock shows the slot never idle while a job waits.
+    """
+    store = owner_stores("queue")
+    shares(store, default=1, wait=60.0)
+    driver = Driver(clock)
+    spans = Spans(clock)
+    pipeline = spans.pipeline(driver, 0.2)
+    scheduler = driver.scheduler()
+    app = scheduler.app = Cairn(pipeline, storage=store, scheduler=scheduler)
+    jobs = [f"queue-{index}" for index in range(4)]
+    for job_id in jobs:
+        app.start(pipeline, job_id)
+    driver.run()
+    assert {job.status for job in app.list()} == {JobStatus.COMPLETE}
+    assert [(job_id, phase) for job_id, phase, _, _ in spans.runs] == [
+        (job_id, phase) for job_id in jobs for phase in ("first", "second")
+    ]  # one at a time, the oldest waiting job first
+    for (_, _, _, ended), (_, _, started, _) in itertools.pairwise(spans.runs):
+        assert started == ended  # the slot given back was taken at once
+    assert spans.runs[-1][3] - spans.runs[0][2] == 8 * 200
 
 
 def one_phase(probe: Probe) -> Pipeline[Any]:

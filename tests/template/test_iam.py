@@ -186,8 +186,9 @@ def units_run_by(function_id: str, driver: str) -> set[str]:
     """What each function's library code runs: the store always; starts, advances and delays as its role needs.
 
     The API starts and retries (direct: an invoke; stepfunctions: an execution) and never queues a delay.
-    A phase function invokes the next phase and queues retries under direct, and nothing under
-    stepfunctions (its response carries the advance). The scheduler invokes and queues under both
+    A phase function invokes the next phase and queues retries under direct; under stepfunctions its
+    response carries the advance, and it starts an execution only for a job its owner's fair share wakes
+    (a job of another execution). The scheduler invokes and queues under both
     drivers (crash reports and delayed advances still in flight when a stack changes driver) and
     starts executions under stepfunctions (the sweep). What a phase's own code calls, its phase
     declares (``declared``).
@@ -196,7 +197,7 @@ def units_run_by(function_id: str, driver: str) -> set[str]:
         return {"store", "invoke" if driver == "direct" else "start"}
     if function_id == "SchedulerFunction":
         return {"store", "invoke", "queue"} | ({"start"} if driver == "stepfunctions" else set())
-    return {"store"} | ({"invoke", "queue"} if driver == "direct" else set())
+    return {"store"} | ({"invoke", "queue"} if driver == "direct" else {"start"})
 
 
 def declared(resolver: Resolver, key: PhaseKey) -> set[tuple[str, str]]:

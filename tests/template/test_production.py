@@ -16,10 +16,13 @@ import pytest
 
 from cairn.bundle.templating import resources
 from cairn.core.outcomes import Next
+from cairn.core.owner_share import MAX_OWNER_LIMIT
 from cairn.core.pipeline import Pipeline
-from cairn.core.settings import Settings
+from cairn.core.settings import OWNER_CONCURRENCY, Settings
+from cairn.dev.parameters import ParameterError
+from cairn.dev.parameters import check as check_parameters
 from pipelines import PIPELINES
-from tests.template.cfn import ROOT
+from tests.template.cfn import ROOT, load_yaml_template
 from tests.template.stacks import phase_functions, stack
 from tests.template.test_functions import invoke_config
 
@@ -93,6 +96,18 @@ def test_the_stack_wide_limits_reach_every_function() -> None:
         assert variables["CAIRN_MAX_MAP_CONCURRENCY"] == "20", function_id
     unset = stack().properties("SchedulerFunction")["Environment"]["Variables"]
     assert unset["CAIRN_MAX_TRANSITIONS"] == unset["CAIRN_MAX_MAP_CONCURRENCY"] == ""
+
+
+@pytest.mark.parametrize("bad", ["1.5", "two", "-1", str(MAX_OWNER_LIMIT + 1), "1e3", ""])
+def test_the_owner_share_is_a_whole_number_the_functions_accept_or_the_stack_is_refused(bad: str) -> None:
+    template = load_yaml_template()
+    with pytest.raises(ParameterError, match="OwnerConcurrency"):
+        check_parameters(template, {"OwnerConcurrency": bad})
+    for good in ("0", "1", str(MAX_OWNER_LIMIT)):
+        check_parameters(template, {"OwnerConcurrency": good})
+        assert Settings.from_env({OWNER_CONCURRENCY: good}).owner_concurrency == int(good)
+    variables = stack(OwnerConcurrency="3").properties("SchedulerFunction")["Environment"]["Variables"]
+    assert variables[OWNER_CONCURRENCY] == "3"
 
 
 # -- signals

@@ -10,6 +10,7 @@ from moto import mock_aws
 
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.cli import main
+from cairn.core.owner_share import MAX_OWNER_LIMIT
 from tests.aws import dynamodb_client, new_table
 
 
@@ -39,8 +40,17 @@ def test_bad_input_is_a_usage_error(table: str, capsys: pytest.CaptureFixture[st
     assert "--stack-name NAME, or --table NAME" in capsys.readouterr().err
     assert main(["ops", "owner-limit", "bad#owner", "3", "--table", table]) == 2
     assert "Invalid owner" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["ops", "owner-limit", "tenant-7", "-1", "--table", table])
+
+
+@pytest.mark.parametrize("bad", ["-1", "1.5", "two", str(MAX_OWNER_LIMIT + 1)])
+def test_a_limit_out_of_range_is_refused_before_the_table_is_touched(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["ops", "owner-limit", "tenant-7", bad, "--table", "no-such-table"])
+    assert stopped.value.code == 2
+    said = f"argument N: must be a whole number from 0 (no limit) to {MAX_OWNER_LIMIT}, got {bad!r}"
+    assert said in capsys.readouterr().err
 
 
 def test_jobs_show_says_why_a_job_waits_for_its_owners_share() -> None:

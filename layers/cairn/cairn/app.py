@@ -33,6 +33,7 @@ from .core.errors import (
     UnknownPhaseError,
 )
 from .core.models import Checkpoint, Job, JobStatus, MapItem, MapRecord, RetryMode
+from .core.owner_share import check_share
 from .core.pipeline import Pipeline
 from .core.prices import PriceSource, PriceTable, load_prices
 from .core.registry import PipelineRegistry
@@ -77,6 +78,7 @@ class Cairn:
             from .storage.memory import MemoryStorage  # lazy: a deployment brings its store; tests keep jobs in memory
 
             storage = MemoryStorage()
+        check_share(storage)  # a fair share the store cannot keep, or a bad setting, is refused here
         self.storage: Storage = storage
         if scheduler is None:
             scheduler = InlineScheduler()

@@ -71,6 +71,18 @@ class LambdaScheduler:
         else:
             self.invoke_now(message)
 
+    def schedule_wake(self, job_id: str, *, pipeline: str, phase: str, sequence: int | None) -> None:
+        """Invoke the phase of a job of any pipeline of this owner now (one waiting for its owner's share).
+
+        A job of this scheduler's pipeline is advanced as any; another pipeline's phase runs in the function
+        its name gives (``<prefix><pipeline>-<phase>``).
+        """
+        if pipeline == self.pipeline.name:
+            self.schedule_advance(job_id, phase=phase, sequence=sequence)
+            return
+        message = AdvanceMessage(job_id=job_id, owner=self.owner, pipeline=pipeline, phase=phase, sequence=sequence)
+        invoke_phase(message, pipeline=None, settings=self.settings, lambda_client=self._lambda)
+
     def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
         """Invoke the item phase's function for one item of a map now, or queue it for ``delay`` seconds."""
         message = AdvanceMessage(
@@ -102,10 +114,16 @@ class LambdaScheduler:
 
 
 def invoke_phase(
-    message: AdvanceMessage, *, pipeline: Pipeline[Any], settings: Settings, lambda_client: LambdaInvoker
+    message: AdvanceMessage, *, pipeline: Pipeline[Any] | None, settings: Settings, lambda_client: LambdaInvoker
 ) -> None:
-    """Invoke the function of ``message.phase`` asynchronously (the scheduler's, for an unknown phase)."""
-    target, payload = invocation_for(message, pipeline, settings)
+    """Invoke the function of ``message.phase`` asynchronously (the scheduler's, for an unknown phase).
+
+    Without ``pipeline`` (a job of another pipeline, woken) the function is the one the names give.
+    """
+    if pipeline is None:
+        target, payload = settings.phase_function(message.pipeline, message.phase), message.to_wire()
+    else:
+        target, payload = invocation_for(message, pipeline, settings)
     try:
         lambda_client.invoke(FunctionName=target, InvocationType="Event", Payload=json.dumps(payload).encode())
     except (ClientError, BotoCoreError) as exc:

@@ -98,7 +98,11 @@ def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime)
         if message.pipeline != pipeline.name or pipeline.resolve_name(message.phase) != own_phase:
             logger.error("Rejected an advance meant for another function", extra={"expected": own_phase})
             return {"status": "rejected", "error": f"this function runs {pipeline.name}/{own_phase}"}
-        recorder = StepRecorder(owner=message.owner, pipeline=pipeline.name)
+        recorder = StepRecorder(  # a job woken for its owner's share runs in an execution of its own
+            owner=message.owner,
+            pipeline=pipeline.name,
+            waker=lambda: active.execution_scheduler(message.owner, pipeline.name),
+        )
         scheduler: Scheduler = (
             recorder if active.settings.driver == "stepfunctions" else active.lambda_scheduler(message.owner, pipeline)
         )

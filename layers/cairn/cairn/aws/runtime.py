@@ -69,11 +69,15 @@ class Runtime:
         """What starts or retries a job: a phase invoke (direct) or a new execution (stepfunctions)."""
         if self.settings.driver == "direct":
             return self.lambda_scheduler(owner, pipeline)
+        return self.execution_scheduler(owner, pipeline.name)
+
+    def execution_scheduler(self, owner: str, pipeline: str) -> StepFunctionsScheduler:
+        """The stepfunctions driver's scheduler for one owner's jobs of ``pipeline``: each advance a new execution."""
         if not self.settings.state_machine_arn:
             raise ConfigurationError("The stepfunctions driver needs CAIRN_STATE_MACHINE_ARN")
         return StepFunctionsScheduler(
             owner=owner,
-            pipeline=pipeline.name,
+            pipeline=pipeline,
             state_machine_arn=self.settings.state_machine_arn,
             client=self.sfn or clients.default_sfn_client(),
         )

@@ -303,7 +303,7 @@ class Dispatcher:
         as a phase function reports it.
         """
         pipeline = self.pipelines.get(message.pipeline)
-        recorder = StepRecorder()
+        recorder = StepRecorder(waker=lambda: self.runtime.execution_scheduler(message.owner, pipeline.name))
         scheduler: Scheduler = (
             recorder
             if self.runtime.settings.driver == "stepfunctions"

@@ -6,6 +6,7 @@ import json
 import math
 import re
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -51,15 +52,34 @@ class StepFunctionsScheduler:
         except (ClientError, BotoCoreError) as exc:
             raise SchedulingError(f"Cannot start an execution for job {job_id}: {exc}", retryable=True) from exc
 
+    def schedule_wake(self, job_id: str, *, pipeline: str, phase: str, sequence: int | None) -> None:
+        """Start an execution now for a job of any pipeline of this owner (one waiting for its owner's share)."""
+        starter = StepFunctionsScheduler(
+            owner=self.owner, pipeline=pipeline, state_machine_arn=self.state_machine_arn, client=self._client
+        )
+        starter.schedule_advance(job_id, phase=phase, sequence=sequence)
+
 
 class StepRecorder:
-    """The scheduler a phase uses inside an execution: it only records the advance for the state machine."""
+    """The scheduler a phase uses inside an execution: it only records the advance for the state machine.
 
-    def __init__(self, *, owner: str = "", pipeline: str = "") -> None:
+    A job woken for its owner's share is another job, in another execution: the scheduler ``waker`` makes (one
+    that starts executions, made on first use) advances it; without one it looks again on its own.
+    """
+
+    def __init__(
+        self, *, owner: str = "", pipeline: str = "", waker: Callable[[], StepFunctionsScheduler] | None = None
+    ) -> None:
         self.owner = owner
         self.pipeline = pipeline
+        self.waker = waker
         self.scheduled: ScheduledAdvance | None = None
         self.items: list[ScheduledItem] = []
+
+    def schedule_wake(self, job_id: str, *, pipeline: str, phase: str, sequence: int | None) -> None:
+        """Have ``waker`` start an execution for another job now (its own execution, waiting, then finds it moved)."""
+        if self.waker is not None:
+            self.waker().schedule_wake(job_id, pipeline=pipeline, phase=phase, sequence=sequence)
 
     def schedule_advance(self, job_id: str, *, phase: str, sequence: int | None = None, delay: float = 0.0) -> None:
         """Remember the advance; the state machine loops (and waits ``delay``, in whole seconds) itself."""

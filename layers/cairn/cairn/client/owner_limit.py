@@ -14,8 +14,6 @@ import os
 import sys
 from typing import Any
 
-from .options import positive
-
 EXIT_USAGE = 2
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
 TABLE_OUTPUT = "TableName"
@@ -43,7 +41,13 @@ def add_parser(actions: argparse._SubParsersAction[Any]) -> None:
 
 
 def _limit(text: str) -> int:
-    return 0 if text.strip() == "0" else positive(int)(text)
+    from ..core.errors import ConfigurationError
+    from ..core.settings import OWNER_LIMIT_RANGE, owner_limit_of
+
+    try:
+        return owner_limit_of(text, "N")
+    except ConfigurationError:
+        raise argparse.ArgumentTypeError(f"must be {OWNER_LIMIT_RANGE}, got {text!r}") from None
 
 
 def run_owner_limit(arguments: argparse.Namespace) -> int:

@@ -16,6 +16,13 @@ resent), and kept on the run's phase record (``PhaseRecord.usage``):
 - ``stepfunctions_transitions``: with the ``stepfunctions`` driver, the :data:`SFN_TRANSITIONS_PER_RUN`
   state transitions of the state machine's loop around one phase run.
 
+A ``release`` (a run that gives its claim back without running its phase) adds no history item: its
+commit meters no unit for one. A *look* of a job waiting for its owner's share (:mod:`cairn.core.owner_share`)
+is such a release: it meters what it costs (its invocation, the claim, the release, and the note of the
+job in its owner's share, 1 unit, where the store keeps notes), and the same again under
+``share_wait:<meter>`` (:func:`waiting_usage`): the part of the job's usage spent waiting, which its cost
+counts and its budget does not (:func:`budgeted_usage`).
+
 A map's item meters its Lambda request and GB-seconds the same way, with its finish (its usage joins
 the job's with the phase after the map); its own writes are not metered.
 """
@@ -41,6 +48,8 @@ WRITE_UNITS = "dynamodb_write_units"
 SFN_TRANSITIONS = "stepfunctions_transitions"
 """The meter of Step Functions Standard state transitions."""
 KB = 1024
+SHARE_WAIT = "share_wait:"
+"""The prefix of the counters that repeat what a job's looks at its owner's full share metered."""
 
 
 def architecture() -> str:
@@ -85,11 +94,36 @@ def run_usage(
     started_at: int,
     ended_at: int,
     committed: Checkpoint | None,
+    history: bool = True,
+    waiting: bool = False,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """What a run meters with its commit: its invocation, its claim and commit writes, its driver's transitions."""
+    """What a run meters with its commit: its invocation, its claim and commit writes, its driver's transitions.
+
+    ``history``: the commit adds a history item (a ``release`` adds none). ``waiting``: the run was a look at
+    its owner's full share, metered as waiting (:func:`waiting_usage`).
+    """
     usage: dict[str, Any] = invocation_usage(memory_mb, started_at, ended_at)
-    usage[WRITE_UNITS] = 1 + 1 + history_units(committed)  # the claim, the commit, its history item
+    usage[WRITE_UNITS] = 1 + 1 + (history_units(committed) if history else 0)  # the claim, the commit, its history
     if stepfunctions_driver(environ):
         usage[SFN_TRANSITIONS] = SFN_TRANSITIONS_PER_RUN
-    return usage
+    return waiting_usage(usage) if waiting else usage
+
+
+def share_note_usage() -> dict[str, float]:
+    """What noting a waiting job in its owner's share meters (one write of the share), as waiting."""
+    return waiting_usage({WRITE_UNITS: 1})
+
+
+def waiting_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """``usage`` spent waiting for the owner's share: each meter, and again as ``share_wait:<meter>``."""
+    return {**usage, **{f"{SHARE_WAIT}{meter}": value for meter, value in usage.items()}}
+
+
+def budgeted_usage(usage: Mapping[str, float]) -> dict[str, float]:
+    """The part of a job's ``usage`` its budget counts: all of it but what its looks at a full share metered."""
+    return {
+        meter: value - usage.get(f"{SHARE_WAIT}{meter}", 0)
+        for meter, value in usage.items()
+        if not meter.startswith(SHARE_WAIT)
+    }

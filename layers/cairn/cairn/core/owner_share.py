@@ -2,7 +2,9 @@
 
 Jobs belong to owners (a store is bound to one: :attr:`OwnerShares.share_owner`). Without a limit a
 burst of one owner's jobs can take every phase function's concurrency; with one, a claimed run takes
-one of its owner's *slots* before its phase runs, and gives it back once it has committed.
+one of its owner's *slots* before its phase runs, and gives it back once it has committed. The store
+keeps the shares through the storage port's owners' shares capability (:mod:`cairn.core.share_port`,
+:meth:`cairn.Storage.owner_shares`); a wrapper carries its inner store's.
 
 The mechanism, built for crashes, duplicates and races:
 
@@ -12,12 +14,20 @@ The mechanism, built for crashes, duplicates and races:
 - Taking a slot is one atomic conditional write: it lands only while fewer than the limit of the
   owner's *other* jobs hold a live slot. A job holds at most one slot (only one claim of a job is ever
   live), so a resent take, or a takeover by a crash report, replaces the job's own slot, never adds one.
-- A run that finds the share taken does not run its phase: it gives its claim back (a ``release``
-  commit, adding no history) with a *wait reason* on the job (``Job.share_wait``, e.g. "waiting for its
-  owner's share: 2 of 2 phases running") and ``not_before`` set to when it looks again; the job stays
-  ``running`` and the scheduler is asked to advance it after that delay. Lost, that message is made up
-  by the sweep, which revives a running job left alone (``not_before`` passed). A duplicate of the
-  message finds the sequence moved and does nothing, as any stale advance does.
+- A run that finds the share taken does not run its phase (a *look*): it gives its claim back (a
+  ``release`` commit, adding no history) with a *wait reason* on the job (``Job.share_wait``, e.g.
+  "waiting for its owner's share: 2 of 2 phases running") and ``not_before`` set to when it looks again.
+  Then the store notes the job in its owner's share (one atomic write with the slots: if a slot was given
+  back meanwhile, the job looks again at once instead), and the scheduler is asked to advance it after
+  the delay: the fallback should the wake-up below be lost. Lost too, that message is made up by the sweep,
+  which revives a running job left alone (``not_before`` passed). A duplicate of the message finds the
+  sequence moved and does nothing, as any stale advance does.
+- A run that gives its slot back takes the oldest noted job of its owner off the share in the same write
+  and wakes it at once: an advance for the sequence the job was noted at, through the scheduler port
+  (:class:`~cairn.core.scheduler_port.WakeScheduler` for a job of another pipeline; a plain scheduler wakes
+  only the jobs of its own pipeline). So a freed slot is taken as soon as a message can carry it.
+- A look costs what it costs (:mod:`cairn.core.metering`): its invocation, the claim and the release, the
+  note; the job's cost counts it, its budget never does (waiting is not running).
 - Map items do not count: a map's own ``max_concurrency`` bounds them; the phase that starts the map
   and the one that takes its results (``then``) each count as a phase run.
 
@@ -25,20 +35,35 @@ The share is on when there is a default limit: the store's own (:attr:`OwnerShar
 else the stack's ``CAIRN_OWNER_CONCURRENCY`` (the template's ``OwnerConcurrency``); 0 or unset: off, and
 no run reads or writes a share. While it is on, an owner's own limit kept in the store
 (:meth:`OwnerShares.set_owner_limit`; ``cairn ops owner-limit OWNER N``) replaces the default for that
-owner, higher or lower (0: no limit for it); the take reads it in the same atomic step.
+owner, higher or lower (0: no limit for it); the take reads it in the same atomic step. A share set for a
+store that keeps none, or a setting that is not a limit, is refused at start-up (:func:`check_share`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import random
-from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import InvalidInputError, StorageError
-from .ids import validate_owner
-from .settings import stack_owner_concurrency
+from .errors import CairnError, ConfigurationError, StorageError
+from .metering import share_note_usage
+from .scheduler_port import WakeScheduler
+from .settings import MAX_OWNER_LIMIT, OWNER_CONCURRENCY, stack_owner_concurrency
+from .share_port import (
+    DEFAULT_SHARE_WAIT_SECONDS,
+    UNLIMITED,
+    NoteOutcome,
+    OwnerShares,
+    ShareTaken,
+    Slot,
+    SlotRequest,
+    Waiter,
+    WaiterNote,
+    admit_slot,
+    checked_limit,
+)
 
 if TYPE_CHECKING:
     from .engine.claimed_run import ClaimedRun
@@ -46,129 +71,50 @@ if TYPE_CHECKING:
     from .scheduler_port import Scheduler
     from .storage_port import Storage
 
-UNLIMITED = 0
-"""A limit of 0: no limit (every phase of the owner's jobs may run at once)."""
-DEFAULT_SHARE_WAIT_SECONDS = 2.0
-"""How long a job past its owner's share waits before it looks again (jittered up to twice as long)."""
-MAX_OWNER_LIMIT = 100_000
+__all__ = [
+    "DEFAULT_SHARE_WAIT_SECONDS",
+    "MAX_OWNER_LIMIT",
+    "UNLIMITED",
+    "HeldSlot",
+    "OwnerShares",
+    "ShareTaken",
+    "Slot",
+    "SlotRequest",
+    "admit_slot",
+    "check_share",
+    "checked_limit",
+    "shares_of",
+    "take_share",
+    "wait_for_share",
+]
 
-
-@dataclass(frozen=True)
-class Slot:
-    """One job's slot in its owner's share: the claim holding it and when it expires (Unix ms)."""
-
-    holder: str
-    expires_at: int
-
-
-@dataclass(frozen=True)
-class SlotRequest:
-    """Take a slot of ``owner``'s share for ``job_id``'s claim ``holder``, while fewer than ``limit`` are live."""
-
-    owner: str
-    job_id: str
-    holder: str
-    limit: int
-    now_ms: int
-    expires_at: int
-
-
-@dataclass(frozen=True)
-class ShareTaken:
-    """The owner's share is taken: ``running`` of its ``limit`` slots are live."""
-
-    running: int
-    limit: int
-    unread: bool = False
-    """The share could not be read (a store error): the job waits and looks again, as if it were full."""
-
-    @property
-    def reason(self) -> str:
-        """The job's wait reason, as its view shows it."""
-        if self.unread:
-            return "waiting for its owner's share: it could not be read just now"
-        return f"waiting for its owner's share: {self.running} of {self.limit} phases running"
-
-
-def admit_slot(slots: Mapping[str, Slot], request: SlotRequest) -> dict[str, Slot] | ShareTaken:
-    """The owner's slots with ``request``'s taken (expired ones dropped), or ShareTaken when the share is full.
-
-    The one rule every store applies inside its atomic write: the job's own slot (a resend, a takeover)
-    never counts against it.
-    """
-    live = {job: slot for job, slot in slots.items() if slot.expires_at > request.now_ms and job != request.job_id}
-    if request.limit > 0 and len(live) >= request.limit:
-        return ShareTaken(len(live), request.limit)
-    return {**live, request.job_id: Slot(request.holder, request.expires_at)}
-
-
-def checked_limit(limit: object) -> int:
-    """``limit`` as an owner's limit: a whole number from 0 (no limit) to :data:`MAX_OWNER_LIMIT`."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_OWNER_LIMIT:
-        raise InvalidInputError(
-            f"An owner's limit must be a whole number from 0 (no limit) to {MAX_OWNER_LIMIT}, got {limit!r}"
-        )
-    return limit
-
-
-class OwnerShares(ABC):
-    """A store that keeps owners' shares: their slots and their limits (mixed into a :class:`Storage`)."""
-
-    owner_concurrency: int | None = None
-    """This store's default limit per owner (None: ``CAIRN_OWNER_CONCURRENCY``; 0: no limit)."""
-    share_wait_seconds: float = DEFAULT_SHARE_WAIT_SECONDS
-    """How long a job past its owner's share waits before it looks again (jittered up to twice as long)."""
-
-    @property
-    @abstractmethod
-    def share_owner(self) -> str:
-        """The owner whose jobs this store holds."""
-
-    @abstractmethod
-    def owner_limit(self, owner: str) -> int | None:
-        """The limit kept for ``owner`` (None: none kept, the default applies)."""
-
-    @abstractmethod
-    def set_owner_limit(self, owner: str, limit: int | None) -> None:
-        """Keep ``limit`` for ``owner`` (0: no limit for it; None: drop its override, the default applies)."""
-
-    @abstractmethod
-    def take_slot(self, request: SlotRequest) -> ShareTaken | None:
-        """Take a slot for the request's job in one atomic step (:func:`admit_slot`); None when it is taken.
-
-        ``request.limit`` is the default: the owner's own limit, read in the same step, replaces it.
-        """
-
-    @abstractmethod
-    def give_slot(self, owner: str, job_id: str, holder: str) -> None:
-        """Give back the job's slot, if ``holder`` still holds it (idempotent)."""
-
-    @abstractmethod
-    def running_slots(self, owner: str, now_ms: int) -> int:
-        """How many live slots ``owner`` holds now."""
-
-    def default_limit(self) -> int:
-        """The share every owner has unless it has its own: this store's default, else the stack's (0: off)."""
-        if self.owner_concurrency is not None:
-            return checked_limit(self.owner_concurrency)
-        return stack_owner_concurrency() or UNLIMITED
-
-    def limit_for(self, owner: str) -> int:
-        """The limit in force for ``owner``: 0 (none) while the share is off, else its own limit or the default.
-
-        The share is on when there is a default limit; an owner's own limit then raises or lowers it
-        (0: no limit for that owner). While it is off no run reads or writes a share: it costs nothing.
-        """
-        default = self.default_limit()
-        if default == UNLIMITED:
-            return UNLIMITED
-        kept = self.owner_limit(validate_owner(owner))
-        return default if kept is None else kept
+logger = logging.getLogger("cairn")
+NOTE_LAPSES_AFTER = 4.0
+"""A note lasts this many times the wait before a look (twice the longest jittered delay), unless renewed."""
 
 
 def shares_of(storage: Storage) -> OwnerShares | None:
-    """The store's owners' shares, when it keeps them."""
-    return storage if isinstance(storage, OwnerShares) else None
+    """Where the store keeps its owners' shares (a wrapper's inner store's), when it keeps them."""
+    return storage.owner_shares()
+
+
+def check_share(storage: Storage) -> None:
+    """Refuse, at start-up, a share setting that is not a limit, or a share set for a store that keeps none.
+
+    ConfigurationError, naming the setting; the store is neither read nor written. Stores that keep no shares
+    (one written before shares were kept, say) run as before while no share is set.
+    """
+    shares = shares_of(storage)
+    if shares is not None:
+        shares.default_limit()
+        return
+    limit = stack_owner_concurrency()
+    if limit != UNLIMITED:
+        raise ConfigurationError(
+            f"{OWNER_CONCURRENCY}={limit} sets a fair share per owner, but {type(storage).__name__} keeps no "
+            f"owners' shares (Storage.owner_shares() is None): unset {OWNER_CONCURRENCY} (or set it to 0), or use "
+            "a store that keeps them"
+        )
 
 
 @dataclass
@@ -179,26 +125,64 @@ class HeldSlot:
     owner: str
     job_id: str
     holder: str
+    scheduler: Scheduler | None = None
+    """What wakes the next waiting job once the slot is given back (None: nobody is woken)."""
+    pipeline: str = ""
+    """The run's pipeline: a scheduler that wakes no other pipeline's job wakes one of this one's."""
 
     def give_back(self) -> None:
-        """Give the slot back; a failure is left to the slot's expiry."""
+        """Give the slot back and wake the oldest job waiting for it; a failure is left to the slot's expiry."""
+        scheduler = self.scheduler
         try:
-            self.shares.give_slot(self.owner, self.job_id, self.holder)
+            if scheduler is None:
+                self.shares.give_slot(self.owner, self.job_id, self.holder)
+                return
+            wakes_any = isinstance(scheduler, WakeScheduler)
+            pipeline = None if wakes_any else self.pipeline
+            waiter = self.shares.give_slot_to_next(self.owner, self.job_id, self.holder, pipeline=pipeline)
         except Exception:  # the slot expires with the claim's lease anyway
-            from .engine.writes import logger
-
             logger.warning("Job %s: could not give back its owner's slot; it frees at its lease", self.job_id)
+            return
+        if waiter is not None:
+            wake(scheduler, waiter)
 
 
-def take_share(run: ClaimedRun) -> HeldSlot | ShareTaken | None:
-    """Take a slot of the run's owner's share: the slot held, ShareTaken (wait), or None (no limit applies)."""
+def wake(scheduler: Scheduler, waiter: Waiter) -> None:
+    """Advance ``waiter``'s job now; a message that cannot be sent is left to the job's own next look."""
+    try:
+        if isinstance(scheduler, WakeScheduler):
+            scheduler.schedule_wake(
+                waiter.job_id, pipeline=waiter.pipeline, phase=waiter.phase, sequence=waiter.sequence
+            )
+        else:
+            scheduler.schedule_advance(waiter.job_id, phase=waiter.phase, sequence=waiter.sequence)
+    except Exception:
+        logger.warning("Job %s: could not be woken for its owner's share; it looks again on its own", waiter.job_id)
+
+
+def _default_limit(run: ClaimedRun, shares: OwnerShares | None) -> int:
+    """The share's default limit for the run (0: off); a setting that cannot be read gives the claim back first."""
+    try:
+        if shares is None:
+            check_share(run.storage)
+            return UNLIMITED
+        return shares.default_limit()
+    except ConfigurationError:  # read after the claim (the setting changed since start-up): leave nothing claimed
+        with contextlib.suppress(CairnError):
+            run.commit("release")
+        raise
+
+
+def take_share(run: ClaimedRun, scheduler: Scheduler | None = None) -> HeldSlot | ShareTaken | None:
+    """Take a slot of the run's owner's share: the slot held, ShareTaken (wait), or None (no limit applies).
+
+    ``scheduler`` wakes the next waiting job when the slot is given back (None: nobody is woken).
+    """
     shares = shares_of(run.storage)
-    if shares is None:
+    limit = _default_limit(run, shares)  # the owner's own limit is read by the take itself
+    if shares is None or limit == UNLIMITED:
         return None
     owner = shares.share_owner
-    limit = shares.default_limit()  # the owner's own limit is read by the take itself
-    if limit == UNLIMITED:
-        return None
     job = run.job
     holder = f"{run.fence.worker}#{run.fence.claim_sequence}"
     request = SlotRequest(
@@ -212,23 +196,49 @@ def take_share(run: ClaimedRun) -> HeldSlot | ShareTaken | None:
     try:
         taken = shares.take_slot(request)
     except StorageError as exc:  # the claim is held: give it back and look again rather than leave it to expire
-        from .engine.writes import logger
-
         logger.warning("Job %s: could not take its owner's share (%s); it looks again later", job.job_id, exc)
         return ShareTaken(0, limit, unread=True)
     if taken is not None:
         return taken
-    return HeldSlot(shares, owner, job.job_id, holder)
+    return HeldSlot(shares, owner, job.job_id, holder, scheduler, run.pipeline.name)
 
 
 def wait_for_share(run: ClaimedRun, taken: ShareTaken, scheduler: Scheduler) -> Job:
-    """Give the claim back with the wait reason, and have the job advanced again after a jittered delay."""
+    """Give the claim back with the wait reason, note the job in its owner's share, and have it advanced again.
+
+    Noted, the job is woken when a slot is given back; the advance scheduled after a jittered delay is the
+    fallback. A slot given back since the look (the note finds room) has the job look again at once.
+    """
     from .models import JobStatus
 
     shares = shares_of(run.storage)
     base = shares.share_wait_seconds if shares is not None else DEFAULT_SHARE_WAIT_SECONDS
     delay = base * (1.0 + random.random())
+    noting = shares is not None and shares.notes_waiters and not taken.unread
+    if noting:
+        run.journal.add_usage(share_note_usage())
     job = run.commit("release", delay=delay, share_wait=taken.reason)
-    if job.status == JobStatus.RUNNING:
-        scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)
+    if job.status != JobStatus.RUNNING:
+        return job
+    if shares is not None and noting and note(shares, run, job, base) == "room":
+        delay = 0.0
+    scheduler.schedule_advance(job.job_id, phase=run.phase_name, sequence=job.sequence, delay=delay)
     return job
+
+
+def note(shares: OwnerShares, run: ClaimedRun, job: Job, wait_seconds: float) -> NoteOutcome:
+    """Note the released ``job`` in its owner's share (what the note did); a store error leaves it unnoted."""
+    now = run.storage.clock()
+    waiter = Waiter(
+        job_id=job.job_id,
+        pipeline=run.pipeline.name,
+        phase=run.phase_name,
+        sequence=job.sequence,
+        created_at=job.created_at,
+        expires_at=now + int(NOTE_LAPSES_AFTER * wait_seconds * 1000),
+    )
+    try:
+        return shares.note_waiter(WaiterNote(shares.share_owner, shares.default_limit(), now, waiter))
+    except StorageError as exc:
+        logger.warning("Job %s: could not note it waits for its owner's share (%s)", job.job_id, exc)
+        return "not noted"

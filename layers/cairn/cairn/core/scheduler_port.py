@@ -27,3 +27,17 @@ class ItemScheduler(Scheduler, Protocol):
     def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
         """Arrange for item ``item`` of the job's map ``fan_out`` to be run by ``phase`` after ``delay`` seconds."""
         ...
+
+
+@runtime_checkable
+class WakeScheduler(Scheduler, Protocol):
+    """A scheduler that can advance a job of any pipeline of its owner: one waiting for its owner's share.
+
+    Optional: a slot given back wakes the oldest job waiting for it (:mod:`cairn.core.owner_share`). Through
+    a plain scheduler, only a job of the run's own pipeline is woken (by ``schedule_advance``); the others
+    look again on their own.
+    """
+
+    def schedule_wake(self, job_id: str, *, pipeline: str, phase: str, sequence: int | None) -> None:
+        """Arrange for ``phase`` of ``job_id``, a job of ``pipeline``, to be advanced (at ``sequence``) now."""
+        ...

@@ -49,8 +49,14 @@ PRICE_REGION = "CAIRN_PRICE_REGION"
 PRICES = "CAIRN_PRICES"
 """A JSON file of prices merged over the shipped table (:mod:`.prices`): your contract's, or other regions'."""
 OWNER_CONCURRENCY = "CAIRN_OWNER_CONCURRENCY"
-"""The most phases of one owner's jobs running at once (the template's ``OwnerConcurrency``; 0 or unset: no
-limit); an owner's own limit kept in the table overrides it (:mod:`.owner_share`)."""
+"""The most phases of one owner's jobs running at once (the template's ``OwnerConcurrency``), a whole number from 0
+to 100000 (0 or unset: no limit; anything else is refused at start-up); an owner's own limit kept in the table
+overrides it (:mod:`.owner_share`)."""
+MAX_OWNER_LIMIT = 100_000
+"""The highest limit of phases running at once, for the stack (``CAIRN_OWNER_CONCURRENCY``) as for one owner."""
+OWNER_LIMIT_RANGE = f"a whole number from 0 (no limit) to {MAX_OWNER_LIMIT}"
+"""What a limit of phases running at once may be, as a refusal says it."""
+_WHOLE_NUMBER = re.compile(r"0|[1-9][0-9]*")
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
@@ -98,6 +104,8 @@ class Settings:
     state_machine_arn: str | None = None
     sweep_idle_seconds: int = 120
     sweep_batch: int = 100
+    owner_concurrency: int = 0
+    """``CAIRN_OWNER_CONCURRENCY``: the stack's fair share per owner (0: off), checked when settings are read."""
 
     def phase_function(self, pipeline: str, phase: str) -> str:
         """The function that runs ``phase`` of ``pipeline``: ``<prefix><pipeline>-<phase>``, ``:<alias>`` after it."""
@@ -140,6 +148,7 @@ class Settings:
             aws_retry_mode=mode,
             aws_max_attempts=_positive_int(env, AWS_MAX_ATTEMPTS, 8),
             max_transitions=stack_max_transitions(env),
+            owner_concurrency=stack_owner_concurrency(env),
         )
 
 
@@ -170,12 +179,21 @@ def stepfunctions_driver(environ: Mapping[str, str] | None = None) -> bool:
 
 def stack_owner_concurrency(environ: Mapping[str, str] | None = None) -> int:
     """``CAIRN_OWNER_CONCURRENCY`` (``os.environ`` by default): the most phases of one owner running at once;
-    0 when it is not set (no limit). Read where a run takes its owner's share (:mod:`cairn.core.owner_share`)."""
+    0 when it is not set (no limit). Read at start-up (:meth:`Settings.from_env`, ``Cairn(...)``) and where a
+    run takes its owner's share (:mod:`cairn.core.owner_share`)."""
     env = os.environ if environ is None else environ
     raw = env.get(OWNER_CONCURRENCY, "")
-    if raw == "" or raw == "0":
-        return 0
-    return _positive_int(env, OWNER_CONCURRENCY, 0)
+    return 0 if raw == "" else owner_limit_of(raw, OWNER_CONCURRENCY)
+
+
+def owner_limit_of(raw: str, what: str) -> int:
+    """``raw`` as a limit of phases running at once: a whole number from 0 (no limit) to :data:`MAX_OWNER_LIMIT`.
+
+    The one rule for the stack's setting and for an owner's own limit; else ConfigurationError naming ``what``.
+    """
+    if _WHOLE_NUMBER.fullmatch(raw) is None or int(raw) > MAX_OWNER_LIMIT:
+        raise ConfigurationError(f"{what} must be {OWNER_LIMIT_RANGE}, got {raw!r}")
+    return int(raw)
 
 
 def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int | None:

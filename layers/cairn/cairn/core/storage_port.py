@@ -20,6 +20,7 @@ from .clock import Clock, system_clock_ms
 from .errors import ConfigurationError
 from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from .models import Checkpoint, FanOut, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from .share_port import OwnerShares
 from .transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -217,3 +218,12 @@ class Storage(ABC):
     @abstractmethod
     def recall(self, pipeline: str, limit: int) -> list[Lesson]:
         """The ``limit`` newest live lessons in the memory of ``pipeline``, newest first."""
+
+    def owner_shares(self) -> OwnerShares | None:
+        """Where this store keeps its owners' fair shares (:mod:`cairn.core.share_port`); None: it keeps none.
+
+        Optional. By default a store that is an :class:`~cairn.core.share_port.OwnerShares` keeps its own, and
+        any other keeps none: a share set for it (``CAIRN_OWNER_CONCURRENCY``) is refused at start-up. A
+        wrapper gives its inner store's (:class:`cairn.storage.delegating.DelegatingStorage`).
+        """
+        return self if isinstance(self, OwnerShares) else None

@@ -66,6 +66,11 @@ class InlineScheduler:
             raise InvalidInputError(f"delay must not be negative, got {delay}")
         heapq.heappush(self._queue, (self._now() + delay, next(self._order), job_id, phase, sequence, {}))
 
+    def schedule_wake(self, job_id: str, *, pipeline: str, phase: str, sequence: int | None) -> None:
+        """Queue an advance of ``job_id`` now, whatever its pipeline: the function bound runs it as any advance
+        (:meth:`cairn.Cairn.advance` finds the job's pipeline; a job of a pipeline it does not run is left alone)."""
+        self.schedule_advance(job_id, phase=phase, sequence=sequence)
+
     def schedule_item(self, job_id: str, *, phase: str, fan_out: str, item: int, delay: float = 0.0) -> None:
         """Queue an advance of item ``item`` of the map ``fan_out`` (run by ``phase``) after ``delay`` seconds."""
         if delay < 0:

@@ -1,4 +1,8 @@
-"""A storage that passes every call to another one: the base for wrappers that watch or fail calls."""
+"""A storage that passes every call to another one: the base for wrappers that watch or fail calls.
+
+Its capabilities are the inner store's: the owners' shares too (:class:`DelegatingShares`), each of their
+calls passing through the wrapper's :meth:`DelegatingStorage.around` like any other.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import TypeVar
 
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ..core.models import Checkpoint, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.share_port import NoteOutcome, OwnerShares, ShareTaken, SlotRequest, Waiter, WaiterNote
 from ..core.storage_port import Route, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
@@ -121,3 +126,69 @@ class DelegatingStorage(Storage):
 
     def recall(self, pipeline: str, limit: int) -> list[Lesson]:
         return self.around("recall", lambda: self.inner.recall(pipeline, limit))
+
+    def owner_shares(self) -> OwnerShares | None:
+        """The inner store's owners' shares, each call through :meth:`around` (None when it keeps none)."""
+        inner = self.inner.owner_shares()
+        return None if inner is None else DelegatingShares(self, inner)
+
+
+class DelegatingShares(OwnerShares):
+    """A wrapped store's owners' shares: every call passes through the wrapper's ``around``, to the inner ones.
+
+    The settings (``owner_concurrency``, ``share_wait_seconds``) are the inner store's, read and set through.
+    """
+
+    def __init__(self, wrapper: DelegatingStorage, inner: OwnerShares) -> None:
+        self._wrapper = wrapper
+        self._inner = inner
+
+    @property
+    def owner_concurrency(self) -> int | None:
+        return self._inner.owner_concurrency
+
+    @owner_concurrency.setter
+    def owner_concurrency(self, value: int | None) -> None:
+        self._inner.owner_concurrency = value
+
+    @property
+    def share_wait_seconds(self) -> float:
+        return self._inner.share_wait_seconds
+
+    @share_wait_seconds.setter
+    def share_wait_seconds(self, value: float) -> None:
+        self._inner.share_wait_seconds = value
+
+    @property
+    def notes_waiters(self) -> bool:  # type: ignore[override]  # the inner store's: read only
+        return self._inner.notes_waiters
+
+    @property
+    def share_owner(self) -> str:
+        return self._inner.share_owner
+
+    def default_limit(self) -> int:
+        return self._inner.default_limit()
+
+    def owner_limit(self, owner: str) -> int | None:
+        return self._wrapper.around("owner_limit", lambda: self._inner.owner_limit(owner))
+
+    def set_owner_limit(self, owner: str, limit: int | None) -> None:
+        return self._wrapper.around("set_owner_limit", lambda: self._inner.set_owner_limit(owner, limit))
+
+    def take_slot(self, request: SlotRequest) -> ShareTaken | None:
+        return self._wrapper.around("take_slot", lambda: self._inner.take_slot(request))
+
+    def give_slot(self, owner: str, job_id: str, holder: str) -> None:
+        return self._wrapper.around("give_slot", lambda: self._inner.give_slot(owner, job_id, holder))
+
+    def running_slots(self, owner: str, now_ms: int) -> int:
+        return self._wrapper.around("running_slots", lambda: self._inner.running_slots(owner, now_ms))
+
+    def note_waiter(self, note: WaiterNote) -> NoteOutcome:
+        return self._wrapper.around("note_waiter", lambda: self._inner.note_waiter(note))
+
+    def give_slot_to_next(self, owner: str, job_id: str, holder: str, *, pipeline: str | None = None) -> Waiter | None:
+        return self._wrapper.around(
+            "give_slot_to_next", lambda: self._inner.give_slot_to_next(owner, job_id, holder, pipeline=pipeline)
+        )

@@ -1,4 +1,4 @@
-"""Owners' shares kept by the local stores (:mod:`cairn.core.owner_share`): in memory, or in a JSON file.
+"""Owners' shares kept by the local stores (:mod:`cairn.core.share_port`): in memory, or in a JSON file.
 
 A memory or file store holds the jobs of one owner, ``"local"`` unless named (``share_owner``); stores
 that name different owners and share one :class:`ShareTable` (``use_share_table``) share their limits,
@@ -24,8 +24,21 @@ from typing import Any
 
 from filelock import FileLock
 
+from ..core.clock import Clock
 from ..core.ids import validate_owner
-from ..core.owner_share import OwnerShares, ShareTaken, Slot, SlotRequest, admit_slot, checked_limit
+from ..core.share_port import (
+    NoteOutcome,
+    OwnerShares,
+    ShareTaken,
+    Slot,
+    SlotRequest,
+    Waiter,
+    WaiterNote,
+    admit_slot,
+    checked_limit,
+    next_waiter,
+    note_waiter_in,
+)
 
 LOCAL_OWNER = "local"
 """The owner of a local store's jobs unless it is given another."""
@@ -33,10 +46,11 @@ LOCAL_OWNER = "local"
 
 @dataclass
 class OwnerRecord:
-    """One owner's limit (None: the default) and its slots, by job id."""
+    """One owner's limit (None: the default), its slots and the notes of its waiting jobs, by job id."""
 
     limit: int | None = None
     slots: dict[str, Slot] = field(default_factory=dict)
+    waiters: dict[str, Waiter] = field(default_factory=dict)
 
 
 class ShareTable(ABC):
@@ -49,7 +63,7 @@ class ShareTable(ABC):
     def read(self, owner: str) -> OwnerRecord:
         """The owner's record as it is now."""
         with self.changing(owner) as record:
-            return OwnerRecord(record.limit, dict(record.slots))
+            return OwnerRecord(record.limit, dict(record.slots), dict(record.waiters))
 
 
 class MemoryShareTable(ShareTable):
@@ -80,11 +94,13 @@ class FileShareTable(ShareTable):
             record = OwnerRecord(
                 raw.get("limit"),
                 {job: Slot(slot["holder"], int(slot["expiresAt"])) for job, slot in (raw.get("slots") or {}).items()},
+                {job: Waiter(**waiter) for job, waiter in (raw.get("waiters") or {}).items()},
             )
             yield record
             data[owner] = {
                 "limit": record.limit,
                 "slots": {job: {"holder": s.holder, "expiresAt": s.expires_at} for job, s in record.slots.items()},
+                "waiters": {job: dataclasses.asdict(waiter) for job, waiter in record.waiters.items()},
             }
             self._save(data)
 
@@ -107,6 +123,8 @@ class LocalOwnerShares(OwnerShares):
 
     _share_owner: str = LOCAL_OWNER
     _share_table: ShareTable | None = None
+    notes_waiters = True
+    clock: Clock
 
     def _new_share_table(self) -> ShareTable:
         return MemoryShareTable()
@@ -146,6 +164,7 @@ class LocalOwnerShares(OwnerShares):
             if isinstance(admitted, ShareTaken):
                 return admitted
             record.slots = admitted
+            record.waiters.pop(request.job_id, None)  # it runs now: nothing to wake it for
             return None
 
     def give_slot(self, owner: str, job_id: str, holder: str) -> None:
@@ -153,6 +172,21 @@ class LocalOwnerShares(OwnerShares):
             slot = record.slots.get(job_id)
             if slot is not None and slot.holder == holder:
                 del record.slots[job_id]
+
+    def note_waiter(self, note: WaiterNote) -> NoteOutcome:
+        with self.share_table.changing(note.owner) as record:
+            limited = dataclasses.replace(note, limit=note.limit if record.limit is None else record.limit)
+            outcome, record.waiters = note_waiter_in(record.slots, record.waiters, limited)
+            return outcome
+
+    def give_slot_to_next(self, owner: str, job_id: str, holder: str, *, pipeline: str | None = None) -> Waiter | None:
+        with self.share_table.changing(owner) as record:
+            slot = record.slots.get(job_id)
+            if slot is None or slot.holder != holder:
+                return None
+            del record.slots[job_id]
+            woken, record.waiters = next_waiter(record.waiters, self.clock(), pipeline)
+            return woken
 
     def running_slots(self, owner: str, now_ms: int) -> int:
         return sum(1 for slot in self.share_table.read(owner).slots.values() if slot.expires_at > now_ms)

@@ -1,14 +1,15 @@
-"""Owners' shares in the job table (:mod:`cairn.core.owner_share`): one item per owner.
+"""Owners' shares in the job table (:mod:`cairn.core.share_port`): one item per owner.
 
 - Share item: ``pk = SHARE#<owner>``, ``sk = SHARE``: ``ownerLimit`` (the owner's override, when one
   is kept), ``slots`` (JSON: ``{jobId: [holder, expiresAt]}``, the live slots and maybe a few expired
-  ones) and ``version``. It has no ``expiresAt`` (an owner's limit lasts), no ``owner`` and no
-  ``sweepKey``: no listing or sweep reads it.
+  ones), ``waiters`` (JSON: ``{jobId: [pipeline, phase, sequence, createdAt, expiresAt]}``, the notes of
+  at most :data:`~cairn.core.share_port.MAX_WAITERS` waiting jobs) and ``version``. It has no
+  ``expiresAt`` (an owner's limit lasts), no ``owner`` and no ``sweepKey``: no listing or sweep reads it.
 
-A take or a give is a read and one conditional ``UpdateItem`` on the version read (a write that lost
-the race reads again); "fewer than the limit live slots" is therefore checked and written in one
-atomic step, however many workers of the owner race. A limit's change moves the version too, so a take
-in flight reads the new limit.
+A take, a give or a note is a read and one conditional ``UpdateItem`` on the version read (a write that
+lost the race reads again); "fewer than the limit live slots" is therefore checked and written in one
+atomic step, however many workers of the owner race, and a give takes the note of the job it wakes in the
+same step as its slot. A limit's change moves the version too, so a take in flight reads the new limit.
 """
 
 from __future__ import annotations
@@ -21,7 +22,19 @@ from typing import Any
 
 from ...core.errors import StorageError
 from ...core.ids import validate_owner
-from ...core.owner_share import OwnerShares, ShareTaken, Slot, SlotRequest, admit_slot, checked_limit
+from ...core.share_port import (
+    NoteOutcome,
+    OwnerShares,
+    ShareTaken,
+    Slot,
+    SlotRequest,
+    Waiter,
+    WaiterNote,
+    admit_slot,
+    checked_limit,
+    next_waiter,
+    note_waiter_in,
+)
 from .attributes import Item, from_item, to_item
 from .table import ConditionFailed, Table
 
@@ -50,10 +63,31 @@ def encode_slots(slots: dict[str, Slot]) -> str:
     return json.dumps({job: [slot.holder, slot.expires_at] for job, slot in slots.items()}, separators=(",", ":"))
 
 
+def decode_waiters(values: dict[str, Any]) -> dict[str, Waiter]:
+    """The notes the item's ``waiters`` attribute holds (none when it has none or it cannot be read)."""
+    try:
+        raw = json.loads(values.get("waiters") or "{}")
+        return {
+            job: Waiter(job, str(note[0]), str(note[1]), int(note[2]), int(note[3]), int(note[4]))
+            for job, note in raw.items()
+        }
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return {}  # every note lapses: an unreadable set only means the waiting jobs look again on their own
+
+
+def encode_waiters(waiters: dict[str, Waiter]) -> str:
+    """The ``waiters`` attribute for ``waiters``."""
+    return json.dumps(
+        {job: [w.pipeline, w.phase, w.sequence, w.created_at, w.expires_at] for job, w in waiters.items()},
+        separators=(",", ":"),
+    )
+
+
 class DynamoDBOwnerShares(OwnerShares):
     """Owners' shares for :class:`~cairn.aws.dynamodb.DynamoDBStorage` (mixed into it), in its table."""
 
     _table: Table
+    notes_waiters = True
 
     @property
     def share_owner(self) -> str:
@@ -124,7 +158,11 @@ class DynamoDBOwnerShares(OwnerShares):
             admitted = admit_slot(slots, dataclasses.replace(request, limit=limit))
             if isinstance(admitted, ShareTaken):
                 return None, admitted
-            return {"slots": encode_slots(admitted)}, None
+            updates = {"slots": encode_slots(admitted)}
+            waiters = decode_waiters(values)
+            if waiters.pop(request.job_id, None) is not None:  # it runs now: nothing to wake it for
+                updates["waiters"] = encode_waiters(waiters)
+            return updates, None
 
         answer: ShareTaken | None = self._change(request.owner, change)
         return answer
@@ -138,6 +176,31 @@ class DynamoDBOwnerShares(OwnerShares):
             return {"slots": encode_slots(slots)}, None
 
         self._change(owner, change)
+
+    def note_waiter(self, note: WaiterNote) -> NoteOutcome:
+        def change(values: dict[str, Any], slots: dict[str, Slot]) -> tuple[dict[str, Any] | None, NoteOutcome]:
+            kept = values.get("ownerLimit")
+            limit = note.limit if kept is None else int(kept)
+            waiters = decode_waiters(values)
+            outcome, noted = note_waiter_in(slots, waiters, dataclasses.replace(note, limit=limit))
+            return (None if noted == waiters else {"waiters": encode_waiters(noted)}), outcome
+
+        answer: NoteOutcome = self._change(note.owner, change)
+        return answer
+
+    def give_slot_to_next(self, owner: str, job_id: str, holder: str, *, pipeline: str | None = None) -> Waiter | None:
+        now = self._table.clock()
+
+        def change(values: dict[str, Any], slots: dict[str, Slot]) -> tuple[dict[str, Any] | None, Waiter | None]:
+            slot = slots.get(job_id)
+            if slot is None or slot.holder != holder:
+                return None, None
+            del slots[job_id]
+            woken, waiters = next_waiter(decode_waiters(values), now, pipeline)
+            return {"slots": encode_slots(slots), "waiters": encode_waiters(waiters)}, woken
+
+        answer: Waiter | None = self._change(owner, change)
+        return answer
 
     def running_slots(self, owner: str, now_ms: int) -> int:
         return sum(1 for slot in decode_slots(self._read(owner)).values() if slot.expires_at > now_ms)

@@ -26,6 +26,8 @@ JOB_STORE_POLICY = "JobStorePolicy"
 """The table and the state bucket, as every function of the stack uses them."""
 DELAYED_RETRIES_POLICY = "DelayedRetriesPolicy"
 """Sending a retry's delay to the queue (phase functions under the direct driver)."""
+START_EXECUTIONS_POLICY = "StartExecutionsPolicy"
+"""Starting an execution for a job woken by its owner's fair share (phase functions under stepfunctions)."""
 USE_STEP_FUNCTIONS = "UseStepFunctions"
 NOTIFY_ALARMS = "NotifyAlarms"
 HAS_ALARM_EMAIL = "HasAlarmEmail"
@@ -76,6 +78,11 @@ def unless_step_functions(value: Any) -> dict[str, Any]:
     return {"Fn::If": [USE_STEP_FUNCTIONS, NO_VALUE, value]}
 
 
+def only_step_functions(value: Any) -> dict[str, Any]:
+    """``value`` under the stepfunctions driver, nothing under direct."""
+    return {"Fn::If": [USE_STEP_FUNCTIONS, value, NO_VALUE]}
+
+
 def phases(registry: PipelineRegistry) -> Iterator[tuple[Pipeline[Any], Phase]]:
     """Every phase of every pipeline, pipelines in registry order and phases in their order."""
     for pipeline in registry:
@@ -89,7 +96,8 @@ def environment(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
 
 
 def policies(phase: Phase) -> list[Any]:
-    """A phase function's policies: the job store, invokes and delays under direct, the phase's own statements.
+    """A phase function's policies: the job store, invokes and delays under direct, executions for the jobs a
+    phase wakes under stepfunctions, the phase's own statements.
 
     An unconditional statement goes into one inline policy; a statement that is an ``Fn::If`` becomes a
     policy under that condition, so no condition can leave an inline policy without statements.
@@ -98,6 +106,7 @@ def policies(phase: Phase) -> list[Any]:
         {"Ref": JOB_STORE_POLICY},
         unless_step_functions({"Ref": DELAYED_RETRIES_POLICY}),
         unless_step_functions({"Ref": INVOKE_POLICY}),
+        only_step_functions({"Ref": START_EXECUTIONS_POLICY}),
     ]
     plain = [statement for statement in phase.function.statements if not _is_if(statement)]
     if plain:

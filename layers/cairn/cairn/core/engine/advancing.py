@@ -65,7 +65,7 @@ def advance_phase(
     run = claim_run(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker)
     if run is None:
         return end_wait_if_due(job_id, pipeline, storage, scheduler, sequence) if sequence is not None else None
-    share = take_share(run)  # a fair share per owner (cairn.core.owner_share): past it, the job waits
+    share = take_share(run, scheduler)  # a fair share per owner (cairn.core.owner_share): past it, the job waits
     try:
         if isinstance(share, ShareTaken):
             return wait_for_share(run, share, scheduler)

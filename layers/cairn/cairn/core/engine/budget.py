@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..budgets import expected_cost, refused, spent, stop_failure, stop_usage
 from ..cost import cost_of
 from ..history_pages import VIEW_HISTORY
+from ..metering import budgeted_usage
 from ..models import Job
 from ..prices import PriceTable, load_prices
 from ..transitions import merge_usage
@@ -33,7 +34,7 @@ def over_budget(run: ClaimedRun, prices: PriceTable | None) -> Job | None:
         return None
     job = run.job
     usage = merge_usage(job.usage, run.journal.peek().usage)
-    cost_usd = cost_of(usage, prices).exact
+    cost_usd = cost_of(budgeted_usage(usage), prices).exact  # waiting for the owner's share is not counted
     view = run.storage.get_job_view(job.job_id, history=VIEW_HISTORY)
     records = view.job.phases if view is not None else job.phases
     expected = expected_cost(records, run.phase_name, prices)

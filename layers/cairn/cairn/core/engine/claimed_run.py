@@ -135,6 +135,8 @@ class ClaimedRun:
                 started_at=self.started_at,
                 ended_at=now,
                 committed=checkpoint,
+                history=kind != "release",
+                waiting=share_wait is not None,
             )
         )
         metered = merge_usage(self.metered, self.journal.peek().usage)

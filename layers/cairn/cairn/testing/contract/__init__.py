@@ -12,8 +12,9 @@ pytest collects the inherited tests: start (idempotent by write token, refusing 
 seen), claims and their fences, save, commit, pause, cancel, signals, waits,
 who paused, cancelled or signalled (operator actions in the log), history and listings, the
 job view and the pages of its history and log (every write once, none that never landed, cursors bound
-to the job and its run), map items and records, lessons, loading a whole job (``put_job``), TTL, and
-requests sent again after a lost response. Each test gets a new, empty store from ``make_storage`` on a
+to the job and its run), map items and records, lessons, loading a whole job (``put_job``), owners' fair
+shares (``owner_shares()``: skipped for a store that keeps none), TTL, and requests sent again after a lost
+response. Each test gets a new, empty store from ``make_storage`` on a
 clock that moves only when the test says.
 """
 
@@ -27,6 +28,7 @@ from .lessons import LessonContract
 from .loading import LoadingContract
 from .maps import MapContract
 from .pipeline import PipelineContract
+from .shares import ShareContract
 from .waits import WaitContract
 
 
@@ -39,6 +41,7 @@ class StorageContract(
     LessonContract,
     PipelineContract,
     LoadingContract,
+    ShareContract,
 ):
     """Every promise of the Storage port; subclass it and implement ``make_storage(self, clock)``."""
 
@@ -52,6 +55,7 @@ __all__ = [
     "LoadingContract",
     "MapContract",
     "PipelineContract",
+    "ShareContract",
     "StorageContract",
     "WaitContract",
 ]
