@@ -4,6 +4,9 @@ The history is the file's writes, oldest first, each a :class:`~cairn.core.model
 one before it, then one more: the mark that the job was loaded ("Loaded from FILE, pulled from API at
 TIME"), which enters the job's checkpoint. The job's sequence counts those writes, its tokens are fresh,
 its expiry runs from now: every read and write path treats it as any other job.
+
+A job file is an input from outside: every store's ``put_job`` first checks what it is given
+(:func:`checked_whole_job`), and the file reader checks the same id and usage rules as it reads.
 """
 
 from __future__ import annotations
