@@ -156,6 +156,31 @@ def test_a_migration_that_raises_is_named_and_the_job_keeps_its_checkpoint(stora
     assert job.checkpoint == before
 
 
+def test_a_migration_that_edits_its_input_then_raises_leaves_the_checkpoint_and_the_fix_resumes(
+    storage: Storage, clock: FakeClock
+) -> None:
+    before = started_v1(storage, clock, fail_at_check=True).get(JOB).checkpoint
+    v3 = V3()
+
+    def half_done(state: dict[str, Any]) -> dict[str, Any]:
+        state["title"] = state.pop("document")  # edited in place, then it fails
+        raise ValueError("forgot pages")
+
+    v3.pipeline.migrations[1] = half_done
+    broken = cairn(v3.pipeline, storage, clock)
+    broken.retry(JOB)
+    broken.run_until_idle()
+    assert broken.get(JOB).status == JobStatus.ERROR
+    assert broken.get(JOB).checkpoint == before  # the state it was given is its own copy
+
+    fixed = V3()
+    jobs = cairn(fixed.pipeline, storage, clock)
+    jobs.retry(JOB)
+    jobs.run_until_idle()
+    assert jobs.get(JOB).status == JobStatus.WAITING, jobs.get(JOB).error
+    assert fixed.seen[0] == ("verify", MIGRATED)
+
+
 def test_a_state_newer_than_the_code_is_refused_with_both_versions(storage: Storage, clock: FakeClock) -> None:
     started_v1(storage, clock, fail_at_check=True)
     v3 = V3()

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
+from cairn import CorruptJobError, Done, Job, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import job_pk
+from cairn.testing.contract.base import JOB, claim_request, fence_of, save_request, start_request
 from tests.aws import stored_state as aws_stored_state
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of, make_scheduler
@@ -207,3 +208,66 @@ def test_a_small_compressible_state_is_gzipped_once_and_stays_in_the_item(moto: 
 
     assert set(stored_state(moto, "small-1")) == {"gzip"}
     assert bucket_keys(moto) == []
+
+
+class SaveBeforeRead:
+    """An S3 client whose first read of a ``saves/`` object lets ``save`` land first: a save that replaces the
+    object (and deletes it) between a reader's read of the job item and its read of the object."""
+
+    def __init__(self, s3: Any, save: Any) -> None:
+        self._s3, self._save, self.raced = s3, save, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s3, name)
+
+    def get_object(self, **kwargs: Any) -> Any:
+        if str(kwargs["Key"]).startswith("saves/") and not self.raced:
+            self.raced += 1
+            self._save()
+        return self._s3.get_object(**kwargs)
+
+
+@pytest.mark.parametrize("read", ["get_job", "get_job_view", "pause"])
+def test_a_read_racing_a_save_that_replaces_the_saved_state_object_answers_the_newer_state(
+    moto: Moto, clock: FakeClock, read: str
+) -> None:
+    writer = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    held = writer.claim(claim_request(clock, writer.start_job(start_request(clock, state={"n": 0}))))
+    assert held is not None
+    saves = iter(range(1, 100))
+
+    def save() -> None:
+        job = writer.get_job(JOB)
+        assert job is not None
+        writer.save(JOB, fence_of(held), save_request(clock, job, {"n": next(saves), "pad": incompressible_text(8000)}))
+
+    save()
+    assert any(key.startswith("saves/") for key in bucket_keys(moto))
+    racing = SaveBeforeRead(moto.s3, save)
+    reader = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=racing, clock=clock)  # type: ignore[arg-type]
+
+    if read == "pause":  # a pause answers with the job; the claim holder saves on until its phase ends
+        found: Job | None = reader.pause(JOB)
+    else:
+        found = reader.get_job(JOB) if read == "get_job" else getattr(reader.get_job_view(JOB), "job", None)
+
+    assert racing.raced == 1
+    assert found is not None
+    assert found.checkpoint is not None
+    assert found.checkpoint.state["n"] == 2
+
+
+def test_a_saved_state_object_missing_while_the_job_item_still_names_it_is_corrupt(
+    moto: Moto, clock: FakeClock
+) -> None:
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    held = storage.claim(claim_request(clock, storage.start_job(start_request(clock, state={"n": 0}))))
+    assert held is not None
+    storage.save(JOB, fence_of(held), save_request(clock, held, {"pad": incompressible_text(8000)}))
+    [key] = [key for key in bucket_keys(moto) if key.startswith("saves/")]
+    moto.s3.delete_object(Bucket=moto.bucket, Key=key)
+
+    with pytest.raises(CorruptJobError, match="is missing"):
+        storage.get_job(JOB)
+    with pytest.raises(CorruptJobError, match="is missing"):
+        storage.get_job_view(JOB)

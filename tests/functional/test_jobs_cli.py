@@ -463,6 +463,59 @@ def test_log_follow_of_a_finished_job_prints_the_log_once_and_exits(
     assert len(jobs.requests_to("/done-already/log")) == 1
 
 
+def test_log_follow_tries_again_after_a_server_error_or_no_answer_and_ends_as_the_job_does(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start(capsys, "flaky-follow", MISSING)
+    get = ApiClient.get
+    failures: list[Exception] = [
+        api_error(500, b'{"error": {"code": "internal", "message": "Internal error"}}'),
+        ApiUnreachable("cannot reach the cairn API"),
+        api_error(503, b'{"message": "Service Unavailable"}'),
+    ]
+
+    def flaky(client: ApiClient, job_id: str, **options: bool) -> dict[str, Any]:
+        if failures:
+            raise failures.pop(0)
+        return get(client, job_id, **options)
+
+    monkeypatch.setattr(ApiClient, "get", flaky)
+    monkeypatch.setattr(jobs_commands, "sleep", lambda seconds: jobs.run())
+    status, out, err = run_cli(capsys, "log", "flaky-follow", "--follow")
+
+    assert status == 0, err
+    assert out.splitlines()[-1].startswith("Job error: ")
+    assert len(err.splitlines()) == 3
+    assert "Internal error (HTTP 500 internal); trying again (1 of" in err
+
+
+def test_log_follow_gives_up_after_failing_several_times_in_a_row_and_at_once_on_a_client_error(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    start(capsys, "down-follow")
+
+    def down(client: ApiClient, job_id: str, **options: bool) -> dict[str, Any]:
+        raise api_error(502, b'{"message": "Bad Gateway"}')
+
+    naps: list[float] = []
+    monkeypatch.setattr(ApiClient, "get", down)
+    monkeypatch.setattr(jobs_commands, "sleep", naps.append)
+    status, _, err = run_cli(capsys, "log", "down-follow", "--follow")
+
+    assert status == 1
+    assert err.splitlines()[-1] == "cairn: error: Bad Gateway (HTTP 502 bad_gateway)"
+    assert len(naps) == jobs_commands.FOLLOW_TRIES - 1
+
+    def forbidden(client: ApiClient, job_id: str, **options: bool) -> dict[str, Any]:
+        raise api_error(403, b'{"message": "Forbidden"}')
+
+    monkeypatch.setattr(ApiClient, "get", forbidden)
+    naps.clear()
+    status, _, err = run_cli(capsys, "log", "down-follow", "--follow")
+    assert (status, naps) == (1, [])
+    assert error_line(err) == "cairn: error: Forbidden (HTTP 403 forbidden)"
+
+
 def test_ctrl_c_while_following_exits_130_quietly(
     jobs: JobsServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -169,6 +169,26 @@ def test_redact_removes_the_field_everywhere_and_records_the_path(
     assert all(state["customer"]["email"] == "[redacted]" for state in states)
 
 
+def test_a_redact_path_that_matches_nothing_is_named_and_no_file_is_written(
+    jobs: JobsServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pulled_job(jobs)
+    target = tmp_path / "mistyped.json"
+    capsys.readouterr()
+
+    status = main(
+        ["jobs", "pull", "order-1", "-o", str(target), "--redact", "state.customer.email", "--redact", "state.custmer"]
+    )
+
+    _, err = capsys.readouterr()
+    assert status == 1
+    assert err.splitlines() == [
+        'cairn: error: --redact state.custmer matched no field of job "order-1" (its input, states, result or maps): '
+        "nothing was redacted by it, so nothing was written; check the path"
+    ]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_existing_file_is_kept_unless_forced(
     jobs: JobsServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -71,3 +71,27 @@ def test_a_file_that_is_not_a_job_file_stops_cairn_dev_with_one_line(
         f'cairn dev: error: --load: {foreign} is not a cairn job file (no "format": "cairn-job"; made by cairn '
         "jobs pull)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "refusal"),
+    [
+        ("jobId", "../../etc/passwd", "Invalid job id '../../etc/passwd'"),
+        ("jobId", "a\nb", "Invalid job id 'a\\nb'"),
+        ("jobId", "j" * 5000, "Invalid job id 'jjj"),
+        ("usage", {"tokens": float("nan")}, "Invalid usage 'tokens': nan"),
+        ("usage", {"tokens": -1}, "Invalid usage 'tokens': -1"),
+    ],
+)
+def test_a_job_file_with_an_id_the_api_refuses_or_bad_usage_stops_cairn_dev_with_one_line(
+    pulled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: object, refusal: str
+) -> None:
+    wire = json.loads(pulled.read_text(encoding="utf-8"))
+    wire["job"][field] = value
+    damaged = tmp_path / "damaged.cairn-job.json"
+    damaged.write_text(json.dumps(wire), encoding="utf-8")
+
+    assert main(["dev", "--load", str(damaged)]) == 2
+
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"cairn dev: error: --load: {damaged} is a damaged cairn job file: job.{field}: {refusal}")

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
 from cairn import Done, Next, Pipeline
 from cairn.core.errors import InvalidInputError
-from cairn.core.job_file import JobFile, PulledJob, PulledWrite, read_job_file, redact
+from cairn.core.job_file import JobFile, PulledJob, PulledWrite, read_job_file, redact, unmatched
 from cairn.core.models import Checkpoint, JobStatus
 from cairn.testing.plugin import LocalCairns
 
@@ -59,6 +61,13 @@ def test_redact_replaces_the_path_in_every_state_and_in_list_items() -> None:
     assert redacted.redacted == ["items.email", "state.customer.email"]
 
 
+def test_a_redaction_path_that_reaches_no_field_is_named_and_not_listed_as_redacted() -> None:
+    paths = ["state.customer.email", "state.custmer.email", "items.phone"]
+
+    assert unmatched(GOOD, paths) == ["state.custmer.email", "items.phone"]
+    assert redact(GOOD, paths).redacted == ["state.customer.email"]
+
+
 def test_a_bad_redaction_path_is_refused() -> None:
     with pytest.raises(InvalidInputError, match="give a dotted path"):
         redact(GOOD, ["state..email"])
@@ -85,3 +94,32 @@ def test_cairn_local_is_still_called_as_before_and_each_call_gets_a_fresh_store(
     assert first.get("c-1").result == {"n": 2}
     with pytest.raises(Exception, match="c-1"):
         second.get("c-1")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("jobId", "../../etc/passwd"),
+        ("jobId", ""),
+        ("jobId", "a\x00b"),
+        ("jobId", "a\nb"),
+        ("jobId", "j" * 5000),
+        ("jobId", "café"),
+        ("usage", {"tokens": float("nan")}),
+        ("usage", {"tokens": float("inf")}),
+        ("usage", {"tokens": -3}),
+    ],
+)
+def test_cairn_local_load_refuses_an_id_the_api_refuses_and_usage_that_is_not_a_count(
+    cairn_local: LocalCairns, tmp_path: Path, field: str, value: object
+) -> None:
+    wire = GOOD.to_wire()
+    wire["job"][field] = value
+    target = tmp_path / "bad.cairn-job.json"
+    target.write_text(json.dumps(wire), encoding="utf-8")  # NaN and Infinity as Python's json writes them
+
+    with pytest.raises(
+        InvalidInputError, match=rf"^{re.escape(str(target))} is a damaged cairn job file: job\.{field}"
+    ):
+        cairn_local.load(target)
+    assert cairn_local.loaded_storage is None

@@ -52,6 +52,19 @@ MAX_INPUT_BYTES = 5 * 1024 * 1024
 _UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, RecursionError, EOFError, OSError, zlib.error)
 
 
+class MissingPartError(CorruptJobError):
+    """A part of a stored job that the read named is not there: the item or S3 object holding a value.
+
+    A write that replaces a part removes the old one once the job item names the new: a reader that
+    read the job item before that write finds the old part gone. ``part`` says which one; only a read
+    made afterwards that still names it finds the job corrupt (:mod:`cairn.aws.dynamodb.rereads`).
+    """
+
+    def __init__(self, location: str, reason: str, *, part: str) -> None:
+        super().__init__(location, reason)
+        self.part = part
+
+
 @dataclass(frozen=True)
 class EncodedPayload:
     """A value ready for an item: the attribute map, and the S3 key it was put under, if any."""
@@ -137,7 +150,8 @@ class PayloadCodec:
             body = self._client().get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                raise CorruptJobError(where, f"its state object s3://{bucket}/{key} is missing") from exc
+                missing = f"s3://{bucket}/{key}"
+                raise MissingPartError(where, f"its state object {missing} is missing", part=missing) from exc
             raise StorageError(f"Cannot read s3://{bucket}/{key}: {exc}", retryable=True) from exc
         except BotoCoreError as exc:
             raise StorageError(f"Cannot read s3://{bucket}/{key}: {exc}", retryable=True) from exc

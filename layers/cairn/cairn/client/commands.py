@@ -16,7 +16,7 @@ from time import sleep
 from typing import Any, TypeVar
 
 from .bulk import BulkAction, add_selection_options, run_bulk, selects_many
-from .errors import RequestFailed
+from .errors import ApiError, ApiUnreachable, RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, positive, read_json
@@ -39,6 +39,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 STATUSES = ("idle", "running", "waiting", "paused", "complete", "error", "cancelled")
 DEFAULT_INTERVAL = 2.0
+FOLLOW_TRIES = 5
+"""How many times in a row ``jobs log --follow`` asks while the API fails transiently (5xx, 429, no answer)."""
 
 Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
 Action = Callable[[argparse.Namespace, ApiClient], int]
@@ -207,8 +209,7 @@ def run_log(arguments: argparse.Namespace, client: ApiClient) -> int:
         return 0
     printed: list[Json] = []
     while True:
-        job = client.get(arguments.job_id)  # read before the log: a final status's log is whole
-        entries: list[Json] = client.log(arguments.job_id).get("entries") or []
+        job, entries = _polled(arguments, client)
         if entries[: len(printed)] != printed:  # a full retry started a new log
             printed = []
         _print_entries(arguments, entries[len(printed) :])
@@ -218,6 +219,29 @@ def run_log(arguments: argparse.Namespace, client: ApiClient) -> int:
                 print(final_line(job), flush=True)
             return 0
         sleep(arguments.interval)
+
+
+def _transient(error: RequestFailed) -> bool:
+    """Whether asking again may help: no answer, a server error (5xx) or too many requests (429)."""
+    return isinstance(error, ApiUnreachable) or (
+        isinstance(error, ApiError) and (error.status >= 500 or error.status == 429)
+    )
+
+
+def _polled(arguments: argparse.Namespace, client: ApiClient) -> tuple[Json, list[Json]]:
+    """The job and its log entries for one round of ``--follow``, asked again (after the interval) while the API
+    fails transiently, up to FOLLOW_TRIES times in a row; each failure said on stderr, the last one raised."""
+    for tried in range(1, FOLLOW_TRIES + 1):
+        try:
+            job = client.get(arguments.job_id)  # read before the log: a final status's log is whole
+            entries: list[Json] = client.log(arguments.job_id).get("entries") or []
+            return job, entries
+        except RequestFailed as error:
+            if not _transient(error) or tried == FOLLOW_TRIES:
+                raise
+            print(f"cairn: {error}; trying again ({tried} of {FOLLOW_TRIES - 1})", file=sys.stderr, flush=True)
+            sleep(arguments.interval)
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 BULK_RETRY = BulkAction("retry", "retried", lambda client, job_id: client.retry(job_id, mode="resume"))
@@ -328,7 +352,8 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "--follow",
         "-f",
         action="store_true",
-        help="keep printing new entries until the job stops (with --json: one entry a line)",
+        help="keep printing new entries until the job stops (with --json: one entry a line); a server error or "
+        f"no answer is asked again, up to {FOLLOW_TRIES} times in a row",
     )
     log.add_argument("--interval", type=positive(float), default=DEFAULT_INTERVAL, metavar="SECONDS", help="default: 2")
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.errors import InvalidInputError
-from ..core.job_file import SUFFIX, JobFile, PulledJob, PulledWrite, code_versions, redact, signals_of
+from ..core.job_file import SUFFIX, JobFile, PulledJob, PulledWrite, code_versions, redact, signals_of, unmatched
 from ..core.models import Checkpoint, LogEntry, PhaseRecord
 from .errors import ApiError, RequestFailed
 from .http import ApiClient, Json
@@ -39,6 +39,16 @@ def _checked(job_id: str, call: Any) -> Json:
             ) from None
         raise
     return answer
+
+
+class UnmatchedRedaction(RequestFailed):
+    """A ``--redact`` path reached no field of the job: it would hide nothing, so nothing is written."""
+
+    def __init__(self, job_id: str, paths: list[str]) -> None:
+        super().__init__(
+            f'--redact {", ".join(paths)} matched no field of job "{job_id}" (its input, states, result or maps): '
+            "nothing was redacted by it, so nothing was written; check the path"
+        )
 
 
 def _writes(client: ApiClient, job_id: str) -> list[PulledWrite]:
@@ -112,7 +122,11 @@ def _entering(writes: list[PulledWrite], phase: str) -> int | None:
 
 
 def pull(client: ApiClient, job_id: str, *, redact_paths: list[str], now_ms: int) -> JobFile:
-    """The job file of ``job_id`` as the API shows it to this client's caller, with ``redact_paths`` redacted."""
+    """The job file of ``job_id`` as the API shows it to this client's caller, with ``redact_paths`` redacted.
+
+    A path that reaches no field of the job (a typo, say) is UnmatchedRedaction: a file that would say it was
+    redacted while the field it meant is still there is never written.
+    """
     view = _checked(job_id, lambda: client.get(job_id, include_state=True, include_input=True))
     writes = _entries(client, job_id, _writes(client, job_id), view)
     log = _log(client, job_id)
@@ -139,6 +153,9 @@ def pull(client: ApiClient, job_id: str, *, redact_paths: list[str], now_ms: int
         signals=signals_of(writes),
         maps=maps,
     )
+    missed = unmatched(pulled, redact_paths)
+    if missed:
+        raise UnmatchedRedaction(job_id, missed)
     return redact(pulled, redact_paths)
 
 
@@ -188,6 +205,7 @@ def add_pull(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="PATH",
         help='a dotted path into states, e.g. state.customer.email: replaced by "[redacted]" in the input, every '
-        "checkpoint state, the result and the maps (repeatable)",
+        "checkpoint state, the result and the maps (repeatable); a path that matches no field of the job is an "
+        "error (exit 1) and nothing is written",
     )
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")

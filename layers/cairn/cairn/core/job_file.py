@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from typing import Any, Final, Literal, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from .errors import InvalidInputError
+from .ids import validate_job_id
+from .job_loading import checked_usage
 from .models import Checkpoint, JobStatus, LogEntry, PhaseRecord, WireModel
 
 FORMAT: Final = "cairn-job"
@@ -47,7 +51,7 @@ class PulledSignal(WireModel):
 
 
 class PulledJob(WireModel):
-    """The job as the API showed it when it was pulled."""
+    """The job as the API showed it when it was pulled: its id one the API takes, its usage figures counts."""
 
     job_id: str
     pipeline: str
@@ -62,6 +66,29 @@ class PulledJob(WireModel):
     waiting_for: str | None = None
     created_at: int
     updated_at: int
+
+    @field_validator("job_id")
+    @classmethod
+    def _an_id_the_api_takes(cls, job_id: str) -> str:
+        _checked(validate_job_id, job_id)
+        return job_id
+
+    @field_validator("usage")
+    @classmethod
+    def _counts(cls, usage: dict[str, int | float]) -> dict[str, int | float]:
+        _checked(checked_usage, usage)
+        return usage
+
+
+_Checked = TypeVar("_Checked")
+
+
+def _checked(check: Callable[[_Checked], object], value: _Checked) -> None:
+    """``check(value)``, its InvalidInputError as a validation error of the field (its message as it is)."""
+    try:
+        check(value)
+    except InvalidInputError as exc:
+        raise PydanticCustomError("refused", str(exc)) from None
 
 
 class JobFile(WireModel):
@@ -139,8 +166,31 @@ def _redacted(value: Any, parts: list[str]) -> Any:
     return value
 
 
+def _reaches(value: Any, parts: list[str]) -> bool:
+    """Whether the path's names reach a field of ``value`` (a list's items each may have it), as redaction goes."""
+    if not parts:
+        return True
+    if isinstance(value, dict):
+        return parts[0] in value and _reaches(value[parts[0]], parts[1:])
+    if isinstance(value, list):
+        return any(_reaches(item, parts) for item in value)
+    return False
+
+
+def unmatched(pulled: JobFile, paths: list[str]) -> list[str]:
+    """The paths (checked) that reach no field of the file's input, states, result or maps: they redact nothing."""
+    checked_paths(paths)
+    job = pulled.job
+    states = [kept.state for kept in [job.checkpoint, *(write.entry for write in pulled.history)] if kept is not None]
+    values = [job.input, *states, job.result, *pulled.maps]
+    return [path for path in paths if not any(_reaches(value, _parts(path)) for value in values)]
+
+
 def redact(pulled: JobFile, paths: list[str]) -> JobFile:
-    """The file with ``paths`` redacted in the input, every checkpoint state, the result and signal payloads."""
+    """The file with ``paths`` redacted in the input, every checkpoint state, the result and the maps.
+
+    ``redacted`` lists the paths that reached a field (:func:`unmatched` names the others).
+    """
     if not paths:
         return pulled
     checked_paths(paths)
@@ -157,7 +207,8 @@ def redact(pulled: JobFile, paths: list[str]) -> JobFile:
     )
     history = [write.model_copy(update={"entry": checkpoint(write.entry)}) for write in pulled.history]
     maps = [redact_value(lane, paths) for lane in pulled.maps]
-    redacted = sorted({*pulled.redacted, *paths})
+    missed = unmatched(pulled, paths)
+    redacted = sorted({*pulled.redacted, *(path for path in paths if path not in missed)})
     return pulled.model_copy(update={"job": job, "history": history, "maps": maps, "redacted": redacted})
 
 

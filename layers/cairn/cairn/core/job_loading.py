@@ -4,16 +4,27 @@ The history is the file's writes, oldest first, each a :class:`~cairn.core.model
 one before it, then one more: the mark that the job was loaded ("Loaded from FILE, pulled from API at
 TIME"), which enters the job's checkpoint. The job's sequence counts those writes, its tokens are fresh,
 its expiry runs from now: every read and write path treats it as any other job.
+
+A job file is an input from outside: every store's ``put_job`` first checks what it is given
+(:func:`checked_whole_job`), and the file reader checks the same id and usage rules as it reads.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from . import ttl
-from .job_file import JobFile
+from .errors import InvalidInputError
+from .ids import validate_job_id
 from .models import HistoryItem, Job, LogEntry
+from .text import shown
 from .transitions import new_token
+
+if TYPE_CHECKING:
+    from .job_file import JobFile
 
 LOADED_PREFIX = "Loaded from "
 """How the log entry that marks a loaded job begins."""
@@ -59,3 +70,32 @@ def loaded_job(pulled: JobFile, *, source: str, now_ms: int, ttl_seconds: int = 
         history_renew_by=ttl.renew_by(ttl.side_expires_at(now_ms, ttl_seconds), ttl_seconds),
     )
     return stored, items
+
+
+def checked_usage(usage: Mapping[str, object]) -> None:
+    """InvalidInputError unless every usage figure is a finite, non-negative number."""
+    for name, figure in usage.items():
+        if isinstance(figure, bool) or not isinstance(figure, int | float) or not math.isfinite(figure) or figure < 0:
+            raise InvalidInputError(
+                f"Invalid usage '{shown(name)}': {shown(figure)} (a usage figure is a finite, non-negative number)"
+            )
+
+
+def checked_history(job: Job, history: Sequence[HistoryItem]) -> None:
+    """InvalidInputError unless ``history`` is one chain, oldest first, ending at the job's ``history_head``."""
+    prev: str | None = None
+    for item in history:
+        if item.prev != prev:
+            raise InvalidInputError(f'The history of job "{job.job_id}" is not one chain, oldest first')
+        prev = item.token
+    if prev != job.history_head:
+        raise InvalidInputError(f'The history of job "{job.job_id}" does not end at the job\'s history head')
+
+
+def checked_whole_job(job: Job, history: Sequence[HistoryItem]) -> None:
+    """What every store's ``put_job`` checks first: InvalidInputError, before anything is written, unless the id is
+    one the API takes (:func:`~cairn.core.ids.validate_job_id`), each usage figure finite and non-negative, and the
+    history one chain ending at the job's head."""
+    validate_job_id(job.job_id)
+    checked_usage(job.usage)
+    checked_history(job, history)

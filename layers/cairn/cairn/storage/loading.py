@@ -6,27 +6,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..core import transitions
-from ..core.errors import InvalidInputError, JobExistsError
+from ..core.errors import JobExistsError
+from ..core.job_loading import checked_whole_job
 from ..core.models import HistoryItem, Job
 
 if TYPE_CHECKING:
     from .document import DocumentStorage
 
 
-def checked_history(job: Job, history: Sequence[HistoryItem]) -> None:
-    """InvalidInputError unless ``history`` is one chain, oldest first, ending at the job's ``history_head``."""
-    prev: str | None = None
-    for item in history:
-        if item.prev != prev:
-            raise InvalidInputError(f'The history of job "{job.job_id}" is not one chain, oldest first')
-        prev = item.token
-    if prev != job.history_head:
-        raise InvalidInputError(f'The history of job "{job.job_id}" does not end at the job\'s history head')
-
-
 def put_document_job(store: DocumentStorage, job: Job, history: Sequence[HistoryItem], *, replace: bool) -> Job:
     """Store ``job`` and its history under the job's lock; JobExistsError for a live job unless ``replace``."""
-    checked_history(job, history)
+    checked_whole_job(job, history)
     with store._locked(job.job_id):
         existing = transitions.live(store._load(job.job_id), store.clock())
         if existing is not None and not replace:

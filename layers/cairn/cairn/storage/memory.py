@@ -1,10 +1,18 @@
-"""In-process storage for tests and the inline scheduler."""
+"""In-process storage for tests and the inline scheduler.
+
+What it keeps is its own: every record is deep-copied as it is stored and as it is read, as a file or a
+table would be written and parsed, so a phase or a migration that edits its state in place, or a caller
+that edits what it passed or read, never changes a checkpoint.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from ..core import transitions
 from ..core.clock import Clock
@@ -12,6 +20,17 @@ from ..core.lessons import StoredLesson
 from ..core.models import HistoryItem, Job, MapItem
 from .document import DocumentStorage, StoredMap
 from .owner_shares import LocalOwnerShares
+
+_Record = TypeVar("_Record", bound=BaseModel)
+
+
+def _own(record: _Record) -> _Record:
+    """A deep copy of ``record``: nothing it holds is shared with the one given."""
+    return record.model_copy(deep=True)
+
+
+def _own_or_none(record: _Record | None) -> _Record | None:
+    return None if record is None else _own(record)
 
 
 class MemoryStorage(DocumentStorage, LocalOwnerShares):
@@ -31,43 +50,43 @@ class MemoryStorage(DocumentStorage, LocalOwnerShares):
 
     def _load(self, job_id: str) -> Job | None:
         with self._lock:
-            return self._jobs.get(job_id)
+            return _own_or_none(self._jobs.get(job_id))
 
     def _store(self, job: Job, *, lasting: bool = True) -> None:
         with self._lock:
-            self._jobs[job.job_id] = job
+            self._jobs[job.job_id] = _own(job)
 
     def _history(self, job_id: str) -> Mapping[str, HistoryItem]:
         with self._lock:
-            return dict(self._histories.get(job_id, {}))
+            return {token: _own(item) for token, item in self._histories.get(job_id, {}).items()}
 
     def _append_history(self, job_id: str, item: HistoryItem) -> None:
         with self._lock:
-            self._histories.setdefault(job_id, {})[item.token] = item
+            self._histories.setdefault(job_id, {})[item.token] = _own(item)
 
     def _items(self, job_id: str, fan_out: str) -> dict[int, MapItem]:
         with self._lock:
-            return dict(self._map_items.get((job_id, fan_out), {}))
+            return {index: _own(item) for index, item in self._map_items.get((job_id, fan_out), {}).items()}
 
     def _item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
         with self._lock:
-            return self._map_items.get((job_id, fan_out), {}).get(index)
+            return _own_or_none(self._map_items.get((job_id, fan_out), {}).get(index))
 
     def _put_item(self, job_id: str, fan_out: str, item: MapItem, *, new: bool = False) -> None:
         with self._lock:
-            self._map_items.setdefault((job_id, fan_out), {})[item.index] = item
+            self._map_items.setdefault((job_id, fan_out), {})[item.index] = _own(item)
 
     def _map(self, job_id: str, fan_out: str) -> StoredMap | None:
         with self._lock:
-            return self._maps_of.get(job_id, {}).get(fan_out)
+            return _own_or_none(self._maps_of.get(job_id, {}).get(fan_out))
 
     def _put_map(self, job_id: str, stored: StoredMap) -> None:
         with self._lock:
-            self._maps_of.setdefault(job_id, {})[stored.record.fan_out.id] = stored
+            self._maps_of.setdefault(job_id, {})[stored.record.fan_out.id] = _own(stored)
 
     def _maps(self, job_id: str) -> list[StoredMap]:
         with self._lock:
-            return list(self._maps_of.get(job_id, {}).values())
+            return [_own(stored) for stored in self._maps_of.get(job_id, {}).values()]
 
     def _lessons(self, pipeline: str) -> list[StoredLesson]:
         with self._lock:
@@ -92,5 +111,5 @@ class MemoryStorage(DocumentStorage, LocalOwnerShares):
         for job_id, job in jobs.items():
             log, phases = transitions.linked_history(histories.get(job_id, {}), job.history_head)
             log = transitions.shown_log(log, job.pending_log)
-            inspected[job_id] = job.model_copy(update={"log": log, "phases": phases})
+            inspected[job_id] = _own(job.model_copy(update={"log": log, "phases": phases}))
         return inspected

@@ -30,7 +30,7 @@ from ...core.models import (
     Signal,
 )
 from ...core.transitions import linked_history, shown_log
-from ..payloads import ITEM_BUDGET, EncodedPayload, PayloadCodec
+from ..payloads import ITEM_BUDGET, EncodedPayload, MissingPartError, PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason
 
@@ -351,7 +351,7 @@ class ItemCodec:
         if holder is None:
             if not fetch:
                 return None
-            raise CorruptJobError(where, f"the item {sk} holding its state is missing")
+            raise MissingPartError(where, f"the item {sk} holding its state is missing", part=sk)
         found = self.decode_entry(holder, where=location(holder), fetch=fetch)
         if found is None:
             raise CorruptJobError(location(holder), "the item holding the job's state has none")

@@ -38,13 +38,12 @@ from .attributes import UNREADABLE, Item, from_item, to_item, unreadable_reason
 from .codec import pending_actions, state_at
 from .history_chain import CursorMissed, Link, NewestFirst, NotOrdered, OldestFirst, chain_of, parse
 from .job_item import JobItem
+from .rereads import read_current
 from .table import Table
 
 _TOKEN = re.compile(r"^[^#]{1,128}$")
 #: The most entries of one item's log a log cursor may skip (an item holds far fewer).
 _MOST_ENTRIES = 100_000
-#: How many times a job view is read while saves keep replacing the item holding its state.
-VIEW_ATTEMPTS = 10
 #: Items read past a page's size, for writes that never landed in between.
 _SLACK = 1
 _HISTORY_SHAPES = [frozenset({"t", "s"})]
@@ -59,7 +58,6 @@ class _ViewRead:
     links: list[Link]
     items: dict[str, Item]
     older: str | None
-    state_missing: bool
 
 
 class HistoryReads:
@@ -83,21 +81,15 @@ class HistoryReads:
     def view(self, job_id: str, history: int) -> RecentJob | None:
         """The job with what its newest ``history`` writes added to its history, and the cursor of the older.
 
-        A save that lands between the reads may remove the item holding the state the job item
-        named (a save deletes the item it replaced once the job item names the new one): the view is
-        read again while the job item names another item each time, up to ``VIEW_ATTEMPTS`` reads.
-        A state item still missing when the job item names it twice in a row is a CorruptJobError.
+        A save that lands between the reads may remove the item or object holding the state the job
+        item named (a save deletes what it replaced once the job item names the new): the view is read
+        again (:func:`.rereads.read_current`).
         """
         checked_limit(history)
+        return read_current(lambda _: self._view(job_id, history))
+
+    def _view(self, job_id: str, history: int) -> RecentJob | None:
         read = self._view_once(job_id, history)
-        for _ in range(VIEW_ATTEMPTS - 1):
-            if read is None or not read.state_missing:
-                break
-            again = self._view_once(job_id, history)
-            named_twice = again is not None and state_at(again.job_item) == state_at(read.job_item)
-            read = again
-            if named_twice:
-                break
         if read is None:
             return None
         holder = state_at(read.job_item)
@@ -131,7 +123,7 @@ class HistoryReads:
         older = None
         if chain.expected is not None and not chain.missing:
             older = encode_cursor(job_id, run, t=chain.expected, s=chain.until)
-        return _ViewRead(job_item, links, items, older, holder is not None and holder not in items)
+        return _ViewRead(job_item, links, items, older)
 
     def _get(self, job_id: str, sort_keys: list[str]) -> dict[str, Item]:
         """The items of the job with these sort keys that exist (consistent): one GetItem, or one BatchGetItem."""

@@ -18,6 +18,7 @@ from .attributes import Item, from_item, item_size
 from .codec import ItemCodec, kept_object, state_at
 from .expressions import Expression
 from .history import History
+from .rereads import read_current
 from .table import ConditionFailed, Table, written_by
 
 
@@ -68,11 +69,27 @@ class JobItem:
         return dict(response["Attributes"])
 
     def decode_and_remember(self, job_id: str, item: Item) -> Job:
-        """The job the item holds, its state read from the item that keeps it; its objects and size remembered."""
-        state_item = self.read_state_item(item)
-        job = self.table.codec.decode_job(item, state_item=state_item)
-        self.remember(job_id, item, state_item)
-        return job
+        """The job the item holds, its state read from the item that keeps it; its objects and size remembered.
+
+        A save by the claim holder that lands meanwhile (a pause or a signal does not stop it) may remove
+        the state the item names: the job is then read as it now stands (:func:`.rereads.read_current`).
+        """
+
+        def decoded(attempt: int) -> Job:
+            current = item if attempt == 0 else self._job_item(job_id) or item
+            state_item = self.read_state_item(current)
+            job = self.table.codec.decode_job(current, state_item=state_item)
+            self.remember(job_id, current, state_item)
+            return job
+
+        return read_current(decoded)
+
+    def _job_item(self, job_id: str) -> Item | None:
+        """The job item as it now stands (one consistent read), or None when there is none."""
+        table = self.table
+        response = table.call(table.client.get_item, TableName=table.name, Key=table.key(job_id), ConsistentRead=True)
+        found = response.get("Item")
+        return dict(found) if found else None
 
     def read_state_item(self, item: Item) -> Item | None:
         """The item holding the job item's state (one consistent read of its ``entry``), or None if it has none."""

@@ -28,6 +28,7 @@ from .codec import state_at, state_reference
 from .expressions import Expression
 from .history import History
 from .job_item import JobItem, set_status
+from .rereads import read_current
 from .table import ConditionFailed, Table, written_by
 
 _CLAIM_CONDITION = (
@@ -49,25 +50,24 @@ class Jobs:
     def get_job(self, job_id: str) -> Job | None:
         """The job with its input, log and phase records (one consistent query), or None if absent or expired.
 
-        A save that lands while the query runs may remove the item holding the state the job item
-        read named: the query is made once more, then a missing state item is a CorruptJobError.
+        A save that lands while the query runs may remove the item or object holding the state the
+        job item read named: the query is made again (:func:`.rereads.read_current`).
         """
-        for _ in range(2):
-            now = self.table.clock()
-            job_item: Item | None = None
-            others: dict[str, Item] = {}
-            for item in self.table.query_partition(job_id):
-                sk = str(item["sk"].get("S", ""))
-                if sk == schema.JOB_SK:
-                    job_item = item
-                else:
-                    others[sk] = item
-            if job_item is None or self.table.expired(job_item, now):
-                return None
-            holder = state_at(job_item)
-            if holder is None or holder in others:
-                break
-        assert job_item is not None
+        return read_current(lambda _: self._get_job_once(job_id))
+
+    def _get_job_once(self, job_id: str) -> Job | None:
+        now = self.table.clock()
+        job_item: Item | None = None
+        others: dict[str, Item] = {}
+        for item in self.table.query_partition(job_id):
+            sk = str(item["sk"].get("S", ""))
+            if sk == schema.JOB_SK:
+                job_item = item
+            else:
+                others[sk] = item
+        if job_item is None or self.table.expired(job_item, now):
+            return None
+        holder = state_at(job_item)
         job = self.table.codec.decode_job(job_item, partition=others.values())
         self.job_item.remember(job_id, job_item, others.get(holder) if holder else None)
         return job

@@ -12,15 +12,15 @@ from collections.abc import Sequence
 
 from ...core import ttl
 from ...core.errors import JobExistsError
+from ...core.job_loading import checked_whole_job
 from ...core.models import HistoryItem, Job
-from ...storage.loading import checked_history
 from .expressions import Expression
 from .table import ConditionFailed, Table
 
 
 def put_job(table: Table, job: Job, history: Sequence[HistoryItem], *, replace: bool) -> None:
     """Write ``job`` and its ``history`` (oldest first); JobExistsError for a live job unless ``replace``."""
-    checked_history(job, history)
+    checked_whole_job(job, history)
     now = table.clock()
     if replace:
         keys = [{"pk": item["pk"], "sk": item["sk"]} for item in table.query_partition(job.job_id)]

@@ -17,6 +17,7 @@ from .base import (
     claim_request,
     claimed,
     commit_request,
+    fence_of,
     save_request,
     start_request,
     started,
@@ -113,6 +114,37 @@ class JobContract(ContractBase):
         assert saved.lease_owner == "worker-1"
         assert saved.sequence > job.sequence
         assert stored(storage).checkpoint.state == {"done": ["a"]}  # type: ignore[union-attr]
+
+    def test_a_state_edited_in_place_after_a_write_or_a_read_is_not_what_is_stored(
+        self, storage: Storage, clock: SkippingClock
+    ) -> None:
+        start = start_request(clock, state={"n": 1, "items": []})
+        job = storage.claim(claim_request(clock, storage.start_job(start)))
+        assert job is not None
+        assert job.checkpoint is not None
+        start.checkpoint.state["n"] = 100  # the caller edits what it wrote...
+        job.checkpoint.state["items"].append("read")  # ...and what it read, as a phase edits ctx.state
+        save = save_request(clock, job, {"n": 2, "items": ["a"]})
+        saved = storage.save(JOB, fence_of(job), save)
+        save.checkpoint.state["items"].append("b")
+        assert saved.checkpoint is not None
+        saved.checkpoint.state["n"] += 100
+
+        after = stored(storage)
+        assert after.checkpoint is not None
+        assert (after.checkpoint.state, after.input) == ({"n": 2, "items": ["a"]}, {"n": 1, "items": []})
+        after.checkpoint.state["n"] = 7
+        assert after.input is not None
+        after.input["n"] = 7
+        entered = storage.entered(JOB, "first")
+        assert entered is not None
+        entered.state["items"].append("entered")
+        again = stored(storage)
+        assert again.checkpoint is not None
+        assert (again.checkpoint.state, again.input) == ({"n": 2, "items": ["a"]}, {"n": 1, "items": []})
+        first = storage.entered(JOB, "first")
+        assert first is not None
+        assert first.state == {"n": 1, "items": []}
 
     def test_a_stale_fence_is_refused(self, storage: Storage, clock: SkippingClock) -> None:
         job, stale = claimed(storage, clock, worker="worker-1")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from ...core.errors import ConfigurationError, JobExistsError
+from ...core.errors import ConfigurationError, InvalidInputError, JobExistsError, StorageError
 from ...core.job_file import JobFile, PulledJob, PulledWrite
 from ...core.job_loading import loaded_job
 from ...core.models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseRecord
@@ -107,3 +109,29 @@ class LoadingContract(ContractBase):
         replaced = stored(storage)
         assert replaced.status == JobStatus.ERROR
         assert [record.phase for record in replaced.phases] == ["first"]
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            {"job_id": "../../etc/passwd"},
+            {"job_id": ""},
+            {"job_id": "a\x00b"},
+            {"job_id": "a\nb"},
+            {"job_id": "j" * 5000},
+            {"job_id": "café"},
+            {"usage": {"tokens": float("nan")}},
+            {"usage": {"tokens": float("inf")}},
+            {"usage": {"tokens": -1}},
+        ],
+        ids=["dots", "empty", "nul", "newline", "long", "accented", "nan", "infinite", "negative"],
+    )
+    def test_a_job_with_an_id_the_api_refuses_or_usage_that_is_not_a_count_is_refused(
+        self, storage: Storage, clock: SkippingClock, change: dict[str, Any]
+    ) -> None:
+        job, history = loaded_job(pulled_job(clock), source="job.json", now_ms=clock(), ttl_seconds=TTL_SECONDS)
+
+        with pytest.raises(InvalidInputError, match=r"job id|usage") as refused:
+            put(storage, job.model_copy(update=change), history)
+
+        assert not isinstance(refused.value, StorageError)
+        assert storage.list_jobs() == []
