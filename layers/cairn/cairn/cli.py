@@ -49,7 +49,9 @@ def load_object(spec: str) -> Any:
     except BaseException as exc:  # the user's module may raise anything, SystemExit included
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise CliError(f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}") from exc
+        from .core.failures import message_of
+
+        raise CliError(f"cannot import module {module_name!r}: {type(exc).__name__}: {message_of(exc)}") from exc
     target: Any = module
     for part in attribute.split("."):
         try:
@@ -57,7 +59,9 @@ def load_object(spec: str) -> Any:
         except AttributeError as exc:
             raise CliError(f"module {module_name!r} has no attribute {attribute!r}") from exc
         except Exception as exc:
-            raise CliError(f"cannot read {spec!r}: {type(exc).__name__}: {exc}") from exc
+            from .core.failures import message_of
+
+            raise CliError(f"cannot read {spec!r}: {type(exc).__name__}: {message_of(exc)}") from exc
     return target
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, model_validator
 
 from ..core.errors import CairnError, InvalidInputError, PipelineError
+from ..core.failures import message_of
 from ..core.outcomes import Done, Fail, Next, PhaseResult
 from ..core.pipeline import NAME_PATTERN, to_json
 from ..core.retry import RetryPolicy
@@ -240,7 +241,8 @@ class PlanPhase:
         try:
             outcome = self.pipeline.get_phase(name).run(inner)
         except Exception as exc:  # a process death (BaseException) passes through
-            raise PlanStepFailed(f'Step {step.id} (phase "{name}") failed: {type(exc).__name__}: {exc}') from exc
+            failed = f"{type(exc).__name__}: {message_of(exc)}"
+            raise PlanStepFailed(f'Step {step.id} (phase "{name}") failed: {failed}') from exc
         finally:
             for key, value in ctx.absorb(inner).items():
                 usage[key] = usage.get(key, 0) + value

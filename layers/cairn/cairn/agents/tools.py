@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, Validation
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ..core.errors import PipelineError
+from ..core.failures import message_of
 from ..core.models import MAX_ERROR_CHARS, clip_text
 from ..core.text import validation_problems
 from .messages import ToolResult, ToolUse
@@ -68,11 +69,12 @@ class Tool:
         try:
             returned = self.fn(**values)
         except Exception as exc:
-            return _error(tool_use_id, f"{type(exc).__name__}: {exc}")
+            return _error(tool_use_id, f"{type(exc).__name__}: {message_of(exc)}")
         try:
             content = _to_json(returned)
         except (TypeError, ValueError, PydanticSerializationError) as exc:
-            return _error(tool_use_id, f'TypeError: tool "{self.name}" returned a value that is not JSON: {exc}')
+            why = message_of(exc)
+            return _error(tool_use_id, f'TypeError: tool "{self.name}" returned a value that is not JSON: {why}')
         return ToolResult(tool_use_id=tool_use_id, content=content)
 
 

@@ -39,6 +39,20 @@ def reported_failure(error_type: object, stack: object) -> Failure | None:
     return Failure(type=clip_text(error_type, MAX_TYPE_CHARS), traceback=_fitted(lines, []))
 
 
+def describe(exc: BaseException) -> str:
+    """An exception as one line: its message, else its type's name (a placeholder when ``str()`` fails)."""
+    return message_of(exc) or type(exc).__name__
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``; ``<unprintable Name: str() raised Error>`` when a user's ``__str__`` (or an argument's
+    ``__repr__``) raises or returns something that is not text."""
+    try:
+        return str(exc)
+    except Exception as error:
+        return f"<unprintable {type(exc).__qualname__}: str() raised {type(error).__qualname__}>"
+
+
 def exception_type(exc: BaseException) -> str:
     """``TypeError`` for a builtin exception, ``package.module.Name`` for any other."""
     kind = type(exc)
@@ -81,7 +95,7 @@ def render_traceback(exc: BaseException) -> str:
 
 
 def _exception_line(exc: BaseException) -> str:
-    message = str(exc)
+    message = message_of(exc)
     return clip_text(f"{exception_type(exc)}: {message}" if message else exception_type(exc), 1_000)
 
 

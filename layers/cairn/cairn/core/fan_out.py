@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from .clock import Clock
 from .context import JournalBuffer, PhaseContext
 from .errors import InvalidInputError, StorageError
-from .failures import failure_of
+from .failures import describe, failure_of
 from .metering import invocation_usage
 from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
@@ -374,7 +374,7 @@ class ItemRun:
         self, claimed: MapItem, worker: str, journal: JournalBuffer, exc: Exception, *, retry: bool
     ) -> MapItem | None:
         phase = self.pipeline.get_phase(self.fan_out.phase)
-        message = str(exc) or type(exc).__name__
+        message = describe(exc)
         failure = failure_of(exc)
         logger.error("Job %s: item %d (%s) failed: %s", self.store.job_id, claimed.index, phase.name, message)
         kept = journal.peek()

@@ -20,6 +20,7 @@ from typing import Any
 
 from .admission import json_value
 from .errors import InvalidInputError, PipelineError
+from .failures import describe
 
 #: A migration: the JSON state of one version in, the next version's state (JSON or a model) out.
 Migration = Callable[[Any], Any]
@@ -117,7 +118,7 @@ def migrate_state(
         try:
             state = json_value(migration(state), f"The state {what} returned")
         except Exception as exc:  # the user's migration failed: named, the job keeps its checkpoint
-            detail = str(exc) or type(exc).__name__
+            detail = describe(exc)
             raise StateMigrationError(
                 f"State saved with version {saved} cannot be migrated to version {current}: "
                 f"{what} failed: {type(exc).__name__}: {detail}",

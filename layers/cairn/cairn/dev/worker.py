@@ -47,10 +47,19 @@ class WorkerContext:
         return max(0, self.timeout_ms - int((time.monotonic() - self.started) * 1000))
 
 
+def message(exc: BaseException) -> str:
+    """``str(exc)``, else a placeholder when a handler's exception cannot be shown (as cairn.core.failures's;
+    this module imports the standard library only)."""
+    try:
+        return str(exc)
+    except Exception as error:
+        return f"<unprintable {type(exc).__qualname__}: str() raised {type(error).__qualname__}>"
+
+
 def error_payload(exc: BaseException, error_type: str | None = None) -> dict[str, Any]:
     """Lambda's error payload for an exception raised by (or while loading) a handler."""
     return {
-        "errorMessage": str(exc) or type(exc).__name__,
+        "errorMessage": message(exc) or type(exc).__name__,
         "errorType": error_type or type(exc).__name__,
         "stackTrace": traceback.format_exception(exc)[-3:],
     }
@@ -88,7 +97,7 @@ def _run(handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
     try:
         result = handler(request["payload"], context)
     except Exception as exc:
-        print(f"[ERROR] {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"[ERROR] {type(exc).__name__}: {message(exc)}", file=sys.stderr)
         traceback.print_exc()
         return {"error": error_payload(exc)}
     finally:

@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 from ..core.errors import CairnError
+from ..core.failures import describe
 from .faults import SimulatedCrash
 
 LambdaHandler = Callable[[dict[str, Any], Any], Any]
@@ -274,7 +275,7 @@ def on_failure_record(invocation: Invocation, context: LocalContext, exc: BaseEx
 def error_payload(exc: BaseException) -> dict[str, Any]:
     """What Lambda answers for a function that raised ``exc``: its message, type and the end of its stack."""
     return {
-        "errorMessage": str(exc) or type(exc).__name__,
+        "errorMessage": describe(exc),
         "errorType": type(exc).__name__,
         "stackTrace": traceback.format_exception(exc)[-3:],
     }

@@ -25,6 +25,7 @@ from unittest import mock
 
 from botocore.exceptions import ClientError
 
+from ..core.failures import describe
 from .faults import SimulatedCrash
 from .stack import SCHEDULER, LocalStack
 
@@ -108,7 +109,7 @@ def invoke_task(stack: LocalStack, parameters: dict[str, Any]) -> dict[str, Any]
         result = json.loads(json.dumps(stack.call(name, event)))  # what Lambda can return is JSON
     except (Exception, SimulatedCrash) as exc:
         error = {
-            "errorMessage": str(exc) or type(exc).__name__,
+            "errorMessage": describe(exc),
             "errorType": type(exc).__name__,
             "stackTrace": traceback.format_exception(exc)[-3:],
         }

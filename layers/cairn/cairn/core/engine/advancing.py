@@ -11,7 +11,7 @@ from typing import Any
 
 from ..context import PhaseContext
 from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError, TransitionLimitError
-from ..failures import failure_of
+from ..failures import describe, failure_of
 from ..models import Failure, Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from ..owner_share import ShareTaken, take_share, wait_for_share
@@ -126,11 +126,6 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler, prices: PriceTable | None
     except Exception as exc:  # the phase failed; BaseException (process death) passes through
         return handle_exception(run, phase, exc, scheduler)
     return handle_outcome(run, phase, outcome, scheduler)
-
-
-def describe(exc: BaseException) -> str:
-    """An exception as one line: its message, else its type's name."""
-    return str(exc) or type(exc).__name__
 
 
 def handle_exception(

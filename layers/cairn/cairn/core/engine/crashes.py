@@ -6,12 +6,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ClaimLostError, PhaseCrashedError
+from ..failures import describe
 from ..models import Failure, Job
 from ..pipeline import Pipeline
 from ..scheduler_port import Scheduler
 from ..storage_port import Storage
 from ..transitions import CrashReport
-from .advancing import describe, handle_exception
+from .advancing import handle_exception
 from .claimed_run import ClaimedRun, claim_run, commit_unknown_phase
 from .writes import logger
 
