@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,8 +44,10 @@ EXPECTED = (
 
 
 def environment() -> dict[str, str]:
-    """A user's shell: the installed cairn only (this checkout's is installed editable in .venv)."""
-    return {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    """A user's shell: the installed cairn only (this checkout's is installed editable in .venv, and named on
+    PYTHONPATH so that a second working tree of the repository runs its own)."""
+    shell = {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+    return {**shell, "PYTHONPATH": str(ROOT / "layers" / "cairn")}
 
 
 def cairn(*arguments: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -153,6 +158,78 @@ def test_force_writes_into_a_folder_and_names_every_file_it_replaces(tmp_path: P
     assert "replaced template.yaml" in done.stdout
     assert (folder / "notes.txt").read_text() == "kept\n"
     assert cairn("template", "check", cwd=folder).returncode == 0
+
+
+def snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every entry under ``folder``: a file's bytes, None for a folder."""
+    return {
+        path.relative_to(folder).as_posix(): None if path.is_dir() else path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+    }
+
+
+def users_folder(tmp_path: Path) -> Path:
+    """A folder of the user's own files, some of which cairn init writes too."""
+    folder = tmp_path / "mine"
+    (folder / "functions").mkdir(parents=True)
+    (folder / "README.md").write_text("my notes\n")
+    (folder / "template.yaml").write_text("mine\n")
+    (folder / "functions" / "pipelines.py").write_text("# mine\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("in_the_way", "message"),
+    [
+        ("events/env.json", "events/env.json is a folder where cairn init writes a file"),
+        ("events", "events is a file where cairn init needs a folder"),
+    ],
+)
+def test_force_checks_every_path_first_and_a_refusal_leaves_the_folder_as_it_was(
+    tmp_path: Path, in_the_way: str, message: str
+) -> None:
+    folder = users_folder(tmp_path)
+    if in_the_way == "events":
+        (folder / "events").write_text("not a folder\n")
+    else:
+        (folder / in_the_way / "kept").mkdir(parents=True)
+    before = snapshot(folder)
+
+    refused = cairn("init", folder, "--force", cwd=tmp_path)
+
+    assert refused.returncode == 2
+    assert message in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert snapshot(folder) == before
+
+
+def stopped_while_writing(tmp_path: Path, ready: Callable[[Path, dict[str, bytes | None]], bool]) -> None:
+    """``cairn init --force`` sent SIGTERM once ``ready`` says so: it stops, and the folder is as it was."""
+    folder = users_folder(tmp_path)
+    before = snapshot(folder)
+    command = [sys.executable, "-m", "cairn", "init", str(folder), "--force"]
+    env = {**environment(), "CAIRN_INIT_PAUSE": "1"}  # a test hook: a pause before each file is moved in
+    with subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as init:
+        deadline = time.monotonic() + 120
+        while not ready(folder, before):
+            assert init.poll() is None, init.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        init.send_signal(signal.SIGTERM)
+        _, stderr = init.communicate(timeout=60)
+
+    assert init.returncode == 128 + signal.SIGTERM, stderr
+    assert b"stopped" in stderr
+    assert b"Traceback" not in stderr
+    assert snapshot(folder) == before
+
+
+def test_sigterm_once_a_file_is_replaced_puts_it_back_and_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    stopped_while_writing(tmp_path, lambda folder, before: (folder / "README.md").read_bytes() != before["README.md"])
+
+
+def test_sigterm_while_the_bundle_is_made_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    stopped_while_writing(tmp_path, lambda folder, before: any(folder.glob(".cairn-init-*")))
 
 
 @pytest.mark.parametrize(

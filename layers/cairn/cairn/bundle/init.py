@@ -6,13 +6,20 @@ layer's build (``layers/``: the Makefile ``sam build`` runs, the pinned requirem
 cairn), the Step Functions definition (``statemachine/``), sample events (``events/``), tests, a README and
 a ``.gitignore``; then ``cairn new`` adds the example pipeline. A folder that is not empty is refused
 unless ``--force`` is given, and then every file that was there and is replaced is named.
+
+The bundle is made in a staging folder inside the target, every target path is checked, and only then do
+the files move in (:mod:`cairn.bundle.file_set`): a refused, failed, interrupted (Ctrl-C) or terminated
+(SIGTERM) init leaves the folder as it was.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
 import shutil
+import signal
 import string
 import sys
 from collections.abc import Callable
@@ -23,7 +30,7 @@ from typing import TypeVar
 
 from ..core.errors import CairnError
 from . import events as bundle_events
-from . import scaffold, wheel
+from . import file_set, scaffold, wheel
 
 SKELETON = Path(str(resources.files(__package__ or "cairn.bundle") / "skeleton"))
 """The files every bundle starts from (package data): copied, a few of them with the bundle's values filled."""
@@ -58,10 +65,13 @@ class Options:
 
 @dataclass
 class Report:
-    """What was written: new files, and the existing files replaced (only with ``--force``)."""
+    """What was written: new files, the existing files replaced (only with ``--force``), the older wheels
+    removed, and what the template's sync printed."""
 
     written: list[str] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    synced: list[str] = field(default_factory=list)
 
 
 def stack_name(folder: Path) -> str:
@@ -165,43 +175,56 @@ def _check(options: Options) -> None:
     wheel.installed_version()
 
 
-def _write(folder: Path, relative: str, data: bytes, report: Report) -> None:
-    target = folder / relative
-    if target.exists():
-        if target.is_dir():
-            raise InitError(f"{target} is a folder where cairn init writes a file: move it away first")
-        if target.read_bytes() == data:
-            return
-        report.replaced.append(relative)
-    else:
-        report.written.append(relative)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-
-
 def init_bundle(options: Options, sync: scaffold.Sync = scaffold.template_sync) -> Report:
-    """Write the bundle in ``options.folder`` and add its example pipeline; what was written and replaced."""
+    """Write the bundle in ``options.folder`` and add its example pipeline; what was written and replaced.
+
+    Nothing in the folder changes until the whole bundle is made and every path checked; any failure after
+    puts back what was there.
+    """
     _check(options)
     folder = options.folder
-    created = not folder.exists()
-    report = Report()
+    created = _missing_folder(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for relative, data in {**skeleton_files(options), **generic_events(options)}.items():
-            if not options.layer_only or relative.startswith("layers/"):
-                _write(folder, relative, data, report)
-        layer_wheels = folder / "layers" / "wheels"
-        for stale in layer_wheels.glob("cairn-*.whl"):
-            stale.unlink()
-        built = wheel.build_wheel(layer_wheels)
-        report.written.append(built.relative_to(folder).as_posix())
-        if options.pipeline is not None and not options.layer_only:
-            scaffold.new_pipeline(options.pipeline, folder, sync)
+        with file_set.staging_folder(folder) as staging:
+            synced = _make(options, staging, sync)
+            staged = file_set.staged_files(staging)
+            stale = sorted(
+                path.relative_to(folder).as_posix()
+                for path in (folder / "layers" / "wheels").glob("cairn-*.whl")
+                if path.relative_to(folder).as_posix() not in staged
+            )
+            file_set.check_targets(folder, staged)
+            placed = file_set.place(folder, staging, staged, remove=stale)
     except BaseException:
-        if created:
-            shutil.rmtree(folder, ignore_errors=True)
+        if created is not None:
+            with file_set.signals_held():
+                shutil.rmtree(created, ignore_errors=True)
         raise
-    return report
+    return Report(placed.written, placed.replaced, placed.removed, synced)
+
+
+def _missing_folder(folder: Path) -> Path | None:
+    """The outermost of ``folder`` and its parents that does not exist yet (None: ``folder`` exists)."""
+    missing = [path for path in [folder, *folder.parents] if not path.exists()]
+    return missing[-1] if missing else None
+
+
+def _make(options: Options, staging: Path, sync: scaffold.Sync) -> list[str]:
+    """Make the bundle (the layer's build alone with ``--layer-only``) in ``staging``; what the sync printed."""
+    for relative, data in {**skeleton_files(options), **generic_events(options)}.items():
+        if not options.layer_only or relative.startswith("layers/"):
+            target = staging / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    wheel.build_wheel(staging / "layers" / "wheels")
+    if options.pipeline is None or options.layer_only:
+        return []
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        scaffold.new_pipeline(options.pipeline, staging, sync)
+    here = str(options.folder.resolve())
+    return [line.replace(str(staging.resolve()), here) for line in printed.getvalue().splitlines()]
 
 
 def add_command(commands: argparse._SubParsersAction[_Parser]) -> None:
@@ -241,12 +264,23 @@ def run_init(arguments: argparse.Namespace) -> int:
         force=arguments.force,
         layer_only=arguments.layer_only,
     )
+    as_it_was = f"{options.folder} is as it was" if options.folder.exists() else "nothing was written"
     try:
-        report = init_bundle(options)
-    except (InitError, scaffold.ScaffoldError, wheel.WheelError) as exc:
+        with file_set.sigterm_raises():
+            report = init_bundle(options)
+    except (InitError, scaffold.ScaffoldError, wheel.WheelError, file_set.PlacementError) as exc:
         print(f"cairn init: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
-    print("\n".join(summary(options, report)))
+    except OSError as exc:
+        print(f"cairn init: error: {exc}; {as_it_was}", file=sys.stderr)
+        return 2
+    except file_set.Terminated:
+        print(f"cairn init: stopped (SIGTERM); {as_it_was}", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except KeyboardInterrupt:
+        print(f"cairn init: stopped (Ctrl-C); {as_it_was}", file=sys.stderr)
+        return 128 + signal.SIGINT
+    print("\n".join([*report.synced, *summary(options, report)]))
     return 0
 
 
@@ -254,6 +288,7 @@ def summary(options: Options, report: Report) -> list[str]:
     """What ``cairn init`` prints once done."""
     if options.layer_only:
         done = [f"  wrote {path}" for path in report.written] + [f"  replaced {path}" for path in report.replaced]
+        done += [f"  removed {path} (an older wheel)" for path in report.removed]
         return [f"Rewrote the layer's build in {options.folder / 'layers'} (cairn {wheel.installed_version()}):", *done]
     lines = [f"Created the cairn bundle {options.folder} ({len(report.written)} files)."]
     lines += [f"  replaced {path} (it was there and differed)" for path in report.replaced]
