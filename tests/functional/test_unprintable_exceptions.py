@@ -76,3 +76,28 @@ def test_on_the_stack_the_phase_function_records_the_users_exception(
     assert job["status"] == "error", job
     assert job["error"] == f"<unprintable {kind.__qualname__}: str() raised {raised}>"
     assert job["phases"][0]["failure"]["type"] == f"{__name__}.{kind.__qualname__}"
+
+
+class NoRepr:
+    """A value whose ``repr()`` raises."""
+
+    def __repr__(self) -> str:
+        raise ValueError("no repr")
+
+
+def test_a_phase_that_returns_a_value_whose_repr_fails_ends_the_job_with_a_placeholder(
+    cairn_local: LocalCairns,
+) -> None:
+    pipeline: Pipeline[Any] = Pipeline("odd")
+    pipeline.phase(name="only")(lambda ctx: NoRepr())  # type: ignore[arg-type,return-value]  # not an outcome
+    app = cairn_local(pipeline)
+    app.start(pipeline, "j-1", state={})
+
+    app.run_until_idle()
+
+    job = app.get("j-1")
+    assert job.status == JobStatus.ERROR
+    assert job.error == (
+        'Phase "only" returned <unprintable NoRepr: repr() raised ValueError>; '
+        "expected Next, Done, Fail, Sleep, WaitFor or Map"
+    )

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from cairn.core.failures import MAX_TRACEBACK_CHARS, exception_type, failure_of, is_user_frame, reported_failure
+from cairn.core.failures import (
+    MAX_TRACEBACK_CHARS,
+    describe,
+    exception_type,
+    failure_of,
+    is_user_frame,
+    reported_failure,
+)
 from cairn.core.models import Failure, MapItem, PhaseRecord
 
 
@@ -168,3 +175,22 @@ def test_a_frame_whose_file_cannot_be_resolved_still_gives_a_failure(tmp_path: P
     assert f'File "{looping}", line 2, in run' in failure.traceback
     assert is_user_frame(looping)
     is_user_frame("/tmp/with\x00nul.py")  # a NUL byte in a name does not raise
+
+
+class _NoRepr:
+    def __repr__(self) -> str:
+        raise ValueError("no repr")
+
+
+def test_an_exception_or_a_cause_whose_str_fails_is_shown_with_a_placeholder() -> None:
+    def chained() -> None:
+        try:
+            raise KeyError(_NoRepr())  # str() of a KeyError is its argument's repr
+        except KeyError as exc:
+            raise RuntimeError(_NoRepr(), "two arguments") from exc
+
+    lines = failure_of(_caught(chained)).traceback.splitlines()
+
+    assert lines[0] == "RuntimeError: <unprintable RuntimeError: str() raised ValueError>"
+    assert lines[1] == "Caused by: KeyError: <unprintable KeyError: str() raised ValueError>"
+    assert describe(KeyError(_NoRepr())) == "<unprintable KeyError: str() raised ValueError>"

@@ -53,6 +53,14 @@ def message_of(exc: BaseException) -> str:
         return f"<unprintable {type(exc).__qualname__}: str() raised {type(error).__qualname__}>"
 
 
+def repr_of(value: object) -> str:
+    """``repr(value)``; ``<unprintable Name: repr() raised Error>`` when a user's ``__repr__`` fails."""
+    try:
+        return repr(value)
+    except Exception as error:
+        return f"<unprintable {type(value).__qualname__}: repr() raised {type(error).__qualname__}>"
+
+
 def exception_type(exc: BaseException) -> str:
     """``TypeError`` for a builtin exception, ``package.module.Name`` for any other."""
     kind = type(exc)

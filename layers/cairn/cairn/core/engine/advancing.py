@@ -11,7 +11,7 @@ from typing import Any
 
 from ..context import PhaseContext
 from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError, TransitionLimitError
-from ..failures import describe, failure_of
+from ..failures import describe, failure_of, repr_of
 from ..models import Failure, Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
 from ..owner_share import ShareTaken, take_share, wait_for_share
@@ -195,6 +195,6 @@ def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Sc
         message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
         run.entry(message, level="error", kind="error")
         return run.commit("error", error=message)
-    message = f'Phase "{phase.name}" returned {outcome!r}; expected Next, Done, Fail, Sleep, WaitFor or Map'
+    message = f'Phase "{phase.name}" returned {repr_of(outcome)}; expected Next, Done, Fail, Sleep, WaitFor or Map'
     run.entry(message, level="error", kind="error")
     return run.commit("error", error=message)
