@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from cairn import Done, Map, PhaseContext, Pipeline, run_pipeline
+from cairn.core.errors import ConfigurationError
 from cairn.core.redaction import REDACTED, redacted_document, redaction_of
-from cairn.core.settings import REDACT
+from cairn.core.settings import REDACT, Settings
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, job_of, make_scheduler
 
@@ -95,3 +96,9 @@ def test_a_document_has_its_fields_erased_and_their_values_redacted_in_every_tex
 def test_a_short_value_is_not_searched_for_in_texts() -> None:
     redaction = redaction_of([], ["state.key"], where="test").knowing({"key": "ab"})
     assert redaction.text("a tab") == "a tab"
+
+
+def test_a_bad_stack_redaction_is_refused_when_the_settings_are_read() -> None:
+    with pytest.raises(ConfigurationError, match=REDACT):
+        Settings.from_env({REDACT: '{"patterns": ["tok-("]}'})
+    assert Settings.from_env({REDACT: ""}).driver == "direct"
