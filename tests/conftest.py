@@ -64,6 +64,7 @@ LONG_FILES = (
     "functional/test_job_read_units.py",
     "functional/test_listing_read_units.py",
     "functional/test_listing_shards.py",
+    "functional/test_redaction.py",
     "template/test_handwritten_sync.py",
     "unit/test_install.py",
     "unit/test_scaffold.py",

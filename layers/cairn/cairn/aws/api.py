@@ -75,6 +75,7 @@ from .api_models import (
     epoch_ms,
 )
 from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view, shown
+from .api_redaction import deployment_redaction, redacted_response
 from .api_request import MAX_BODY_BYTES, admit
 from .api_routes import JobIdPath, errors, responses
 from .api_services import ApiServices, checked_input, current_services
@@ -463,6 +464,7 @@ def api_handler(
     over ``max_body_bytes``, not JSON, not UTF-8) is refused with a 4xx.
     """
     services = ApiServices(pipelines, runtime)
+    redaction = deployment_redaction(pipelines)
 
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         try:
@@ -478,6 +480,6 @@ def api_handler(
             logger.info("Refused a request it cannot read", extra={"reason": exc.message})
             response = _refusal(exc.status, exc.code, exc.message)
         _record_response(response)
-        return response
+        return redacted_response(response, redaction)
 
     return entry_point(handler, correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

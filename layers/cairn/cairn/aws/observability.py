@@ -8,20 +8,32 @@ tracing off (``POWERTOOLS_TRACE_DISABLED``, ``cairn dev``'s workers, tests) neve
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from ..core.models import Job, JobStatus
+from ..core.redaction import log_redaction
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
 
-logger = Logger(service="cairn")
+
+class RedactingFormatter(LambdaPowertoolsFormatter):
+    """Powertools' JSON lines, each redacted as a whole by the process's redaction (:mod:`cairn.core.redaction`)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The line, every pattern's match and every secret value in it replaced by ``[redacted]``."""
+        return log_redaction().text(super().format(record))
+
+
+logger = Logger(service="cairn", logger_formatter=RedactingFormatter())
 # The stack's own namespace (the template sets cairn/<stack>, which its dashboard and alarms read).
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or "cairn")
 

@@ -205,7 +205,8 @@ def add_pull(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="PATH",
         help='a dotted path into states, e.g. state.customer.email: replaced by "[redacted]" in the input, every '
-        "checkpoint state, the result and the maps (repeatable); a path that matches no field of the job is an "
-        "error (exit 1) and nothing is written",
+        "checkpoint state, the result and the maps, and the value it held wherever else it appears (errors, log "
+        "lines, tracebacks) (repeatable); a path that matches no field of the job is an error (exit 1) and nothing "
+        "is written",
     )
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")

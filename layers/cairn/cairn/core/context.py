@@ -10,6 +10,7 @@ from .admission import check_text
 from .clock import Clock
 from .errors import InvalidInputError
 from .models import Checkpoint, EntryKind, Lesson, LogEntry, LogLevel
+from .redaction import NO_REDACTION, Redaction
 from .transitions import Journal
 
 S = TypeVar("S")
@@ -29,12 +30,19 @@ _ALIASES: dict[str, LogLevel] = {"warn": "warning"}
 class JournalBuffer:
     """Log entries and usage recorded since the last write; handed over with it."""
 
-    def __init__(self) -> None:
+    def __init__(self, redaction: Redaction = NO_REDACTION) -> None:
         self._log: list[LogEntry] = []
         self._usage: dict[str, float] = {}
+        #: What each entry's message and reason are redacted with before they are queued (:mod:`.redaction`).
+        self.redaction = redaction
 
     def add_entry(self, entry: LogEntry) -> None:
-        """Queue one log entry or annotation."""
+        """Queue one log entry or annotation, redacted."""
+        if self.redaction.active:
+            redact = self.redaction
+            entry = entry.model_copy(
+                update={"message": redact.text(entry.message), "reason": redact.maybe_text(entry.reason)}
+            )
         self._log.append(entry)
 
     def add_usage(self, counters: dict[str, float]) -> None:
@@ -132,7 +140,7 @@ class PhaseContext(Generic[S]):
             attempt=self.attempt,
             clock=self._clock,
             saver=_no_inline_saves,
-            journal=JournalBuffer(),
+            journal=JournalBuffer(self._journal.redaction),
             recaller=self._recaller,
         )
 

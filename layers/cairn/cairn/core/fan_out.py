@@ -41,6 +41,7 @@ from .metering import invocation_usage
 from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
+from .redaction import for_run
 from .scheduler_port import ItemScheduler
 from .settings import stack_max_map_concurrency
 from .storage_port import Storage
@@ -303,7 +304,7 @@ class ItemRun:
         if claimed.status == "failed":
             self.fail_job(self._failure(claimed))
             return claimed
-        journal = JournalBuffer()
+        journal = JournalBuffer(for_run(self.pipeline.redaction, claimed.input))
         ctx: PhaseContext[Any] = PhaseContext(
             job_id=self.store.job_id,
             phase=phase.name,
@@ -374,8 +375,8 @@ class ItemRun:
         self, claimed: MapItem, worker: str, journal: JournalBuffer, exc: Exception, *, retry: bool
     ) -> MapItem | None:
         phase = self.pipeline.get_phase(self.fan_out.phase)
-        message = describe(exc)
-        failure = failure_of(exc)
+        message = journal.redaction.text(describe(exc))
+        failure = journal.redaction.failure(failure_of(exc))
         logger.error("Job %s: item %d (%s) failed: %s", self.store.job_id, claimed.index, phase.name, message)
         kept = journal.peek()
         if retry:

@@ -21,13 +21,12 @@ from .errors import InvalidInputError
 from .ids import validate_job_id
 from .job_loading import checked_usage
 from .models import Checkpoint, JobStatus, LogEntry, PhaseRecord, WireModel
+from .redaction import Redaction, parts_of, redacted_document, values_at
 
 FORMAT: Final = "cairn-job"
 """The marker every job file carries in ``format``."""
 VERSION: Final = 1
 """The version of the file format this code writes and reads."""
-REDACTED = "[redacted]"
-"""What a redacted field holds instead of its value."""
 SUFFIX = ".cairn-job.json"
 """The end of a job file's default name: ``<job id>.cairn-job.json``."""
 
@@ -140,32 +139,6 @@ def checked_paths(paths: list[str]) -> list[str]:
     return paths
 
 
-def _parts(path: str) -> list[str]:
-    """The path's names below a state (a leading ``state.`` names any state: input, checkpoint, result...)."""
-    parts = path.split(".")
-    return parts[1:] if parts[0] == "state" and len(parts) > 1 else parts
-
-
-def redact_value(value: Any, paths: list[str]) -> Any:
-    """``value`` (a state, a result, a payload) with each path that reaches a field replaced by REDACTED."""
-    for path in paths:
-        value = _redacted(value, _parts(path))
-    return value
-
-
-def _redacted(value: Any, parts: list[str]) -> Any:
-    if not parts:
-        return REDACTED
-    if isinstance(value, dict):
-        head = parts[0]
-        if head not in value:
-            return value
-        return {**value, head: _redacted(value[head], parts[1:])}
-    if isinstance(value, list):  # a list's items each have the field
-        return [_redacted(item, parts) for item in value]
-    return value
-
-
 def _reaches(value: Any, parts: list[str]) -> bool:
     """Whether the path's names reach a field of ``value`` (a list's items each may have it), as redaction goes."""
     if not parts:
@@ -183,33 +156,28 @@ def unmatched(pulled: JobFile, paths: list[str]) -> list[str]:
     job = pulled.job
     states = [kept.state for kept in [job.checkpoint, *(write.entry for write in pulled.history)] if kept is not None]
     values = [job.input, *states, job.result, *pulled.maps]
-    return [path for path in paths if not any(_reaches(value, _parts(path)) for value in values)]
+    return [path for path in paths if not any(_reaches(value, parts_of(path)) for value in values)]
 
 
 def redact(pulled: JobFile, paths: list[str]) -> JobFile:
-    """The file with ``paths`` redacted in the input, every checkpoint state, the result and the maps.
+    """The file with ``paths`` redacted wherever the values they reach are.
 
+    The fields are replaced by ``[redacted]`` in the input, every checkpoint state, the result and the maps; the
+    text of each value they held is replaced in every other text of the file too (the job's error, log lines,
+    annotations, failures' tracebacks, the maps' errors), as :func:`~cairn.core.redaction.redacted_document` does.
     ``redacted`` lists the paths that reached a field (:func:`unmatched` names the others).
     """
     if not paths:
         return pulled
     checked_paths(paths)
-
-    def checkpoint(kept: Checkpoint | None) -> Checkpoint | None:
-        return None if kept is None else kept.model_copy(update={"state": redact_value(kept.state, paths)})
-
-    job = pulled.job.model_copy(
-        update={
-            "input": redact_value(pulled.job.input, paths),
-            "checkpoint": checkpoint(pulled.job.checkpoint),
-            "result": redact_value(pulled.job.result, paths),
-        }
-    )
-    history = [write.model_copy(update={"entry": checkpoint(write.entry)}) for write in pulled.history]
-    maps = [redact_value(lane, paths) for lane in pulled.maps]
     missed = unmatched(pulled, paths)
-    redacted = sorted({*pulled.redacted, *(path for path in paths if path not in missed)})
-    return pulled.model_copy(update={"job": job, "history": history, "maps": maps, "redacted": redacted})
+    redaction = Redaction(fields=tuple(paths))
+    document = pulled.to_wire()
+    values = values_at(document["maps"], paths)
+    document["maps"] = [redaction.state(lane) for lane in document["maps"]]
+    redacted = redacted_document(document, Redaction(fields=tuple(paths), values=frozenset(values)))
+    redacted["redacted"] = sorted({*pulled.redacted, *(path for path in paths if path not in missed)})
+    return JobFile.model_validate(redacted)
 
 
 _SIGNAL = re.compile(r'^Signal "(?P<name>[^"]+)" delivered')

@@ -23,6 +23,7 @@ from .migrations import (
     version_stamp,
 )
 from .models import Checkpoint
+from .redaction import Redaction, redaction_of, register, stack_redaction
 from .retry import RetryPolicy
 from .signals import admit_payload, checked_signal_models
 from .state_fit import read_state
@@ -96,7 +97,9 @@ class Pipeline(Generic[S]):
     ``state_version`` is the version of the state model (default 1) and ``migrations`` maps each older
     version ``k`` to the function turning its JSON state into version ``k + 1``'s (:mod:`cairn.core.migrations`).
     ``max_cost_usd`` is a job's budget in US dollars: a phase run that would pass it is not started, the job
-    stops in ``error`` (:mod:`cairn.core.engine.budget`; None: no budget).
+    stops in ``error`` (:mod:`cairn.core.engine.budget`; None: no budget). ``redact_patterns`` (regexes) and
+    ``redact_fields`` (dotted paths such as ``state.api_token``) keep secrets out of what is stored, logged and
+    served (:mod:`cairn.core.redaction`), with the stack's ``CAIRN_REDACT``.
     """
 
     def __init__(
@@ -112,6 +115,8 @@ class Pipeline(Generic[S]):
         state_version: int = 1,
         migrations: Mapping[int, Migration] | None = None,
         max_cost_usd: float | None = None,
+        redact_patterns: Iterable[str] = (),
+        redact_fields: Iterable[str] = (),
     ) -> None:
         if not NAME_PATTERN.fullmatch(name):
             raise PipelineError(f"Invalid pipeline name {name!r}: use letters, digits, '_', '.', '-'")
@@ -136,6 +141,9 @@ class Pipeline(Generic[S]):
         self.migrations = checked_migrations(name, self.state_version, migrations)
         #: What the checkpoints of a state given now record (None for version 1: stored as before versions).
         self.version_stamp = version_stamp(self.state_version)
+        #: This pipeline's own redaction (``redact_patterns``, ``redact_fields``); :attr:`redaction` adds the stack's.
+        self.own_redaction = redaction_of(redact_patterns, redact_fields, where=f"Pipeline {name!r}")
+        register(self.own_redaction)
 
     @overload
     def phase(self, fn: PhaseFunction, /) -> PhaseFunction: ...
@@ -246,6 +254,11 @@ class Pipeline(Generic[S]):
         if phase is None:
             raise UnknownPhaseError(name, self.phase_names)
         return phase
+
+    @property
+    def redaction(self) -> Redaction:
+        """What this pipeline's texts and shown states are redacted with: its own and the stack's (``CAIRN_REDACT``)."""
+        return self.own_redaction.joined(stack_redaction())
 
     def has_phase(self, name: str) -> bool:
         """Whether ``name`` (or what it is an alias of) is a phase of this pipeline."""

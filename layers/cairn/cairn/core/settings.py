@@ -57,6 +57,9 @@ MAX_OWNER_LIMIT = 100_000
 OWNER_LIMIT_RANGE = f"a whole number from 0 (no limit) to {MAX_OWNER_LIMIT}"
 """What a limit of phases running at once may be, as a refusal says it."""
 _WHOLE_NUMBER = re.compile(r"0|[1-9][0-9]*")
+REDACT = "CAIRN_REDACT"
+"""The stack's redaction (the template's ``Redact``), JSON ``{"patterns": [regex...], "fields": [path...]}``: joins
+every pipeline's own (:mod:`.redaction`); unset or empty: none; anything else is refused at start-up."""
 PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
@@ -132,6 +135,9 @@ class Settings:
             driver = "stepfunctions"
         else:
             raise ConfigurationError(f"{DRIVER} must be 'direct' or 'stepfunctions', got {raw_driver!r}")
+        from .redaction import stack_redaction  # it reads REDACT from here: imported when settings are read
+
+        stack_redaction(env)  # a bad CAIRN_REDACT is refused at start-up, not at the first text it redacts
         return cls(
             driver=driver,
             function_prefix=env.get(FUNCTION_PREFIX, ""),

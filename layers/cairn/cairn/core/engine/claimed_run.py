@@ -34,6 +34,7 @@ from ..models import (
 from ..outcomes import WaitFor
 from ..pipeline import FunctionSettings, Pipeline
 from ..prices import is_metered
+from ..redaction import for_run
 from ..storage_port import Storage
 from ..transition_guard import TRANSITION_KINDS, TRANSITIONS, TransitionLimit, stop_usage, transition_limit
 from ..transitions import Claim, Commit, CrashReport, Fence, Journal, Save, merge_usage
@@ -67,7 +68,9 @@ class ClaimedRun:
         self.checkpoint = job.checkpoint
         self.phase_name = job.checkpoint.next_phase
         self.limit = limit
-        self.journal = JournalBuffer()
+        #: Texts the run stores (log lines, annotations, its error and failure) are redacted with this.
+        self.redaction = for_run(pipeline.redaction, job.input, job.checkpoint.state)
+        self.journal = JournalBuffer(self.redaction)
         self.map_items: list[MapItem] | None = None
         #: What the run's saves metered so far: with its commit's, the run's usage on its phase record.
         self.metered: dict[str, float] = {}
@@ -126,7 +129,7 @@ class ClaimedRun:
         """End the run with ``kind``; one that leaves the phase counts a transition (:data:`TRANSITION_KINDS`)."""
         self.remember_lessons()
         now = self.storage.clock()
-        error = clip_text(error, MAX_ERROR_CHARS) if error is not None else None
+        error = clip_text(self.redaction.text(error), MAX_ERROR_CHARS) if error is not None else None
         phase = self.pipeline.get_phase(self.phase_name) if self.pipeline.has_phase(self.phase_name) else None
         memory = (phase.function if phase is not None else FunctionSettings()).memory
         self.journal.add_usage(
@@ -149,7 +152,7 @@ class ClaimedRun:
             next_phase=checkpoint.next_phase if checkpoint else None,
             error=error,
             code_version=code_version(phase.run) if phase is not None else None,
-            failure=failure,
+            failure=self.redaction.failure(failure),
             usage={meter: value for meter, value in metered.items() if is_metered(meter)},
         )
         not_before = now + int(delay * 1000) if kind in ("retry", "sleep") or (kind == "release" and delay) else None
