@@ -16,7 +16,8 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
   refuses it.
   A body that fits the document but that the job as it is refuses (its checkpoint, its pipeline's phases,
   its kept states) is a 409; a 400 is a request that does not fit the document (:mod:`cairn.aws.api_document`).
-- ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it).
+- ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it; a cancel
+  of a cancelled job is a 409 ``already_cancelled`` with the job, nothing written).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
 - Every reply stays under :data:`~cairn.aws.api_limits.MAX_REPLY_BYTES` (Lambda returns at most 6 MB); one
   that would not is a 500 ``reply_too_large`` saying so (:func:`within_limit`).
@@ -48,7 +49,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..app import Cairn
-from ..core.errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
+from ..core.errors import (
+    AlreadyCancelledError,
+    InvalidInputError,
+    SchedulingError,
+    StorageError,
+    TransitionRefusedError,
+)
 from ..core.ids import validate_job_id
 from ..core.listing import JobFilter
 from ..core.models import Job, JobCounts, JobPage, JobStatus
@@ -333,11 +340,21 @@ def pause(job_id: JobIdPath) -> JobView:
 @app.post(
     "/jobs/<jobId>/cancel",
     summary="Cancel a job; its checkpoint stays, so a resume is still possible",
+    description="409 for a complete job (conflict), and for one already cancelled (already_cancelled, with the "
+    "job in the error body: nothing changed, the job is as a cancel leaves it, so a client may take it as done).",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "The cancelled job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
 def cancel(job_id: JobIdPath) -> JobView:
-    return change_status(job_id, Cairn.cancel, "JobsCancelled")
+    return change_status(job_id, _cancel_once, "JobsCancelled")
+
+
+def _cancel_once(jobs: Cairn, job_id: str, *, by: str) -> Job:
+    """Cancel the job; one already cancelled is refused (AlreadyCancelledError: 409 with the job, nothing written)."""
+    view = jobs.storage.get_job_view(job_id, history=1)
+    if view is not None and view.job.status == JobStatus.CANCELLED:
+        raise AlreadyCancelledError(job_id, view.job)
+    return jobs.cancel(job_id, by=by)
 
 
 @app.post(

@@ -1,7 +1,8 @@
 """What a job saw: the state each phase was entered with, and what changed between two of them.
 
 - ``GET /jobs/{jobId}/states/{phase}``: the state the job's newest entry into ``phase`` set, kept in its
-  history for rerun-from-phase (404 when the job has not entered that phase since it last started over).
+  history for rerun-from-phase (404 when the job has not entered that phase since it last started over, or
+  only waits to enter it: its checkpoint names the phase and no run of it has begun).
   A state too large for one reply (:mod:`.api_limits`) is answered as ``stateUrl``, a presigned GET of its
   S3 object valid :data:`LINK_SECONDS`, with ``stateBytes``, ``stateEncoding`` and ``stateUrlExpiresAt``.
 - ``GET /jobs/{jobId}/diff?from=A&to=B``: when each phase was entered and the changes from A's state to B's
@@ -109,7 +110,8 @@ def _entered(jobs: Cairn, job_id: str, phase: str, before: int | None = None) ->
     "/jobs/<jobId>/states/<phase>",
     summary="The state a phase was entered with",
     description="The checkpoint that last entered the phase, as the job's history keeps it for rerun-from-phase. "
-    "404 when the job has not entered that phase since it last started over. With before, the newest entry "
+    "404 when the job has not entered that phase since it last started over, or only waits to enter it (its "
+    "checkpoint names the phase and no run of it has begun). With before, the newest entry "
     "written at or before that time (an earlier run's: the dashboard compares two runs so). A state too large "
     "for one reply (about 5 MB once escaped) is not in the reply: stateUrl is a link (valid 5 minutes) whose plain "
     "GET answers it, with stateBytes, stateEncoding (gzip: the bytes are gzipped JSON) and stateUrlExpiresAt; "

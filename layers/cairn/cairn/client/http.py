@@ -264,8 +264,18 @@ class ApiClient:
         return self.request("POST", self._job(job_id, "/pause"))
 
     def cancel(self, job_id: str) -> Json:
-        """Cancel the job (its checkpoint stays, so it can be resumed); the cancelled job."""
-        return self.request("POST", self._job(job_id, "/cancel"))
+        """Cancel the job (its checkpoint stays, so it can be resumed); the cancelled job.
+
+        A job already cancelled (the API's 409 ``already_cancelled``: a cancel sent again after its answer was
+        lost, say) is the job as asked: its view is returned, with ``alreadyCancelled`` set.
+        """
+        try:
+            return self.request("POST", self._job(job_id, "/cancel"))
+        except ApiError as error:
+            job = error.body.get("job") if error.code == "already_cancelled" and isinstance(error.body, dict) else None
+            if not isinstance(job, dict):
+                raise
+            return {**job, "alreadyCancelled": True}
 
     def health(self) -> Json:
         """Whether the API's job table answers: ``{"status": "ok", "driver": ...}``."""
