@@ -57,6 +57,7 @@ LONG_FILES = (
     "bundle/test_build_state_check.py",
     "bundle/test_init.py",
     "functional/test_api_fuzz.py",
+    "functional/test_api_reply_limits.py",
     "functional/test_dashboard_proxy.py",
     "functional/test_dev_dead_letters.py",
     "functional/test_dev_deployment.py",

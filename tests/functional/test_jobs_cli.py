@@ -23,8 +23,9 @@ from cairn.client.auth import region_of
 from cairn.client.http import api_error
 from cairn.client.options import default_auth_mode
 from cairn.client.render import log_line, table
+from cairn.testing.api_events import http_api_event, iam_caller
 from pipelines import PIPELINES
-from tests.functional.jobs_server import JobsServer, Seen, sigv4_signature_is_valid
+from tests.functional.jobs_server import FUNCTION, JobsServer, Seen, sigv4_signature_is_valid
 from tests.support import FakeClock
 
 PHASES = ["fetch", "split", "extract", "publish"]
@@ -614,6 +615,37 @@ def test_cancel_a_running_job_then_pausing_it_is_the_apis_409(
     status, out, err = run_cli(capsys, "pause", "cancelled")
     assert (status, out) == (1, "")
     assert error_line(err).endswith("(HTTP 409 conflict)")
+
+
+def test_cancelling_a_cancelled_job_is_the_apis_409_and_the_cli_takes_it_as_done(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def send(method: str, path: str) -> dict[str, Any]:
+        response: dict[str, Any] = jobs.stack.call(
+            FUNCTION, http_api_event(method, path, caller=iam_caller(jobs.identity))
+        )
+        return response
+
+    def log_size() -> int:
+        return len(json.loads(send("GET", "/jobs/twice/log")["body"])["entries"])
+
+    start(capsys, "twice")
+    assert run_cli(capsys, "cancel", "twice")[0] == 0
+    log_before = log_size()
+
+    response = send("POST", "/jobs/twice/cancel")
+    assert response["statusCode"] == 409
+    body = json.loads(response["body"])
+    assert body["error"]["code"] == "already_cancelled"
+    assert body["error"]["message"] == 'Job "twice" is already cancelled'
+    assert body["job"]["status"] == "cancelled"
+
+    # sent again (its answer lost, say): the job is as asked, so the command does not fail
+    status, out, err = run_cli(capsys, "cancel", "twice")
+    assert status == 0, err
+    assert "cancelled" in out
+    assert "already cancelled" in err
+    assert log_size() == log_before  # the second cancel changed nothing
 
 
 def test_health_answers_without_a_caller(jobs: JobsServer, capsys: pytest.CaptureFixture[str]) -> None:

@@ -90,10 +90,40 @@ def test_a_phase_not_entered_or_unknown_and_an_unknown_job_are_clear_errors(
     )
 
 
+def test_a_phase_the_job_only_waits_to_enter_is_a_404_saying_so(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start(capsys, "seen-5")  # queued: its checkpoint names fetch, which has not run
+    response = jobs.stack.call(
+        FUNCTION, http_api_event("GET", "/jobs/seen-5/states/fetch", caller=iam_caller(jobs.identity))
+    )
+    assert response["statusCode"] == 404
+    error = json.loads(response["body"])["error"]
+    assert error["code"] == "not_found"
+    assert (
+        error["message"]
+        == 'Job "seen-5" keeps no state for phase "fetch": it has not run that phase yet (it waits to enter it)'
+    )
+    status, _, err = run_cli(capsys, "state", "seen-5", "fetch")
+    assert status == 1
+    assert "has not run that phase yet" in error_line(err)
+
+    assert jobs.step() == 1  # fetch ran: split is next, not run
+    assert state_json(capsys, "seen-5", "fetch")["state"]["document"] == "invoice.txt"
+    status, _, err = run_cli(capsys, "state", "seen-5", "split")
+    assert status == 1
+    assert "has not run that phase yet" in error_line(err)
+    assert run_cli(capsys, "state", "seen-5", "split", "--diff", "fetch")[0] == 1  # a diff to it: the same 404
+
+    jobs.run()
+    assert state_json(capsys, "seen-5", "split")["phase"] == "split"
+
+
 def test_the_routes_refuse_hostile_values_with_a_400_and_stay_within_the_owner(
     jobs: JobsServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     start(capsys, "seen-4")
+    jobs.run()
 
     def get(path: str, query: dict[str, str] | None = None, caller: str = jobs.identity) -> tuple[int, Any]:
         response = jobs.stack.call(FUNCTION, http_api_event("GET", path, query=query, caller=iam_caller(caller)))

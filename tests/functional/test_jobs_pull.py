@@ -297,6 +297,21 @@ def test_the_signals_delivered_are_in_the_file_and_a_secret_the_state_kept_from_
     assert SECRET not in text
 
 
+def test_a_job_waiting_to_enter_its_next_phase_is_pulled_with_that_phases_entry(
+    jobs: JobsServer, tmp_path: Path
+) -> None:
+    assert main(["jobs", "start", "approvals", "--id", "approval-2", "--state", '{"amount": 7}']) == 0
+    jobs.run()  # waits for approve: decide is next and has not run
+    target = tmp_path / "waiting.json"
+
+    assert main(["jobs", "pull", "approval-2", "-o", str(target)]) == 0
+
+    saved = json.loads(target.read_text(encoding="utf-8"))
+    assert saved["job"]["status"] == "waiting"
+    entered = {write["entry"]["nextPhase"]: write["entry"]["state"] for write in saved["history"] if write["entry"]}
+    assert entered == {"ask": {"amount": 7}, "decide": {"amount": 7}}
+
+
 def test_the_history_and_the_log_are_read_a_page_at_a_time_and_whole(
     jobs: JobsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from cairn.core.state_diff import diff_states
+from cairn.core.state_diff import MAX_DIFF_CHARS, MAX_VALUE_CHARS, diff_states
 
 
 def listed(before: Any, after: Any, limit: int = 200) -> list[dict[str, Any]]:
@@ -60,3 +61,26 @@ def test_deep_states_are_compared_without_recursion() -> None:
     (change,) = diff_states(deep_before, deep_after).changes
     assert change.path == "/0" * 5_000
     assert change.before == 0
+
+
+def test_a_large_value_is_cut_with_its_size_and_the_list_stops_at_a_size() -> None:
+    big = "é" * 10_000  # 60,002 characters of JSON once escaped
+    diff = diff_states({"a": big, "b": 1}, {"a": "x", "b": 2})
+    first = diff.changes[0].model_dump(mode="json", by_alias=True)
+    assert first["beforeCut"] == len(json.dumps(big))
+    assert first["before"].endswith("…")
+    assert len(first["before"]) == MAX_VALUE_CHARS + 1
+    assert "afterCut" not in first
+    assert first["after"] == "x"
+    assert diff.changes[1].model_dump(mode="json", by_alias=True) == {
+        "path": "/b",
+        "change": "changed",
+        "before": 1,
+        "after": 2,
+    }
+
+    many = diff_states({}, {f"k{index}": "é" * 5000 for index in range(1000)}, limit=1000)
+    assert many.truncated
+    assert sum(len(json.dumps(change.model_dump(mode="json", by_alias=True))) for change in many.changes) <= (
+        MAX_DIFF_CHARS
+    )

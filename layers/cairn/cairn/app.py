@@ -32,15 +32,18 @@ from .core.errors import (
     MapItemNotFoundError,
     UnknownPhaseError,
 )
+from .core.history_pages import RecentJob
 from .core.models import Checkpoint, Job, JobStatus, MapItem, MapRecord, RetryMode
 from .core.owner_share import check_share
 from .core.pipeline import Pipeline
 from .core.prices import PriceSource, PriceTable, load_prices
 from .core.registry import PipelineRegistry
 from .core.scheduler_port import Scheduler
-from .core.storage_port import Storage
+from .core.storage_port import StateLink, Storage
+from .core.transitions.history import waits_to_enter
 from .scheduling.inline import InlineScheduler
 
+NOT_RUN_YET = "it has not run that phase yet (it waits to enter it)"
 DEAD_PROCESS = "the process running it stopped before the phase ended (its claim expired)"
 """The error a recovered crash records: no report came, only the expired claim tells of it."""
 
@@ -282,25 +285,43 @@ class Cairn:
         job is JobNotFoundError; a phase its pipeline lacks, or one it has not entered since it last
         started over, EnteredStateNotFoundError (a JobNotFoundError saying which). Reads the job's
         newest write and its history back to that entry, never the whole job. With ``before`` (Unix ms),
-        the newest entry written at or before then (an earlier run's, to compare two runs).
+        the newest entry written at or before then (an earlier run's, to compare two runs). A phase the job
+        only waits to enter (its checkpoint names it and no run of it has begun) is not entered yet: the same
+        EnteredStateNotFoundError, saying so.
         """
-        view = self.storage.get_job_view(validate_job_id(job_id), history=1)
-        if view is None:
-            raise JobNotFoundError(job_id)
-        names = [phase]
-        if view.job.pipeline in self.pipelines.names:
-            pipeline = self.pipelines.get(view.job.pipeline)
-            try:
-                current = pipeline.get_phase(phase).name
-            except UnknownPhaseError as exc:
-                raise EnteredStateNotFoundError(job_id, phase, str(exc)) from None
-            names = [current, *(old for old, new in pipeline.aliases.items() if new == current)]
+        view, names = self._entry_names(job_id, phase)
         for name in names:
             storage = self.storage
             found = storage.entered(job_id, name) if before is None else storage.entered(job_id, name, before=before)
             if found is not None:
+                if waits_to_enter(view.job, found):
+                    raise EnteredStateNotFoundError(job_id, phase, NOT_RUN_YET)
                 return found
         raise EnteredStateNotFoundError(job_id, phase)
+
+    def entered_link(
+        self, job_id: str, entry: Checkpoint, *, before: int | None = None, expires_in: int = 300
+    ) -> StateLink | None:
+        """A short-lived link to the state of ``entry`` (what :meth:`entered` found) when the store keeps it as an
+        object of its own, else None: a state too large for one reply is handed over so."""
+        found = self.storage.entered_link(job_id, entry.next_phase, before=before, expires_in=expires_in)
+        if found is None or found.checkpoint.created_at != entry.created_at:  # a newer entry since: not that one
+            return None
+        return found
+
+    def _entry_names(self, job_id: str, phase: str) -> tuple[RecentJob, list[str]]:
+        """The job (its newest write) and the names ``phase``'s entries may be kept under (its current and old)."""
+        view = self.storage.get_job_view(validate_job_id(job_id), history=1)
+        if view is None:
+            raise JobNotFoundError(job_id)
+        if view.job.pipeline not in self.pipelines.names:
+            return view, [phase]
+        pipeline = self.pipelines.get(view.job.pipeline)
+        try:
+            current = pipeline.get_phase(phase).name
+        except UnknownPhaseError as exc:
+            raise EnteredStateNotFoundError(job_id, phase, str(exc)) from None
+        return view, [current, *(old for old, new in pipeline.aliases.items() if new == current)]
 
     def maps(self, job_id: str) -> list[tuple[MapRecord, list[MapItem]]]:
         """Every map the job has run, oldest first, with its item records (each read: an operator's view)."""

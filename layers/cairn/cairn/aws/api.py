@@ -16,8 +16,11 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
   refuses it.
   A body that fits the document but that the job as it is refuses (its checkpoint, its pipeline's phases,
   its kept states) is a 409; a 400 is a request that does not fit the document (:mod:`cairn.aws.api_document`).
-- ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it).
+- ``POST /jobs/{jobId}/pause`` and ``POST /jobs/{jobId}/cancel`` (409 when the job's status forbids it; a cancel
+  of a cancelled job is a 409 ``already_cancelled`` with the job, nothing written).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
+- Every reply stays under :data:`~cairn.aws.api_limits.MAX_REPLY_BYTES` (Lambda returns at most 6 MB); one
+  that would not is a 500 ``reply_too_large`` saying so (:func:`within_limit`).
 - ``GET /health`` reads the table once; ``GET /openapi.json`` is this API's OpenAPI document.
 - ``GET /dashboard`` is the dashboard's page, ``GET /assets/{file}`` its files: public (they hold no secret),
   left out of the OpenAPI document; the page calls the routes above with the user's token.
@@ -46,7 +49,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ..app import Cairn
-from ..core.errors import InvalidInputError, SchedulingError, StorageError, TransitionRefusedError
+from ..core.errors import (
+    AlreadyCancelledError,
+    InvalidInputError,
+    SchedulingError,
+    StorageError,
+    TransitionRefusedError,
+)
 from ..core.ids import validate_job_id
 from ..core.listing import JobFilter
 from ..core.models import Job, JobCounts, JobPage, JobStatus
@@ -57,6 +66,7 @@ from .api_auth import Unauthenticated, is_public, owner_of
 from .api_cost import SORT_BY_COST, sorted_by_cost
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, error_response, install_error_handlers
+from .api_limits import MAX_REPLY_BYTES, TOO_LARGE, reply_bytes, too_large_message
 from .api_maps import router as maps_router
 from .api_models import (
     CreatedTime,
@@ -331,11 +341,21 @@ def pause(job_id: JobIdPath) -> JobView:
 @app.post(
     "/jobs/<jobId>/cancel",
     summary="Cancel a job; its checkpoint stays, so a resume is still possible",
+    description="409 for a complete job (conflict), and for one already cancelled (already_cancelled, with the "
+    "job in the error body: nothing changed, the job is as a cancel leaves it, so a client may take it as done).",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "The cancelled job", HTTPStatus.NOT_FOUND, HTTPStatus.CONFLICT),
 )
 def cancel(job_id: JobIdPath) -> JobView:
-    return change_status(job_id, Cairn.cancel, "JobsCancelled")
+    return change_status(job_id, _cancel_once, "JobsCancelled")
+
+
+def _cancel_once(jobs: Cairn, job_id: str, *, by: str) -> Job:
+    """Cancel the job; one already cancelled is refused (AlreadyCancelledError: 409 with the job, nothing written)."""
+    view = jobs.storage.get_job_view(job_id, history=1)
+    if view is not None and view.job.status == JobStatus.CANCELLED:
+        raise AlreadyCancelledError(job_id, view.job)
+    return jobs.cancel(job_id, by=by)
 
 
 @app.post(
@@ -453,6 +473,15 @@ def _refusal(status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
     }
 
 
+def within_limit(response: dict[str, Any]) -> dict[str, Any]:
+    """``response``, or a clear error in its place when it is larger than Lambda could return (:mod:`.api_limits`)."""
+    size = reply_bytes(response)
+    if size <= MAX_REPLY_BYTES:
+        return response
+    logger.error("A reply was too large to return", extra={"bytes": size, "status": response.get("statusCode")})
+    return _refusal(*TOO_LARGE, too_large_message(size))
+
+
 def api_handler(
     pipelines: PipelineRegistry, *, runtime: Runtime | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> Handler:
@@ -472,7 +501,7 @@ def api_handler(
                 owner_of(event)
             admitted = admit(event, max_body_bytes=max_body_bytes)
             with services.serving():
-                response = app.resolve(admitted, context)
+                response = within_limit(app.resolve(admitted, context))
         except Unauthenticated as exc:
             logger.info("Refused an unauthenticated request", extra={"reason": exc.message})
             response = _refusal(HTTPStatus.UNAUTHORIZED, "unauthenticated", exc.message)

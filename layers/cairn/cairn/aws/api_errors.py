@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 
 from ..core.errors import (
+    AlreadyCancelledError,
     CairnError,
     ClaimLostError,
     CorruptJobError,
@@ -59,6 +60,7 @@ class ApiError(Exception):
 #: except for 5xx, which say nothing of the internals.
 CAIRN_ERRORS: tuple[tuple[type[CairnError], HTTPStatus, str], ...] = (
     (JobNotFoundError, HTTPStatus.NOT_FOUND, "not_found"),
+    (AlreadyCancelledError, HTTPStatus.CONFLICT, "already_cancelled"),
     (JobExistsError, HTTPStatus.CONFLICT, "job_exists"),
     (ClaimLostError, HTTPStatus.CONFLICT, "conflict"),
     (StateTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "state_too_large"),
@@ -99,7 +101,7 @@ def cairn_error_response(exc: CairnError) -> Response[dict[str, Any]]:
         message = UNAVAILABLE_MESSAGE if status == HTTPStatus.SERVICE_UNAVAILABLE else INTERNAL_MESSAGE
         headers = {"Retry-After": "1"} if status == HTTPStatus.SERVICE_UNAVAILABLE else None
         return error_response(status, code, message, headers=headers)
-    job = exc.job if isinstance(exc, JobExistsError) and isinstance(exc.job, Job) else None
+    job = exc.job if isinstance(exc, JobExistsError | AlreadyCancelledError) and isinstance(exc.job, Job) else None
     return error_response(status, code, exc.message, job=job)
 
 

@@ -1,9 +1,12 @@
 """What a job saw: the state each phase was entered with, and what changed between two of them.
 
 - ``GET /jobs/{jobId}/states/{phase}``: the state the job's newest entry into ``phase`` set, kept in its
-  history for rerun-from-phase (404 when the job has not entered that phase since it last started over).
+  history for rerun-from-phase (404 when the job has not entered that phase since it last started over, or
+  only waits to enter it: its checkpoint names the phase and no run of it has begun).
+  A state too large for one reply (:mod:`.api_limits`) is answered as ``stateUrl``, a presigned GET of its
+  S3 object valid :data:`LINK_SECONDS`, with ``stateBytes``, ``stateEncoding`` and ``stateUrlExpiresAt``.
 - ``GET /jobs/{jobId}/diff?from=A&to=B``: when each phase was entered and the changes from A's state to B's
-  (:mod:`cairn.core.state_diff`: JSON Pointer paths, at most a bounded number of changes).
+  (:mod:`cairn.core.state_diff`: JSON Pointer paths, at most a bounded number of changes, large values cut).
 
 Registered on the API's resolver by :mod:`cairn.aws.api`; the caller sees only its own jobs.
 """
@@ -11,15 +14,17 @@ Registered on the API's resolver by :mod:`cairn.aws.api`; the caller sees only i
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..app import Cairn
 from ..core.models import WireModel
 from ..core.state_diff import StateChange, diff_states
+from .api_errors import ApiError
+from .api_limits import TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
 from .api_models import PhaseName
 from .api_routes import JobIdPath, callers_jobs, responses
 
@@ -46,9 +51,32 @@ class EnteredState(PhaseEntry):
 
 
 class JobState(EnteredState):
-    """``GET /jobs/{jobId}/states/{phase}``."""
+    """``GET /jobs/{jobId}/states/{phase}``: the state inline, or (too large for one reply) a link to it."""
 
     job_id: str
+    state_url: str | None = Field(
+        default=None,
+        exclude_if=lambda url: url is None,
+        description="Instead of state, when it is too large for one reply: a short-lived link whose plain GET "
+        "answers the state's JSON (gzipped when stateEncoding is gzip)",
+    )
+    state_bytes: int | None = Field(
+        default=None, exclude_if=lambda size: size is None, description="With stateUrl: the bytes it answers"
+    )
+    state_encoding: Literal["gzip", "json"] | None = Field(
+        default=None, exclude_if=lambda encoding: encoding is None, description="With stateUrl: gzip or json"
+    )
+    state_url_expires_at: int | None = Field(
+        default=None, exclude_if=lambda at: at is None, description="With stateUrl: when it stops working (Unix ms)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _state_or_its_link(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A state handed over as a link is absent from the reply (a null there would be a state)."""
+        data: dict[str, Any] = handler(self)
+        if self.state_url is not None:
+            data.pop("state", None)
+        return data
 
 
 class StateComparison(WireModel):
@@ -61,6 +89,9 @@ class StateComparison(WireModel):
     changes: list[StateChange] = Field(description="In document order; paths are JSON Pointers")
     truncated: bool = Field(description="More changes exist than are listed")
 
+
+#: How long a link to a state stays valid (seconds).
+LINK_SECONDS = 300
 
 PhasePath = Annotated[PhaseName, Path(alias="phase", description="The phase (or an old name of it)")]
 
@@ -79,8 +110,12 @@ def _entered(jobs: Cairn, job_id: str, phase: str, before: int | None = None) ->
     "/jobs/<jobId>/states/<phase>",
     summary="The state a phase was entered with",
     description="The checkpoint that last entered the phase, as the job's history keeps it for rerun-from-phase. "
-    "404 when the job has not entered that phase since it last started over. With before, the newest entry "
-    "written at or before that time (an earlier run's: the dashboard compares two runs so).",
+    "404 when the job has not entered that phase since it last started over, or only waits to enter it (its "
+    "checkpoint names the phase and no run of it has begun). With before, the newest entry "
+    "written at or before that time (an earlier run's: the dashboard compares two runs so). A state too large "
+    "for one reply (about 5 MB once escaped) is not in the reply: stateUrl is a link (valid 5 minutes) whose plain "
+    "GET answers it, with stateBytes, stateEncoding (gzip: the bytes are gzipped JSON) and stateUrlExpiresAt; "
+    "500 reply_too_large when the store keeps it where no link can reach.",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "The phase's entry state", HTTPStatus.NOT_FOUND),
 )
@@ -91,8 +126,28 @@ def get_entered_state(
         int | None, Query(ge=0, description="Unix ms: the newest entry written at or before then (default: the newest)")
     ] = None,
 ) -> JobState:
-    entered = _entered(callers_jobs(router, job_id), job_id, phase, before)
-    return JobState(job_id=job_id, **entered.model_dump())
+    jobs = callers_jobs(router, job_id)
+    checkpoint = jobs.entered(job_id, phase, before=before)
+    entry = EnteredState(
+        phase=checkpoint.next_phase,
+        entered_at=checkpoint.created_at,
+        state=None,
+        state_version=checkpoint.state_version,
+    )
+    size = value_bytes(checkpoint.state)
+    if size <= VALUE_ROOM:
+        return JobState(job_id=job_id, **{**entry.model_dump(), "state": checkpoint.state})
+    link = jobs.entered_link(job_id, checkpoint, before=before, expires_in=LINK_SECONDS)
+    if link is None:  # kept in the table (an older write, or a store without objects): no other way to send it
+        raise ApiError(*TOO_LARGE, too_large_message(size))
+    return JobState(
+        job_id=job_id,
+        **entry.model_dump(),
+        state_url=link.url,
+        state_bytes=link.size,
+        state_encoding="gzip" if link.encoding == "gzip" else "json",
+        state_url_expires_at=link.expires_at,
+    )
 
 
 @router.get(

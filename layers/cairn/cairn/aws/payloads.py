@@ -3,8 +3,9 @@
 A value is serialized once and compressed once, at a fast level, when that
 makes it smaller. With a bucket, a value above the break-even size
 (``offload_from``: where one S3 PUT and GET cost less than the write units the
-value adds to every write of the item) goes to S3 under a key derived from the
-job and its write, with a SHA-256 checked on read. Without a bucket a value
+value adds to every write of the item), or whose JSON is above
+:data:`OFFLOAD_RAW_FROM` however small gzip makes it, goes to S3 under a key
+derived from the job and its write, with a SHA-256 checked on read. Without a bucket a value
 stays inline up to ``inline_limit`` and a larger one is refused before anything
 is written.
 
@@ -30,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.errors import CorruptJobError, StateTooLargeError, StorageError
+from ..core.models import Checkpoint
 from ..core.settings import DEFAULT_OFFLOAD_STATE_FROM
+from ..core.storage_port import StateLink
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -48,6 +51,10 @@ ITEM_BUDGET = 380_000
 #: input and the first checkpoint go to S3, and the request must stay under Lambda's 6 MB payload
 #: limit with its envelope. Without a bucket the input must also fit in its item (``ITEM_BUDGET``).
 MAX_INPUT_BYTES = 5 * 1024 * 1024
+#: With a bucket, a value whose JSON is larger than this goes to S3 however well it compresses: the API hands
+#: such a value over as a link to its object, as one reply could not hold it once escaped (a character can
+#: take seven bytes there; :mod:`cairn.aws.api_limits`).
+OFFLOAD_RAW_FROM = 512 * 1024
 #: Errors that reading a stored value can raise when the bytes are not what was written.
 _UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, RecursionError, EOFError, OSError, zlib.error)
 
@@ -110,7 +117,7 @@ class PayloadCodec:
         packed = gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0)
         body, encoding = (packed, "gzip") if len(packed) < len(raw) else (raw, "json")
         limit = min(self.offload_from, room) if self.bucket is not None else room
-        if len(body) <= limit:
+        if len(body) <= limit and (self.bucket is None or len(raw) <= OFFLOAD_RAW_FROM):
             return EncodedPayload({"gzip": body} if encoding == "gzip" else {"json": raw.decode()})
         if self.bucket is None:
             raise StateTooLargeError(len(body), room)
@@ -193,6 +200,33 @@ class PayloadCodec:
             raise StorageError(f"Cannot renew s3://{self.bucket}/{key}: {exc}", retryable=True) from exc
         except BotoCoreError as exc:
             raise StorageError(f"Cannot renew s3://{self.bucket}/{key}: {exc}", retryable=True) from exc
+
+    def link(
+        self, reference: dict[str, Any], checkpoint: Checkpoint, *, where: str, expires_in: int, now_ms: int
+    ) -> StateLink:
+        """A presigned GET of the S3 object ``reference`` names, valid ``expires_in`` seconds from ``now_ms``.
+
+        A gzipped object is served with ``Content-Encoding: gzip`` (a browser inflates it; the bytes are gzip).
+        """
+        try:
+            bucket, key, size = str(reference["bucket"]), str(reference["key"]), int(reference["size"])
+        except _UNREADABLE as exc:
+            raise CorruptJobError(where, f"its S3 reference is malformed ({_describe(exc)})") from exc
+        encoding = "gzip" if reference.get("encoding") == "gzip" else "json"
+        params = {"Bucket": bucket, "Key": key, "ResponseContentType": "application/json"}
+        if encoding == "gzip":
+            params["ResponseContentEncoding"] = "gzip"
+        try:
+            url = self._client().generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in)
+        except (ClientError, BotoCoreError) as exc:
+            raise StorageError(f"Cannot sign a link to s3://{bucket}/{key}: {exc}", retryable=True) from exc
+        return StateLink(
+            checkpoint=checkpoint.model_copy(update={"state": None}),
+            url=url,
+            size=size,
+            encoding=encoding,
+            expires_at=now_ms + expires_in * 1000,
+        )
 
     @staticmethod
     def s3_key_of(attribute: Any) -> str | None:

@@ -281,7 +281,10 @@ def run_cancel(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs cancel ID``: the cancelled job's status line (or each selected job's, with a selection)."""
     if selects_many(arguments):
         return run_bulk(arguments, client, action=BULK_CANCEL, line=status_line)
-    return _output(arguments, client.cancel(arguments.job_id), status_line)
+    job = client.cancel(arguments.job_id)
+    if job.pop("alreadyCancelled", False):
+        print(f"cairn: job {arguments.job_id} was already cancelled; nothing changed", file=sys.stderr)
+    return _output(arguments, job, status_line)
 
 
 def run_health(arguments: argparse.Namespace, client: ApiClient) -> int:

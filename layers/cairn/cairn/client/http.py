@@ -6,6 +6,7 @@ with the API's own status, code and message; no answer at all raises :class:`Api
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import socket
@@ -23,6 +24,8 @@ from .errors import ApiError, ApiUnreachable
 DEFAULT_API = "http://127.0.0.1:3000"
 """Where ``cairn dev`` serves the API."""
 DEFAULT_TIMEOUT = 30.0
+#: How long reading a state through its link may take (it can be tens of MB).
+LINK_TIMEOUT = 300.0
 """Seconds to wait for a connection and for each read of the answer."""
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 #: The filters ``GET /jobs`` takes, by their query names.
@@ -57,6 +60,35 @@ def api_error(status: int, raw: bytes) -> ApiError:
             return ApiError(status, _error_code(status), body["message"], body=body)
     text = " ".join(raw.decode("utf-8", errors="replace").split())[:_MAX_ERROR_TEXT]
     return ApiError(status, _error_code(status), text or f"The API answered {status} with no explanation")
+
+
+def fetch_link(url: str) -> bytes:
+    """The bytes a link the API handed over answers: a plain GET, without the API's credentials."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise ApiError(502, "bad_response", "The API handed over a link that is not http(s)")
+    try:
+        with urllib.request.urlopen(url, timeout=LINK_TIMEOUT) as response:
+            body: bytes = response.read()
+            return body
+    except urllib.error.HTTPError as exc:
+        with exc:
+            message = f"Reading the state through its link failed ({exc.reason})"
+            raise ApiError(exc.code, "link_failed", message) from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise ApiUnreachable(f"cannot read the state through its link: {exc}") from None
+
+
+def linked_state(answer: Json) -> Json:
+    """``answer`` (of ``GET /jobs/{id}/states/{phase}``) with its ``state``, read through ``stateUrl`` if it has one."""
+    url = answer.get("stateUrl")
+    if not isinstance(url, str):
+        return answer
+    body = fetch_link(url)
+    try:
+        state = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ApiError(502, "bad_response", f"The state read through its link is not JSON ({exc})") from None
+    return {**answer, "state": state}
 
 
 @dataclass(frozen=True)
@@ -209,9 +241,11 @@ class ApiClient:
     def entered_state(self, job_id: str, phase: str, *, before: int | None = None) -> Json:
         """The state ``phase`` was last entered with (``GET /jobs/{id}/states/{phase}``): phase, enteredAt, state.
 
-        With ``before`` (Unix ms), the newest entry written at or before then.
+        With ``before`` (Unix ms), the newest entry written at or before then. A state too large for one reply
+        comes as a link (``stateUrl``): it is read through it, and ``state`` holds it as for any other.
         """
-        return self.request("GET", self._job(job_id, f"/states/{quote(phase, safe='')}"), query={"before": before})
+        path = self._job(job_id, f"/states/{quote(phase, safe='')}")
+        return linked_state(self.request("GET", path, query={"before": before}))
 
     def state_diff(self, job_id: str, before: str, after: str) -> Json:
         """The changes from phase ``before``'s entry state to ``after``'s (``GET /jobs/{id}/diff``)."""
@@ -230,8 +264,18 @@ class ApiClient:
         return self.request("POST", self._job(job_id, "/pause"))
 
     def cancel(self, job_id: str) -> Json:
-        """Cancel the job (its checkpoint stays, so it can be resumed); the cancelled job."""
-        return self.request("POST", self._job(job_id, "/cancel"))
+        """Cancel the job (its checkpoint stays, so it can be resumed); the cancelled job.
+
+        A job already cancelled (the API's 409 ``already_cancelled``: a cancel sent again after its answer was
+        lost, say) is the job as asked: its view is returned, with ``alreadyCancelled`` set.
+        """
+        try:
+            return self.request("POST", self._job(job_id, "/cancel"))
+        except ApiError as error:
+            job = error.body.get("job") if error.code == "already_cancelled" and isinstance(error.body, dict) else None
+            if not isinstance(job, dict):
+                raise
+            return {**job, "alreadyCancelled": True}
 
     def health(self) -> Json:
         """Whether the API's job table answers: ``{"status": "ok", "driver": ...}``."""

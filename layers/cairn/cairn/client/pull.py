@@ -96,9 +96,12 @@ def _entries(client: ApiClient, job_id: str, writes: list[PulledWrite], view: Js
         try:
             entered = client.entered_state(job_id, phase)
         except ApiError as exc:
-            if exc.status == 404:
+            if exc.status != 404:
+                raise
+            if phase != view.get("nextPhase") or "state" not in view:
                 continue  # no entry kept for it (a map's item phase, say)
-            raise
+            # the phase the job waits to enter (not run yet): its entry is the job's checkpoint
+            entered = {"state": view["state"], "enteredAt": view.get("checkpointCreatedAt") or 0, **_version(view)}
         entry = Checkpoint(
             next_phase=phase,
             state=entered.get("state"),
@@ -109,6 +112,11 @@ def _entries(client: ApiClient, job_id: str, writes: list[PulledWrite], view: Js
         if at is not None:
             kept[at] = kept[at].model_copy(update={"entry": entry})
     return kept
+
+
+def _version(view: Json) -> Json:
+    """The view's ``stateVersion``, when it has one."""
+    return {"stateVersion": view["stateVersion"]} if view.get("stateVersion") is not None else {}
 
 
 def _entering(writes: list[PulledWrite], phase: str) -> int | None:

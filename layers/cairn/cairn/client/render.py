@@ -313,19 +313,30 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _side(change: Json, side: str) -> str:
+    """One side of a change on one line; a value the API cut (``beforeCut``/``afterCut``) says so and its size."""
+    size = change.get(f"{side}Cut")
+    if not isinstance(size, int):
+        return _shown(change.get(side))
+    start = str(change.get(side, "")).removesuffix("…")
+    return f"{start[:60]}... (cut: {size} characters of JSON)"
+
+
 def diff_lines(diff: Json) -> str:
-    """``GET /jobs/{id}/diff`` as lines: ``~ /path: before -> after``, ``+ /path: after``, ``- /path: before``."""
+    """``GET /jobs/{id}/diff`` as lines: ``~ /path: before -> after``, ``+ /path: after``, ``- /path: before``.
+
+    A value the API cut shows its start and its whole size."""
     before, after = diff.get("from", {}), diff.get("to", {})
     lines = [f"From {before.get('phase')} to {after.get('phase')}:"]
     for change in diff.get("changes", []):
         path = change.get("path") or "(the whole state)"
         kind = change.get("change")
         if kind == "added":
-            lines.append(f"+ {path}: {_shown(change.get('after'))}")
+            lines.append(f"+ {path}: {_side(change, 'after')}")
         elif kind == "removed":
-            lines.append(f"- {path}: {_shown(change.get('before'))}")
+            lines.append(f"- {path}: {_side(change, 'before')}")
         else:
-            lines.append(f"~ {path}: {_shown(change.get('before'))} -> {_shown(change.get('after'))}")
+            lines.append(f"~ {path}: {_side(change, 'before')} -> {_side(change, 'after')}")
     if not diff.get("changes"):
         lines.append("  No change: both phases were entered with the same state.")
     if diff.get("truncated"):

@@ -86,6 +86,15 @@ class TransitionRefusedError(InvalidInputError):
     """The job's status does not allow the change asked for (pausing a finished job, say); nothing changed."""
 
 
+class AlreadyCancelledError(TransitionRefusedError):
+    """A cancel of a job that is already cancelled: nothing changed; ``job`` is the job as it is."""
+
+    def __init__(self, job_id: str, job: object) -> None:
+        super().__init__(f'Job "{job_id}" is already cancelled')
+        self.job_id = job_id
+        self.job = job
+
+
 class JobNotFoundError(CairnError):
     """The job does not exist (or has expired)."""
 

@@ -36,6 +36,22 @@ class Route:
     """The map whose items run before ``next_phase`` (None: no map)."""
 
 
+@dataclass(frozen=True)
+class StateLink:
+    """A short-lived link to a kept state stored as an object of its own: a plain GET of ``url`` reads it.
+
+    ``size`` is the object's bytes; ``encoding`` says how they hold the state's JSON (``"gzip"`` or ``"json"``).
+    """
+
+    checkpoint: Checkpoint
+    """The entry checkpoint the state belongs to (its ``state`` left out: None)."""
+    url: str
+    size: int
+    encoding: str
+    expires_at: int
+    """Unix ms: the link stops working then."""
+
+
 class Storage(ABC):
     """Where jobs and their checkpoints live. Every method is one atomic step.
 
@@ -145,6 +161,14 @@ class Storage(ABC):
 
         With ``before`` (Unix ms), the newest such checkpoint written at or before then: an earlier run's.
         """
+
+    def entered_link(
+        self, job_id: str, phase: str, *, before: int | None = None, expires_in: int = 300
+    ) -> StateLink | None:
+        """A link (valid ``expires_in`` seconds) to the state of the entry :meth:`entered` finds, read from where it
+        is stored rather than through this store's reply; None when that state is not kept as an object of its own
+        (the default: a store without such objects, such as the memory store)."""
+        return None
 
     @abstractmethod
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:

@@ -12,7 +12,7 @@ from typing import TypeVar
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ..core.models import Checkpoint, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.share_port import NoteOutcome, OwnerShares, ShareTaken, SlotRequest, Waiter, WaiterNote
-from ..core.storage_port import Route, Storage
+from ..core.storage_port import Route, StateLink, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 _T = TypeVar("_T")
@@ -85,6 +85,14 @@ class DelegatingStorage(Storage):
         if before is None:
             return self.around("entered", lambda: self.inner.entered(job_id, phase))
         return self.around("entered", lambda: self.inner.entered(job_id, phase, before=before))
+
+    def entered_link(
+        self, job_id: str, phase: str, *, before: int | None = None, expires_in: int = 300
+    ) -> StateLink | None:
+        """The inner store's link to that entry's state (None when it keeps none), through :meth:`around`."""
+        return self.around(
+            "entered_link", lambda: self.inner.entered_link(job_id, phase, before=before, expires_in=expires_in)
+        )
 
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         return self.around("get_items", lambda: self.inner.get_items(job_id, fan_out))

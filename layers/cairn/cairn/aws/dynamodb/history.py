@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from ...core import transitions, ttl
 from ...core.models import Checkpoint
+from ...core.storage_port import StateLink
 from ...core.transitions import StartJob, Written
 from ...core.transitions.history import entered_by
 from ..payloads import PayloadCodec
@@ -37,7 +38,27 @@ class History:
 
         The job item, then its chain newest first, a page of items at a time, until an item that
         entered ``phase`` (either form of history item; an unreadable one ends the chain there).
+        Only that item's state is read from S3.
         """
+        found = self._entry_item(job_id, phase, before)
+        return None if found is None else self.table.codec.decode_entry(found[0], where=found[1])
+
+    def entered_link(self, job_id: str, phase: str, *, before: int | None, expires_in: int) -> StateLink | None:
+        """A presigned GET of the S3 object holding the state :meth:`entered` finds; None when it is inline."""
+        found = self._entry_item(job_id, phase, before)
+        if found is None:
+            return None
+        item, where = found
+        entry = from_item(item).get("entry")
+        reference = entry.get("state", {}).get("s3") if isinstance(entry, dict) else None
+        checkpoint = self.table.codec.decode_entry(item, where=where, fetch=False)
+        if not isinstance(reference, dict) or checkpoint is None:
+            return None
+        payloads = self.table.codec.payloads
+        return payloads.link(reference, checkpoint, where=where, expires_in=expires_in, now_ms=self.table.clock())
+
+    def _entry_item(self, job_id: str, phase: str, before: int | None) -> tuple[Item, str] | None:
+        """The history item holding the entry :meth:`entered` finds, and where it lives (no S3 read)."""
         table = self.table
         response = table.call(table.client.get_item, TableName=table.name, Key=table.key(job_id), ConsistentRead=True)
         job_item = response.get("Item")
@@ -46,9 +67,10 @@ class History:
         run, sequence, head = chain_of(job_item)
         chain = NewestFirst(table, job_id, run=run, head=head, until=sequence, page=ENTERED_PAGE, strict=False)
         for link in chain:
-            found = table.codec.decode_entry(link.item, where=f"{table.codec.pk(job_id)}/{link.sk}")
+            where = f"{table.codec.pk(job_id)}/{link.sk}"
+            found = table.codec.decode_entry(link.item, where=where, fetch=False)
             if found is not None and found.next_phase == phase and entered_by(found, before):
-                return found
+                return link.item, where
         return None
 
     def with_renewal(self, written: Written, request: StartJob) -> Written:

@@ -40,7 +40,7 @@ from ...core.models import (
     MapRecord,
 )
 from ...core.settings import Settings
-from ...core.storage_port import Route, Storage
+from ...core.storage_port import Route, StateLink, Storage
 from ...core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from ..payloads import PayloadCodec
 from .codec import ItemCodec
@@ -202,6 +202,12 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
     def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint | None:
         """The entry checkpoint of ``phase`` kept in the job's history: the newest linked item with one."""
         return self._history.entered(job_id, phase, before=before)
+
+    def entered_link(
+        self, job_id: str, phase: str, *, before: int | None = None, expires_in: int = 300
+    ) -> StateLink | None:
+        """A presigned GET of the S3 object holding that entry's state; None when the state is in the table."""
+        return self._history.entered_link(job_id, phase, before=before, expires_in=expires_in)
 
     # -- listings ----------------------------------------------------------------------------
 

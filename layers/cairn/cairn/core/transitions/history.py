@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..models import Checkpoint, HistoryItem, LogEntry, PhaseRecord
+from ..models import Checkpoint, HistoryItem, Job, LogEntry, PhaseRecord
 from .requests import Journal
 
 
@@ -61,6 +61,21 @@ def entered(
 def entered_by(entry: Checkpoint, before: int | None) -> bool:
     """Whether ``entry`` was written at or before ``before`` (Unix ms; None: any time)."""
     return before is None or entry.created_at <= before
+
+
+def waits_to_enter(job: Job, entry: Checkpoint) -> bool:
+    """Whether ``entry`` is the job's own checkpoint and no run of its phase has begun from it: the job only waits
+    to enter that phase (queued, paused, waiting for a signal, or stopped before it ran).
+
+    A run has begun when the job holds a claim from it (``claimed_at``) or a record of the phase started at or
+    after the entry is among ``job.phases`` (a write of the phase's run is the job's newest history).
+    """
+    current = job.checkpoint
+    if current is None or (current.next_phase, current.created_at) != (entry.next_phase, entry.created_at):
+        return False
+    if job.claimed_at is not None:
+        return False
+    return not any(record.phase == entry.next_phase and record.started_at >= entry.created_at for record in job.phases)
 
 
 def history_chain(items: Mapping[str, HistoryItem], head: str | None) -> list[HistoryItem]:

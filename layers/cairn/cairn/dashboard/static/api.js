@@ -68,6 +68,20 @@ function apiErrorOf(response, data) {
 
 export const jobPath = (jobId) => `jobs/${encodeURIComponent(jobId)}`;
 
+/**
+ * Cancel a job: its view. One already cancelled (the API's 409 `already_cancelled`, a cancel sent again, say) is
+ * the job as asked: its view from the error body, not a failure.
+ * @param {string} jobId
+ */
+export async function cancelJob(jobId) {
+  try {
+    return await api(`${jobPath(jobId)}/cancel`, { method: "POST" });
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "already_cancelled" && error.body?.job) return error.body.job;
+    throw error;
+  }
+}
+
 let pipelinesPromise = null;
 
 /**

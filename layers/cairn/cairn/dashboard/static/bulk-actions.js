@@ -4,7 +4,7 @@
  * job after; each job gets one request (a job whose status changed meanwhile is refused by the API, and said so).
  */
 
-import { api, jobPath } from "./api.js";
+import { api, cancelJob, jobPath } from "./api.js";
 import { openDialog, setDialogError } from "./dialogs.js";
 import { $, h } from "./dom.js";
 
@@ -31,7 +31,7 @@ export const BULK_ACTIONS = {
   cancel: {
     label: "Cancel",
     past: "Cancelled",
-    send: (jobId) => api(`${jobPath(jobId)}/cancel`, { method: "POST" }),
+    send: (jobId) => cancelJob(jobId),
     explain: "Each job stops at its next phase boundary; its checkpoint stays, so Retry resumes it.",
   },
   restart: {

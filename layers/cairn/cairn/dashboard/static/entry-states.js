@@ -10,9 +10,27 @@ import { stateVersion } from "./job-panels.js";
 
 const SIGNS = { added: "+", removed: "−", changed: "~" };
 
-/** A value of a change on one line: compact JSON, cut to a panel's width. */
-function short(value) {
-  const text = JSON.stringify(value) ?? "undefined";
+/**
+ * A state too large for one reply: the API hands it over as a short-lived link (`stateUrl`); the page offers it
+ * as a download instead of showing it.
+ */
+export function stateLink(entered) {
+  return h(
+    "p",
+    { class: "state-link" },
+    `Too large to show here (${entered.stateBytes} bytes stored): `,
+    h("a", { href: entered.stateUrl, target: "_blank", rel: "noopener noreferrer" }, "open the state"),
+    " (the link works until ",
+    timeElement(entered.stateUrlExpiresAt),
+    ")",
+  );
+}
+
+/** A value of a change on one line: compact JSON, cut to a panel's width; one the API cut says its size. */
+function short(change, side) {
+  const size = change[`${side}Cut`];
+  if (typeof size === "number") return `${String(change[side]).slice(0, 100)}… (cut: ${size} characters of JSON)`;
+  const text = JSON.stringify(change[side]) ?? "undefined";
   return text.length > 120 ? `${text.slice(0, 117)}…` : text;
 }
 
@@ -21,10 +39,10 @@ function changeLine(change) {
   const path = change.path || "(the whole state)";
   const values =
     change.change === "added"
-      ? [h("ins", {}, short(change.after))]
+      ? [h("ins", {}, short(change, "after"))]
       : change.change === "removed"
-        ? [h("del", {}, short(change.before))]
-        : [h("del", {}, short(change.before)), " → ", h("ins", {}, short(change.after))];
+        ? [h("del", {}, short(change, "before"))]
+        : [h("del", {}, short(change, "before")), " → ", h("ins", {}, short(change, "after"))];
   return h(
     "li",
     { class: `change ${change.change}`, dataset: { path: change.path } },
@@ -100,7 +118,7 @@ export function entryStates(jobId, phases, signal) {
             timeElement(entered.enteredAt),
             ` (${stateVersion(entered)}):`,
           ),
-          h("pre", { class: "json", tabindex: "0" }, prettyJson(entered.state)),
+          entered.stateUrl ? stateLink(entered) : h("pre", { class: "json", tabindex: "0" }, prettyJson(entered.state)),
         );
         return;
       }

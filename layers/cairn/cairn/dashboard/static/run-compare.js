@@ -7,6 +7,7 @@
 
 import { api, ApiError, jobPath } from "./api.js";
 import { h, setChildren } from "./dom.js";
+import { stateLink } from "./entry-states.js";
 import { prettyJson } from "./format.js";
 import { runOf, runStarts, runTitle } from "./timeline-runs.js";
 
@@ -47,7 +48,11 @@ export function compareRows(phases, older, newer, entries) {
     const differs =
       bothRan &&
       (sides[0].outcome !== sides[1].outcome ||
-        (states[0] !== null && states[1] !== null && canonical(states[0].state) !== canonical(states[1].state)));
+        (states[0] !== null &&
+          states[1] !== null &&
+          !states[0].stateUrl &&
+          !states[1].stateUrl && // a state handed over as a link is not compared here
+          canonical(states[0].state) !== canonical(states[1].state)));
     return { phase, sides, states, differs };
   });
   return { rows, first: rows.findIndex((row) => row.differs) };
@@ -66,7 +71,7 @@ function cell(record, entry) {
           "details",
           { class: "compare-state" },
           h("summary", {}, "Entered with"),
-          h("pre", { class: "json", tabindex: "0" }, prettyJson(entry.state)),
+          entry.stateUrl ? stateLink(entry) : h("pre", { class: "json", tabindex: "0" }, prettyJson(entry.state)),
         )
       : h("p", { class: "muted" }, "entry state not kept"),
   );

@@ -4,7 +4,7 @@
 
 import { ACTION_NAMES, actionClass, renderActions } from "./actions.js";
 import { announce, clearAlert, reportError } from "./alerts.js";
-import { api, ApiError, findPipeline, jobPath } from "./api.js";
+import { api, ApiError, cancelJob, findPipeline, jobPath } from "./api.js";
 import { renderBanner } from "./banner.js";
 import { onConnectionChange } from "./connection.js";
 import { focusLost, h, heading, restoreFocus } from "./dom.js";
@@ -335,7 +335,7 @@ export function jobView(main, route) {
     Retry: () => act("Retry", () => post("retry", { mode: "resume" })),
     Resume: () => act("Resume", () => post("retry", { mode: "resume" })),
     Pause: () => act("Pause", () => post("pause")),
-    Cancel: () => act("Cancel", () => post("cancel")),
+    Cancel: () => act("Cancel", () => cancelJob(jobId)),
     "Start over": () => openStartOver(view, (send) => act("Start over", send), post, readInput),
     "Rerun from phase": () => openRerun(view, readState, (send) => act("Rerun from phase", send), post),
     "Send signal": () => openSignal(view, (send) => act("Send signal", send), jobId),
