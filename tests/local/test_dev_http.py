@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -96,6 +98,32 @@ def test_a_stalled_request_is_answered_408_or_closed_by_the_server(stack: DevSta
     assert received == b"" or received.startswith(b"HTTP/1.1 408 "), received
     if b"Content-Length: 1000" in sent:
         assert received.startswith(b"HTTP/1.1 408 ")  # the request line and headers came: the server says why
+
+
+@pytest.mark.parametrize("which", ["api", "aws"])
+def test_a_request_head_trickled_a_byte_at_a_time_is_cut_off_within_the_read_timeout(
+    stack: DevStack, which: str
+) -> None:
+    url = stack.base_url if which == "api" else aws_url(stack)
+    host = url.removeprefix("http://").encode()
+    head = b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\n" + b"X-Slow: " + b"a" * 20 + b"\r\n\r\n"
+    started = time.monotonic()
+    with socket.create_connection(address(url), timeout=HUNG) as connection:
+        for byte in head:  # one byte every half second: each gap is well within the read timeout
+            try:
+                connection.sendall(bytes([byte]))
+            except OSError:
+                break  # the server closed the connection
+            if select.select([connection], [], [], 0.5)[0]:
+                break  # the server answered or closed
+        try:
+            received = connection.recv(65536)
+        except OSError:
+            received = b""
+    took = time.monotonic() - started
+
+    assert received == b"" or received.startswith(b"HTTP/1.1 408 "), received
+    assert took < READ_TIMEOUT + 2, f"a trickled head was served for {took:.1f}s"
 
 
 def test_the_api_still_answers_after_stalled_requests(stack: DevStack) -> None:
