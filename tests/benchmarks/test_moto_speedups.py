@@ -10,8 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from benchmarks.moto_speedups import proportional_moto
 from cairn.aws.dynamodb.schema import create_table
+from cairn.dev.moto_speedups import proportional_moto
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,9 +1,10 @@
-"""Moto's DynamoDB at a cost that follows what a request touches, for load tests of thousands of items.
+"""Moto's DynamoDB at a cost that follows what a request touches: ``cairn dev`` and load tests at thousands of jobs.
 
 In-process moto does two things whose cost grows with the whole table rather than with the request:
 ``TransactWriteItems`` deep-copies every table it names before it starts (for its rollback), and a
 ``Query`` on the table's own key sorts every item of the table before it keeps the partition asked
-for. At 10,000 jobs or map items that makes moto's time, not cairn's, the figure a load test reports.
+for. At 10,000 jobs or map items that makes moto's time, not cairn's, the figure a load test reports, and
+a page of ``cairn dev``'s job list outlast the API function's timeout.
 
 :func:`proportional_moto` changes only how moto gets there, never what it answers:
 
