@@ -11,7 +11,10 @@ a page of ``cairn dev``'s job list outlast the API function's timeout.
 - a transaction keeps a copy of each item it names (or notes it absent) and puts those back when it
   is cancelled, instead of a copy of each table; moto's own rollback is left with nothing to copy;
 - a ``Query`` on the table's key (no index) looks only at its partition, and only at the items its
-  key condition keeps; queries on an index, scans and everything else are moto's own.
+  key condition keeps;
+- a ``Query`` on an index is given the table's items unsorted (moto sorts what it keeps by the index's
+  key and the table's, an order no two items share, so sorting the whole table first changes nothing);
+  scans and everything else are moto's own.
 
 ``tests/benchmarks/test_moto_speedups.py`` checks that moto answers the same with and without it.
 """
@@ -35,10 +38,10 @@ from moto.dynamodb.models.table import Table
 
 @dataclass(frozen=True)
 class _Asked:
-    """What a ``Query`` on the table's key asks for, while moto answers it: a partition, maybe a range."""
+    """What a ``Query`` asks for, while moto answers it: a partition, maybe a range (no partition: an index's)."""
 
     table: Table
-    hash_key: DynamoType
+    hash_key: DynamoType | None
     comparison: str | None
     bounds: list[DynamoType]
 
@@ -125,6 +128,8 @@ def _queries_read_their_partition(original: Callable[..., Any]) -> Callable[...,
             bounds = list(args[1] if len(args) > 1 else kwargs.get("range_objs") or [])
             single_range_key = len(kwargs.get("range_key_conditions") or []) <= 1
             asked = _Asked(self, hash_key, comparison if single_range_key else None, bounds)
+        elif index_name is not None:
+            asked = _Asked(self, None, None, [])
         token = _ASKED.set(asked)
         try:
             return original(self, hash_key, *args, **kwargs)
@@ -134,12 +139,19 @@ def _queries_read_their_partition(original: Callable[..., Any]) -> Callable[...,
     return query
 
 
+def _partition_values(table: Table, partition: Any) -> list[Item]:
+    """A partition's items: its range keys' items, or the item itself in a table without a range key."""
+    return list(partition.values()) if table.range_key_attr else [partition]
+
+
 def _partition_items(original: Callable[[Table], list[Item]]) -> Callable[[Table], list[Item]]:
     @functools.wraps(original)
     def all_items(self: Table) -> list[Item]:
         asked = _ASKED.get()
         if asked is None or asked.table is not self:
             return original(self)
+        if asked.hash_key is None:  # an index's query: moto sorts what it keeps
+            return [item for partition in self.items.values() for item in _partition_values(self, partition)]
         partition = self.items.get(asked.hash_key)
         if partition is None:
             return []
