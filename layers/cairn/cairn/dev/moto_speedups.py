@@ -12,9 +12,9 @@ a page of ``cairn dev``'s job list outlast the API function's timeout.
   is cancelled, instead of a copy of each table; moto's own rollback is left with nothing to copy;
 - a ``Query`` on the table's key (no index) looks only at its partition, and only at the items its
   key condition keeps;
-- a ``Query`` on an index is given the table's items unsorted (moto sorts what it keeps by the index's
-  key and the table's, an order no two items share, so sorting the whole table first changes nothing);
-  scans and everything else are moto's own.
+- a ``Query`` on an index is given, unsorted, the table's items that have every attribute of the index's
+  key (moto keeps no other, and sorts what it keeps by the index's key and the table's, an order no two
+  items share, so sorting the whole table first changes nothing); scans and everything else are moto's own.
 
 ``tests/benchmarks/test_moto_speedups.py`` checks that moto answers the same with and without it.
 """
@@ -44,6 +44,8 @@ class _Asked:
     hash_key: DynamoType | None
     comparison: str | None
     bounds: list[DynamoType]
+    index_key: tuple[str, ...] = ()
+    """An index's key attributes (a query on an index)."""
 
 
 _ASKED: contextvars.ContextVar[_Asked | None] = contextvars.ContextVar("asked", default=None)
@@ -129,7 +131,9 @@ def _queries_read_their_partition(original: Callable[..., Any]) -> Callable[...,
             single_range_key = len(kwargs.get("range_key_conditions") or []) <= 1
             asked = _Asked(self, hash_key, comparison if single_range_key else None, bounds)
         elif index_name is not None:
-            asked = _Asked(self, None, None, [])
+            index = next((index for index in self.all_indexes() if index.name == index_name), None)
+            if index is not None:  # else moto refuses the query
+                asked = _Asked(self, None, None, [], tuple(key["AttributeName"] for key in index.schema))
         token = _ASKED.set(asked)
         try:
             return original(self, hash_key, *args, **kwargs)
@@ -150,8 +154,13 @@ def _partition_items(original: Callable[[Table], list[Item]]) -> Callable[[Table
         asked = _ASKED.get()
         if asked is None or asked.table is not self:
             return original(self)
-        if asked.hash_key is None:  # an index's query: moto sorts what it keeps
-            return [item for partition in self.items.values() for item in _partition_values(self, partition)]
+        if asked.hash_key is None:  # an index's query: moto keeps only items in the index, and sorts them
+            return [
+                item
+                for partition in self.items.values()
+                for item in _partition_values(self, partition)
+                if all(name in item.attrs for name in asked.index_key)
+            ]
         partition = self.items.get(asked.hash_key)
         if partition is None:
             return []
