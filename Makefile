@@ -183,12 +183,13 @@ SCALE_JOBS ?= 10000
 scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale --jobs $(SCALE_JOBS)
 
-# The dashboard's jobs list on `cairn dev` with CONSOLE_JOBS jobs written through the store (10,000 take a few
-# minutes to write): the browser tests of tests/browser/test_dashboard_list.py, printing how soon the first page
-# shows. `make test` runs them with 1,000.
+# The dashboard's jobs list on `cairn dev` with CONSOLE_JOBS jobs of real histories (benchmarks/dev_scale.py's, written
+# through the store; 10,000 take a few minutes): the browser tests of tests/browser/test_dashboard_list.py, printing
+# how soon the first page shows, then the API's answers beside a 100-job stack. `make test` runs the tests with 1,000.
 CONSOLE_JOBS ?= 10000
 console-scale: $(STAMP) $(CHROMIUM)
 	CAIRN_CONSOLE_JOBS=$(CONSOLE_JOBS) BROWSER_REQUIRED=1 $(BIN)/pytest -s -p no:randomly tests/browser/test_dashboard_list.py
+	$(BIN)/python -m benchmarks.dev_scale --jobs $(CONSOLE_JOBS)
 
 # Runs the proofs (fault schedules at RELIABILITY_SCALE, API fuzzing, corrupt records, a chaos run of
 # RELIABILITY_JOBS jobs with a fifth of AWS calls failing) and writes docs/RELIABILITY.md.

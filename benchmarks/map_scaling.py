@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from benchmarks.common import Result, Summary, Table, Target, git_commit, machine, versions, write_result
 from benchmarks.cost import REGION, fake_credentials, progress
-from benchmarks.moto_speedups import proportional_moto
 from benchmarks.overhead import MotoClock
 from cairn import Cairn, Done, InlineScheduler, JobStatus, Map, MemoryStorage, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import create_table
 from cairn.core.storage_port import Storage
+from cairn.dev.moto_speedups import proportional_moto
 from cairn.storage.delegating import DelegatingStorage
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ SIZES = (10, 100, 1_000, 10_000)
 QUICK_SIZES = (10, 100)
 STORES = ("memory", "DynamoDB (moto)")
 CONCURRENCY = 10
-#: The largest map run on moto (under :func:`benchmarks.moto_speedups.proportional_moto`, moto's time per
+#: The largest map run on moto (under :func:`cairn.dev.moto_speedups.proportional_moto`, moto's time per
 #: request does not grow with the table).
 DYNAMODB_MAX = 10_000
 #: Maps on moto at least this large run once, not once per repeat: each takes minutes.
@@ -326,7 +326,7 @@ def build_result(runs: list[Run], sizes: Sequence[int], repeats: int, dynamodb_m
             f"DynamoDB on moto is measured up to {dynamodb_max:,} items (--dynamodb-max), not {max(sizes):,}."
         )
     result.notes.append(
-        "Moto runs under benchmarks.moto_speedups.proportional_moto: in-process moto deep-copies every table a "
+        "Moto runs under cairn.dev.moto_speedups.proportional_moto: in-process moto deep-copies every table a "
         "TransactWriteItems names (each item's finish is one) and sorts the whole table for every Query, so "
         "without it moto's own time per request grows with the table (the 1,000-item map took 181 s, 10,000 "
         "would take hours). The shim keeps a copy of only the items a transaction names, for its rollback, and "

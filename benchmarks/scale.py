@@ -2,7 +2,7 @@
 
 N jobs (10,000 by default) of a four-phase no-op pipeline run to completion on
 :class:`~cairn.aws.dynamodb.DynamoDBStorage` on in-process moto (under
-:func:`benchmarks.moto_speedups.proportional_moto`, so moto's time per request does not grow with the
+:func:`cairn.dev.moto_speedups.proportional_moto`, so moto's time per request does not grow with the
 table), one owner, the inline scheduler,
 each with 1 KB of incompressible state (random text). Every ``N / SAMPLES``-th job runs under
 :class:`benchmarks.dynamodb_meter.DynamoDBMeter`: the write and read units of its start, its middle
@@ -34,11 +34,11 @@ from typing import TYPE_CHECKING, Any
 from benchmarks.common import Result, Table, git_commit, machine, versions, write_result
 from benchmarks.cost import PHASES, TABLE, measure_job, moto_backend, noop_pipeline, progress
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
-from benchmarks.moto_speedups import proportional_moto
 from benchmarks.overhead import MotoClock
 from benchmarks.scale_model import Measured, render
 from cairn import InlineScheduler, JobStatus, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.dev.moto_speedups import proportional_moto
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -50,6 +50,7 @@ LONG_FOLDERS = ("browser", "local", "reliability")
 """Folders whose every test is long: a real browser, `cairn dev` in a child process, the chaos run."""
 LONG_FILES = (
     "benchmarks/test_cost_suites.py",
+    "benchmarks/test_dev_scale_suite.py",
     "benchmarks/test_fair_share_suite.py",
     "benchmarks/test_map_scaling_suite.py",
     "benchmarks/test_runtime_suites.py",

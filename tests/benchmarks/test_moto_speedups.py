@@ -10,8 +10,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from benchmarks.moto_speedups import proportional_moto
 from cairn.aws.dynamodb.schema import create_table
+from cairn.dev.moto_speedups import proportional_moto
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -90,6 +90,18 @@ def _scenario(client: DynamoDBClient) -> list[Any]:
             ExpressionAttributeValues={":o": {"S": "o#0"}},
         )
     )
+    for forward in (True, False):  # an index's pages, both ways
+        listing = {
+            "TableName": TABLE,
+            "IndexName": "Listing",
+            "KeyConditionExpression": "#o = :o",
+            "ExpressionAttributeNames": {"#o": "owner"},
+            "ExpressionAttributeValues": {":o": {"S": "o#0"}},
+            "ScanIndexForward": forward,
+        }
+        page = _answer(client.query, Limit=2, **listing)
+        answers.append(page)
+        answers.append(_answer(client.query, ExclusiveStartKey=page["LastEvaluatedKey"], **listing))
     answers.append(_answer(client.scan, TableName=TABLE))
     return answers
 

@@ -1,5 +1,6 @@
-"""The jobs list at scale in chromium: thousands of jobs (written through the store), filters on the server and
-in the address, totals, a job found by id at once, the keyboard, and a refresh that reads the first page only.
+"""The jobs list at scale in chromium: thousands of jobs with real histories (written through the store), filters on
+the server and in the address, totals, a job found by id at once, the keyboard, and a refresh that reads the first
+page only.
 
 ``CAIRN_CONSOLE_JOBS`` sets how many jobs (default 1,000 in ``make test``; ``make console-scale`` runs 10,000).
 """
@@ -15,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
+from benchmarks.dev_scale import seed_stack
 from tests.browser.dashboard import SAFETY_MS, pause_clock, refreshed
 from tests.browser.seed import DAY_MS, seed_jobs
 from tests.local.devstack import DevStack, dev_stack
@@ -28,16 +30,18 @@ OLD = ["old-0", "old-1", "old-2"]
 
 @pytest.fixture(scope="module")
 def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    """``cairn dev`` with JOBS jobs of ``document-intake`` (newest last in IDS) and three made two days ago.
+    """``cairn dev`` with JOBS jobs (newest last in IDS) and three made two days ago.
 
-    The schedules tick once a day, so that the sweep leaves the jobs (never scheduled) as they were written.
+    The JOBS jobs are :func:`benchmarks.dev_scale.seed_stack`'s: real histories of 2 to 16 writes, both of the
+    bundle's pipelines, some failed. The schedules tick once a day, so that the sweep leaves the jobs as they were
+    written.
     """
     log = tmp_path_factory.mktemp("dev-crowded") / "dev.log"
     with dev_stack(log, "--driver", "direct", "--sweep-seconds", "86400") as stack:
         now = int(time.time() * 1000)
         seed_jobs(stack, OLD, pipeline="document-intake", first_phase="extract", now_ms=now - 2 * DAY_MS)
         started = time.monotonic()
-        seed_jobs(stack, IDS, pipeline="document-intake", first_phase="extract", now_ms=now)
+        assert seed_stack(stack.admin("info"), JOBS, prefix="list") == IDS
         print(f"\n{JOBS:,} jobs written through the store in {time.monotonic() - started:.1f} s")
         yield stack
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
 
 from cairn.dev.process import dev_process
 from cairn.dev.wsgi_server import READ_TIMEOUT_VARIABLE
@@ -98,6 +101,32 @@ def test_a_stalled_request_is_answered_408_or_closed_by_the_server(stack: DevSta
         assert received.startswith(b"HTTP/1.1 408 ")  # the request line and headers came: the server says why
 
 
+@pytest.mark.parametrize("which", ["api", "aws"])
+def test_a_request_head_trickled_a_byte_at_a_time_is_cut_off_within_the_read_timeout(
+    stack: DevStack, which: str
+) -> None:
+    url = stack.base_url if which == "api" else aws_url(stack)
+    host = url.removeprefix("http://").encode()
+    head = b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\n" + b"X-Slow: " + b"a" * 20 + b"\r\n\r\n"
+    started = time.monotonic()
+    with socket.create_connection(address(url), timeout=HUNG) as connection:
+        for byte in head:  # one byte every half second: each gap is well within the read timeout
+            try:
+                connection.sendall(bytes([byte]))
+            except OSError:
+                break  # the server closed the connection
+            if select.select([connection], [], [], 0.5)[0]:
+                break  # the server answered or closed
+        try:
+            received = connection.recv(65536)
+        except OSError:
+            received = b""
+    took = time.monotonic() - started
+
+    assert received == b"" or received.startswith(b"HTTP/1.1 408 "), received
+    assert took < READ_TIMEOUT + 2, f"a trickled head was served for {took:.1f}s"
+
+
 def test_the_api_still_answers_after_stalled_requests(stack: DevStack) -> None:
     stalled = [socket.create_connection(address(stack.base_url)) for _ in range(20)]
     try:
@@ -164,6 +193,71 @@ def test_the_aws_endpoint_serves_boto3(stack: DevStack) -> None:
     for endpoint in (info["awsEndpoint"], info["awsEndpoint"].replace("127.0.0.1", "localhost")):
         table = session.client("dynamodb", endpoint_url=endpoint).describe_table(TableName=info["table"])
         assert table["Table"]["TableStatus"] == "ACTIVE"
+
+
+def _dynamodb(stack: DevStack) -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=aws_url(stack),
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(retries={"max_attempts": 1}),
+    )
+
+
+def test_concurrent_writes_and_queries_on_the_aws_endpoint_all_succeed(stack: DevStack) -> None:
+    table = stack.admin("info")["table"]
+    client = _dynamodb(stack)
+
+    def item(name: str) -> dict[str, Any]:
+        return {"pk": {"S": f"RACE#{name}"}, "sk": {"S": "JOB"}, "owner": {"S": "race"}, "createdAt": {"N": "1"}}
+
+    for batch in range(0, 2000, 25):
+        requests = [{"PutRequest": {"Item": item(f"seed-{n}")}} for n in range(batch, batch + 25)]
+        client.batch_write_item(RequestItems={table: requests})
+    failures: list[str] = []
+    until = time.monotonic() + 4
+
+    def write(worker: int) -> None:
+        writer = _dynamodb(stack)
+        count = 0
+        while time.monotonic() < until:
+            try:
+                if count % 2:
+                    writer.put_item(TableName=table, Item=item(f"w{worker}-{count}"))
+                else:  # a transaction, as every save of a job is
+                    writer.transact_write_items(
+                        TransactItems=[{"Put": {"TableName": table, "Item": item(f"w{worker}-{count}")}}]
+                    )
+            except Exception as error:
+                failures.append(f"put: {error}")
+            count += 1
+
+    def read() -> None:
+        reader = _dynamodb(stack)
+        while time.monotonic() < until:
+            try:
+                reader.query(
+                    TableName=table,
+                    IndexName="Listing",
+                    KeyConditionExpression="#o = :o",
+                    ExpressionAttributeNames={"#o": "owner"},
+                    ExpressionAttributeValues={":o": {"S": "race"}},
+                    Select="COUNT",
+                )
+                reader.scan(TableName=table, Select="COUNT", Limit=5000)
+            except Exception as error:
+                failures.append(f"read: {error}")
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(3)]
+    threads += [threading.Thread(target=read) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=HUNG)
+
+    assert not failures, failures[:3]
 
 
 def test_headers_over_the_bound_are_431(stack: DevStack) -> None:

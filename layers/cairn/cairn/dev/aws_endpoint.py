@@ -4,8 +4,11 @@ Every boto3 client of the functions (``AWS_ENDPOINT_URL``) and of the server tal
 ``POST /2015-03-31/functions/{name}/invocations`` (Lambda's Invoke) runs the template's
 functions in worker processes (:class:`LambdaService`); everything else is moto's. moto's
 Step Functions engine calls Lambda on ``localhost:$MOTO_PORT``, so its ``lambda:invoke``
-tasks reach the same functions over HTTP. Served as the API is (:class:`cairn.dev.wsgi_server.LocalServer`),
-it answers only requests for its own address from no other site's page (:mod:`cairn.dev.own_origin`).
+tasks reach the same functions over HTTP. moto's DynamoDB answers one request at a time (its tables are
+not safe to read while another thread writes them) and at a cost that follows what the request touches
+(:mod:`cairn.dev.moto_speedups`), so a table of 10,000 jobs answers as one of 10 does. Served as the
+API is (:class:`cairn.dev.wsgi_server.LocalServer`), it answers only requests for its own address
+from no other site's page (:mod:`cairn.dev.own_origin`).
 """
 
 from __future__ import annotations
@@ -14,12 +17,15 @@ import json
 import logging
 import os
 import re
+import threading
 import urllib.request
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from typing import Any
 from urllib.parse import unquote
 
 from .lambda_service import MAX_ASYNC_PAYLOAD, MAX_SYNC_PAYLOAD, FunctionNotFound, LambdaService
+from .moto_speedups import proportional_moto
 from .own_origin import OwnOrigin
 from .serving import ServedOnThread
 from .wsgi_server import READ_TIMEOUT, LocalServer
@@ -95,6 +101,8 @@ class AwsEndpoint:
         self.own = OwnOrigin.of(host, self.port)
         self._serving = ServedOnThread(server, "aws-endpoint")
         self._previous_moto_port: str | None = os.environ.get("MOTO_PORT")
+        self._dynamodb = threading.Lock()
+        self._speedups = ExitStack()
 
     def _app(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         reason = self.own.refusal_of(environ)
@@ -103,6 +111,9 @@ class AwsEndpoint:
         match = _INVOKE.match(environ.get("PATH_INFO", ""))
         if match and environ.get("REQUEST_METHOD") == "POST":
             return self.lambdas(environ, start_response, match["name"])
+        if str(environ.get("HTTP_X_AMZ_TARGET", "")).startswith("DynamoDB"):
+            with self._dynamodb:  # moto's tables are plain dicts: one request reads or writes them at a time
+                return list(self._moto(environ, start_response))
         result: Iterable[bytes] = self._moto(environ, start_response)
         return result
 
@@ -110,6 +121,7 @@ class AwsEndpoint:
         """Serve; with ``execute_state_machines``, moto runs Step Functions executions (their Lambda tasks here)."""
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
+        self._speedups.enter_context(proportional_moto())
         self._serving.start()
         if execute_state_machines:
             body = json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode()
@@ -120,6 +132,7 @@ class AwsEndpoint:
     def stop(self) -> None:
         """Stop serving."""
         self._serving.stop()
+        self._speedups.close()
         if self._previous_moto_port is None:
             os.environ.pop("MOTO_PORT", None)
         else:

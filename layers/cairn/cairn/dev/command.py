@@ -94,7 +94,8 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     dev.add_argument(
         "--read-timeout",
         type=_seconds,
-        help="seconds the API and the AWS endpoint wait for a client's next bytes before answering 408 "
+        help="seconds the API and the AWS endpoint wait for a client's next bytes, and for a request's line and "
+        "headers in all, before answering 408 "
         "(default: $CAIRN_DEV_READ_TIMEOUT, else 10)",
     )
     dev.add_argument(

@@ -1,19 +1,22 @@
 """The local servers' HTTP: werkzeug's threaded WSGI server, kept within bounds.
 
 :class:`LocalServer` listens with a backlog that holds a burst of connections, gives up on a client
-that sends nothing for the read timeout (as nginx's ``client_header_timeout`` and
-``client_body_timeout``, between two reads), refuses a request line and headers over a bound (431)
-and logs nothing itself. :func:`read_body` reads a request's body within a bound (413) and answers a
-body that stops coming with :class:`TimeoutError` (the app's 408). Serve it on a thread with
+that sends nothing for the read timeout (as nginx's ``client_body_timeout``, between two reads), gives
+up on one whose request line and headers have not all come within the read timeout (as nginx's
+``client_header_timeout``: a head trickled a byte at a time is cut off too), refuses a request line and
+headers over a bound (431) and logs nothing itself. :func:`read_body` reads a request's body within a
+bound (413) and answers a body that stops coming with :class:`TimeoutError` (the app's 408). Serve it on a thread with
 :class:`cairn.dev.serving.ServedOnThread`.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import socket
+import time
 from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
@@ -72,8 +75,34 @@ def read_body(environ: Mapping[str, Any], limit: int) -> bytes:
     return bytes(content)
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads, each waiting the read timeout at most and, while a deadline is set, never past it."""
+
+    def __init__(self, connection: socket.socket, read_timeout: float) -> None:
+        super().__init__()
+        self._connection = connection
+        self._read_timeout = read_timeout
+        self.deadline: float | None = None
+        """The monotonic time the reads must end by (None: only the read timeout bounds them)."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.deadline is None:
+            return self._connection.recv_into(buffer)
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("The request line and headers did not come within the read timeout")
+        self._connection.settimeout(min(left, self._read_timeout))
+        try:
+            return self._connection.recv_into(buffer)
+        finally:
+            self._connection.settimeout(self._read_timeout)
+
+
 class _Handler(WSGIRequestHandler):
-    """werkzeug's request handler with the server's read timeout and header bound, quiet."""
+    """werkzeug's request handler with the server's read timeout, head deadline and header bound, quiet."""
 
     server: LocalServer
     protocol_version = "HTTP/1.1"
@@ -81,9 +110,22 @@ class _Handler(WSGIRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.settimeout(self.server.read_timeout)  # every read waits this long at most
+        self._reader = _DeadlineReader(self.connection, self.server.read_timeout)
+        self.rfile.close()  # the socket's own reader: closed, or the socket would stay open after the request
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        """One request, whose request line and headers must all come within the read timeout."""
+        self._reader.deadline = time.monotonic() + self.server.read_timeout
+        try:
+            super().handle_one_request()
+        finally:
+            self._reader.deadline = None
 
     def parse_request(self) -> bool:
-        if not super().parse_request():
+        parsed = super().parse_request()
+        self._reader.deadline = None  # the head is in: the body is bound by the read timeout between reads
+        if not parsed:
             return False
         size = len(self.requestline) + sum(len(value) for value in self.headers.values())
         if size > self.server.max_header_bytes:

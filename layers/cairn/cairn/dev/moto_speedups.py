@@ -1,16 +1,20 @@
-"""Moto's DynamoDB at a cost that follows what a request touches, for load tests of thousands of items.
+"""Moto's DynamoDB at a cost that follows what a request touches: ``cairn dev`` and load tests at thousands of jobs.
 
 In-process moto does two things whose cost grows with the whole table rather than with the request:
 ``TransactWriteItems`` deep-copies every table it names before it starts (for its rollback), and a
 ``Query`` on the table's own key sorts every item of the table before it keeps the partition asked
-for. At 10,000 jobs or map items that makes moto's time, not cairn's, the figure a load test reports.
+for. At 10,000 jobs or map items that makes moto's time, not cairn's, the figure a load test reports, and
+a page of ``cairn dev``'s job list outlast the API function's timeout.
 
 :func:`proportional_moto` changes only how moto gets there, never what it answers:
 
 - a transaction keeps a copy of each item it names (or notes it absent) and puts those back when it
   is cancelled, instead of a copy of each table; moto's own rollback is left with nothing to copy;
 - a ``Query`` on the table's key (no index) looks only at its partition, and only at the items its
-  key condition keeps; queries on an index, scans and everything else are moto's own.
+  key condition keeps;
+- a ``Query`` on an index is given, unsorted, the table's items that have every attribute of the index's
+  key (moto keeps no other, and sorts what it keeps by the index's key and the table's, an order no two
+  items share, so sorting the whole table first changes nothing); scans and everything else are moto's own.
 
 ``tests/benchmarks/test_moto_speedups.py`` checks that moto answers the same with and without it.
 """
@@ -34,12 +38,14 @@ from moto.dynamodb.models.table import Table
 
 @dataclass(frozen=True)
 class _Asked:
-    """What a ``Query`` on the table's key asks for, while moto answers it: a partition, maybe a range."""
+    """What a ``Query`` asks for, while moto answers it: a partition, maybe a range (no partition: an index's)."""
 
     table: Table
-    hash_key: DynamoType
+    hash_key: DynamoType | None
     comparison: str | None
     bounds: list[DynamoType]
+    index_key: tuple[str, ...] = ()
+    """An index's key attributes (a query on an index)."""
 
 
 _ASKED: contextvars.ContextVar[_Asked | None] = contextvars.ContextVar("asked", default=None)
@@ -124,6 +130,10 @@ def _queries_read_their_partition(original: Callable[..., Any]) -> Callable[...,
             bounds = list(args[1] if len(args) > 1 else kwargs.get("range_objs") or [])
             single_range_key = len(kwargs.get("range_key_conditions") or []) <= 1
             asked = _Asked(self, hash_key, comparison if single_range_key else None, bounds)
+        elif index_name is not None:
+            index = next((index for index in self.all_indexes() if index.name == index_name), None)
+            if index is not None:  # else moto refuses the query
+                asked = _Asked(self, None, None, [], tuple(key["AttributeName"] for key in index.schema))
         token = _ASKED.set(asked)
         try:
             return original(self, hash_key, *args, **kwargs)
@@ -133,12 +143,24 @@ def _queries_read_their_partition(original: Callable[..., Any]) -> Callable[...,
     return query
 
 
+def _partition_values(table: Table, partition: Any) -> list[Item]:
+    """A partition's items: its range keys' items, or the item itself in a table without a range key."""
+    return list(partition.values()) if table.range_key_attr else [partition]
+
+
 def _partition_items(original: Callable[[Table], list[Item]]) -> Callable[[Table], list[Item]]:
     @functools.wraps(original)
     def all_items(self: Table) -> list[Item]:
         asked = _ASKED.get()
         if asked is None or asked.table is not self:
             return original(self)
+        if asked.hash_key is None:  # an index's query: moto keeps only items in the index, and sorts them
+            return [
+                item
+                for partition in self.items.values()
+                for item in _partition_values(self, partition)
+                if all(name in item.attrs for name in asked.index_key)
+            ]
         partition = self.items.get(asked.hash_key)
         if partition is None:
             return []
