@@ -177,7 +177,7 @@ proof: $(STAMP)
 	CAIRN_PROOF_SCALE=$(PROOF_SCALE) $(BIN)/pytest tests/contract/test_fault_schedules.py
 
 # The load test behind docs/SCALE.md: SCALE_JOBS jobs on moto (10,000 take about half an hour; moto runs under
-# benchmarks/moto_speedups.py, so its time per request does not grow with the table), then the scale model written
+# cairn/dev/moto_speedups.py, so its time per request does not grow with the table), then the scale model written
 # again from the figures it measured.
 SCALE_JOBS ?= 10000
 scale: $(STAMP)
@@ -234,7 +234,7 @@ clean:
 # the durable execution SDK) and matplotlib live in virtualenvs of their own under .bench/venvs, never in .venv.
 # A suite that could not measure makes the target fail after the others ran and the report was written; a
 # missed target is a figure in the report, not a failure. BENCH_SUITES picks suites (e.g. BENCH_SUITES=cost).
-BENCH_SUITES ?= cost overhead peers state_size concurrency cold_start map_scaling fair_share
+BENCH_SUITES ?= cost overhead peers state_size concurrency cold_start map_scaling fair_share dev_scale
 BENCH_VENVS := .bench/venvs
 PLOTS_PYTHON := $(BENCH_VENVS)/plots/bin/python
 
