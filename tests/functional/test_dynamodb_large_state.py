@@ -12,7 +12,7 @@ import pytest
 from cairn import CorruptJobError, Done, Job, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import job_pk
-from cairn.testing.contract.base import JOB, claim_request, fence_of, save_request, start_request
+from cairn.testing.contract.base import JOB, claim_request, commit_request, fence_of, save_request, start_request
 from tests.aws import stored_state as aws_stored_state
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of, make_scheduler
@@ -23,6 +23,16 @@ TEN_MB = 10 * 1024 * 1024
 def incompressible_text(size: int) -> str:
     """Text that gzip cannot shrink much: base64 of random bytes."""
     return base64.b64encode(os.urandom(size * 3 // 4)).decode()[:size]
+
+
+def stored_sort_keys(moto: Moto, job_id: str) -> list[str]:
+    response = moto.dynamodb.query(
+        TableName=moto.table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": job_pk("default", job_id)}},
+        ConsistentRead=True,
+    )
+    return [item["sk"]["S"] for item in response["Items"]]
 
 
 def bucket_keys(moto: Moto) -> list[str]:
@@ -210,12 +220,12 @@ def test_a_small_compressible_state_is_gzipped_once_and_stays_in_the_item(moto: 
     assert bucket_keys(moto) == []
 
 
-class SaveBeforeRead:
-    """An S3 client whose first read of a ``saves/`` object lets ``save`` land first: a save that replaces the
-    object (and deletes it) between a reader's read of the job item and its read of the object."""
+class SavesBeforeRead:
+    """An S3 client whose first read of a ``saves/`` object lets ``saves`` saves land first: saves that replace the
+    object between a reader's read of the job item and its read of the object."""
 
-    def __init__(self, s3: Any, save: Any) -> None:
-        self._s3, self._save, self.raced = s3, save, 0
+    def __init__(self, s3: Any, save: Any, saves: int) -> None:
+        self._s3, self._save, self._saves, self.raced = s3, save, saves, 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._s3, name)
@@ -223,27 +233,33 @@ class SaveBeforeRead:
     def get_object(self, **kwargs: Any) -> Any:
         if str(kwargs["Key"]).startswith("saves/") and not self.raced:
             self.raced += 1
-            self._save()
+            for _ in range(self._saves):
+                self._save()
         return self._s3.get_object(**kwargs)
 
 
 @pytest.mark.parametrize("read", ["get_job", "get_job_view", "pause"])
-def test_a_read_racing_a_save_that_replaces_the_saved_state_object_answers_the_newer_state(
-    moto: Moto, clock: FakeClock, read: str
+@pytest.mark.parametrize(("saves", "answered"), [(1, 1), (2, 3)])
+def test_a_read_racing_saves_answers_the_state_it_named_or_reads_again_for_the_newer_one(
+    moto: Moto, clock: FakeClock, read: str, saves: int, answered: int
 ) -> None:
+    """A save keeps the object it replaced until the next save: one save landing mid-read leaves the state the
+    read named readable; after two it is gone, and the read reads the job again and answers the newest."""
     writer = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
     held = writer.claim(claim_request(clock, writer.start_job(start_request(clock, state={"n": 0}))))
     assert held is not None
-    saves = iter(range(1, 100))
+    counter = iter(range(1, 100))
 
     def save() -> None:
         job = writer.get_job(JOB)
         assert job is not None
-        writer.save(JOB, fence_of(held), save_request(clock, job, {"n": next(saves), "pad": incompressible_text(8000)}))
+        writer.save(
+            JOB, fence_of(held), save_request(clock, job, {"n": next(counter), "pad": incompressible_text(8000)})
+        )
 
     save()
     assert any(key.startswith("saves/") for key in bucket_keys(moto))
-    racing = SaveBeforeRead(moto.s3, save)
+    racing = SavesBeforeRead(moto.s3, save, saves)
     reader = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=racing, clock=clock)  # type: ignore[arg-type]
 
     if read == "pause":  # a pause answers with the job; the claim holder saves on until its phase ends
@@ -254,7 +270,26 @@ def test_a_read_racing_a_save_that_replaces_the_saved_state_object_answers_the_n
     assert racing.raced == 1
     assert found is not None
     assert found.checkpoint is not None
-    assert found.checkpoint.state["n"] == 2
+    assert found.checkpoint.state["n"] == answered
+
+
+def test_a_save_keeps_the_state_it_replaced_until_the_next_and_the_end_of_the_phase_removes_both(
+    moto: Moto, clock: FakeClock
+) -> None:
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
+    job = storage.claim(claim_request(clock, storage.start_job(start_request(clock, state={"n": 0}))))
+    assert job is not None
+    fence = fence_of(job)
+    kept: list[list[str]] = []
+    for n in range(1, 4):
+        job = storage.save(JOB, fence, save_request(clock, job, {"n": n, "pad": incompressible_text(8000)}))
+        kept.append([key for key in bucket_keys(moto) if key.startswith("saves/")])
+        kept.append([sk for sk in stored_sort_keys(moto, JOB) if sk.startswith("SAVE#")])
+
+    assert [len(found) for found in kept] == [1, 1, 2, 2, 2, 2]  # the current save and the one it replaced
+    storage.commit(JOB, fence, commit_request(clock, job, "done", result={"n": 3}))
+    assert not [key for key in bucket_keys(moto) if key.startswith("saves/")]
+    assert not [sk for sk in stored_sort_keys(moto, JOB) if sk.startswith("SAVE#")]
 
 
 def test_a_saved_state_object_missing_while_the_job_item_still_names_it_is_corrupt(

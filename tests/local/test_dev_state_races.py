@@ -1,7 +1,8 @@
 """Reads of a job whose state lives in S3 while its phase keeps saving: every answer a 2xx, on ``cairn dev``.
 
-Each save writes a new ``saves/`` object, points the job item at it and removes the old one; a read that took
-the job item before a save reads again rather than calling the job corrupt (the dashboard polls this route).
+Each save writes a new ``saves/`` object, points the job item at it and removes the one the save before replaced;
+a read that took the job item before saves removed what it named reads again rather than calling the job corrupt
+(the dashboard polls this route).
 """
 
 from __future__ import annotations

@@ -62,9 +62,10 @@ _UNREADABLE = (ValueError, TypeError, KeyError, AttributeError, RecursionError, 
 class MissingPartError(CorruptJobError):
     """A part of a stored job that the read named is not there: the item or S3 object holding a value.
 
-    A write that replaces a part removes the old one once the job item names the new: a reader that
-    read the job item before that write finds the old part gone. ``part`` says which one; only a read
-    made afterwards that still names it finds the job corrupt (:mod:`cairn.aws.dynamodb.rereads`).
+    A write that replaces a part removes the old one once the job item names the new (a save's, one save
+    later): a reader that read the job item before those writes finds the old part gone. ``part`` says
+    which one; only a read made afterwards that still names it finds the job corrupt
+    (:mod:`cairn.aws.dynamodb.rereads`).
     """
 
     def __init__(self, location: str, reason: str, *, part: str) -> None:

@@ -141,7 +141,7 @@ class ItemCodec:
         ``budget`` is the room the whole map has in the item. A phase's entry state (``entry``: a
         start, or a commit entering a phase) goes under ``states/`` and is kept for reruns until the
         bucket's retention removes it; a state saved mid-phase goes under ``saves/`` and is removed
-        once replaced (see :func:`kept_object`).
+        once replaced (see :func:`kept_object` and :meth:`.job_item.JobItem.written`).
         """
         room = None if budget is None else budget - _PAYLOAD_OVERHEAD - len(checkpoint.next_phase.encode())
         key = f"{ENTRY_STATES if entry else SAVED_STATES}{self.owner}/{job_id}/{token}.json"

@@ -3,8 +3,8 @@
 Every change of a job after its start is one conditional ``UpdateItem`` of its item returning the
 new item (or, refused, the old one). The store remembers, per job, the S3 objects the item and its
 state refer to (so a write that replaces one removes the old), the item holding its state (so a
-replaced save's item is removed) and the item's size (so a large value is offloaded when the item
-would not hold it).
+replaced save's item is removed: one replaced by the next save, at the save after) and the item's size
+(so a large value is offloaded when the item would not hold it).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class JobItem:
         self._s3_keys: dict[str, set[str]] = {}
         self._state: dict[str, tuple[str | None, set[str]]] = {}
         self._item_sizes: dict[str, int] = {}
+        self._kept_save: dict[str, tuple[str, set[str]]] = {}
 
     def update(self, job_id: str, expression: Expression, *, now_ms: int, token: str) -> Item:
         """One conditional ``UpdateItem`` of the job item; the new item, or ConditionFailed with the old.
@@ -111,22 +112,31 @@ class JobItem:
         """Keep the S3 objects, the state's item and the size of the job's item as last read or written."""
         state_keys = ItemCodec.entry_s3_keys(state_item)
         self._state[job_id] = (state_at(item), state_keys)
-        self._s3_keys[job_id] = ItemCodec.s3_keys_of(item) | state_keys
+        kept = self._kept_save.get(job_id)
+        self._s3_keys[job_id] = ItemCodec.s3_keys_of(item) | state_keys | (kept[1] if kept else set())
         self._item_sizes[job_id] = item_size(item)
 
     def written(self, job_id: str, item: Item, state_keys: set[str] | None = None) -> None:
         """After an update that landed: remove what it no longer refers to, and keep its size.
 
         ``state_keys`` are the S3 objects of the state the write set (None: the state did not
-        change). A save's item the job no longer refers to is deleted with its object.
+        change). A save's item the job no longer refers to is deleted with its object; one replaced by
+        the next save is kept until the save after (a reader that took the job item just before
+        finds it still there, however fast the phase saves), then deleted.
         """
         state_sk = state_at(item)
         old_sk, old_keys = self._state.get(job_id, (None, set()))
         if state_keys is None:
             state_keys = old_keys if old_sk == state_sk else set()
-        self.release_old_objects(job_id, ItemCodec.s3_keys_of(item) | state_keys)
-        if old_sk is not None and old_sk != state_sk and old_sk.startswith(schema.SAVE_PREFIX):
-            self._delete_side_item(item, old_sk)
+        replaced = old_sk if old_sk is not None and old_sk != state_sk and _is_save(old_sk) else None
+        kept = (replaced, old_keys) if replaced is not None and _is_save(state_sk) else None  # a save by a save
+        self.release_old_objects(job_id, ItemCodec.s3_keys_of(item) | state_keys | (kept[1] if kept else set()))
+        previous = self._kept_save.pop(job_id, None)
+        for sk in (previous[0] if previous else None, None if kept else replaced):
+            if sk is not None and sk != state_sk:
+                self._delete_side_item(item, sk)
+        if kept is not None:
+            self._kept_save[job_id] = kept
         self._state[job_id] = (state_sk, state_keys)
         self._item_sizes[job_id] = item_size(item)
 
@@ -163,6 +173,11 @@ class JobItem:
         """Remove the objects a refused write had put (those the stored item does not refer to)."""
         for key in written - self._s3_keys.get(job_id, set()):
             self.table.payloads.delete(key)
+
+
+def _is_save(sk: str | None) -> bool:
+    """Whether ``sk`` names a save's item (a state saved mid-phase)."""
+    return sk is not None and sk.startswith(schema.SAVE_PREFIX)
 
 
 def set_status(expression: Expression, codec: ItemCodec, job_id: str, status: JobStatus) -> None:

@@ -1,10 +1,11 @@
 """Reading a job while saves replace the parts holding its state: the one rule every read of a job's state follows.
 
-A save writes its state's item (and, for a large state, its S3 object) first, then the job item naming it,
-then removes the item and object it replaced. A read that took the job item before such a save may find
-the old part gone (:class:`~cairn.aws.payloads.MissingPartError`). It reads again, job item first: a save
-landed in between, and the new read answers the newer state. A part that a read made after it was found
-missing still names is missing while current: the job is corrupt. No sleeps; a bounded number of reads.
+A save writes its state's item (and, for a large state, its S3 object) first, then the job item naming it;
+the item and object it replaced are removed by the save after (or the end of the phase). A read that took
+the job item before two such saves may find the old part gone (:class:`~cairn.aws.payloads.MissingPartError`).
+It reads again, job item first: saves landed in between, and the new read answers the newer state. A part
+that a read made after it was found missing still names is missing while current: the job is corrupt. No
+sleeps; a bounded number of reads.
 """
 
 from __future__ import annotations
