@@ -15,7 +15,17 @@ from typing import Any
 from benchmarks.common import PLOTS, ROOT, Result, Table, machine, read_results
 
 REPORT = ROOT / "docs" / "BENCHMARKS.md"
-ORDER = ["cost", "overhead", "peers", "state_size", "concurrency", "cold_start", "map_scaling", "fair_share", "dev_scale"]
+ORDER = [
+    "cost",
+    "overhead",
+    "peers",
+    "state_size",
+    "concurrency",
+    "cold_start",
+    "map_scaling",
+    "fair_share",
+    "dev_scale",
+]
 """The suites in the order of the issue's list."""
 
 
