@@ -168,8 +168,10 @@ def test_every_function_gets_every_setting_cairn_reads(overrides: dict[str, str]
         assert missing == set(), function_id
         empty = {name for name in setting_names() if variables[name] == ""}
         # empty by default: the stack's ceilings (each pipeline's and each map's own apply), the direct driver's ARN
-        # and the price table's region and override file (the shipped us-east-1 prices apply)
+        # the price table's region and override file (the shipped us-east-1 prices apply), and the stack's redaction
+        # (each pipeline's own applies)
         unset = {"CAIRN_MAX_TRANSITIONS", "CAIRN_MAX_MAP_CONCURRENCY", "CAIRN_PRICE_REGION", "CAIRN_PRICES"}
+        unset |= {"CAIRN_REDACT"}
         unset |= {"CAIRN_STATE_MACHINE_ARN"} if overrides["Driver"] == "direct" else set()
         assert empty <= unset, function_id
 

@@ -20,7 +20,7 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
   of a cancelled job is a 409 ``already_cancelled`` with the job, nothing written).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
 - Every reply stays under :data:`~cairn.aws.api_limits.MAX_REPLY_BYTES` (Lambda returns at most 6 MB); one
-  that would not is a 500 ``reply_too_large`` saying so (:func:`within_limit`).
+  that would not is a 500 ``reply_too_large`` saying so (:func:`~.api_limits.within_limit`).
 - ``GET /health`` reads the table once; ``GET /openapi.json`` is this API's OpenAPI document.
 - ``GET /dashboard`` is the dashboard's page, ``GET /assets/{file}`` its files: public (they hold no secret),
   left out of the OpenAPI document; the page calls the routes above with the user's token.
@@ -36,7 +36,6 @@ through the front door (:class:`cairn.Cairn`) onto the caller's jobs, which
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from collections.abc import Callable
 from http import HTTPStatus
@@ -65,8 +64,8 @@ from ..dashboard.assets import INDEX, asset, reply
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_cost import SORT_BY_COST, sorted_by_cost
 from .api_document import openapi_document, with_deployment
-from .api_errors import ApiError, error_response, install_error_handlers
-from .api_limits import MAX_REPLY_BYTES, TOO_LARGE, reply_bytes, too_large_message
+from .api_errors import ApiError, install_error_handlers, refusal
+from .api_limits import within_limit
 from .api_maps import router as maps_router
 from .api_models import (
     CreatedTime,
@@ -461,27 +460,6 @@ def _record_response(response: dict[str, Any]) -> None:
         metrics.add_metric(name="ApiClientErrors", unit=MetricUnit.Count, value=1)
 
 
-def _refusal(status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
-    """An error in the HTTP API's response format, for a request refused before routing."""
-    body = error_response(status, code, message).body
-    return {
-        "statusCode": status.value,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
-        "body": json.dumps(body, separators=(",", ":")),
-        "isBase64Encoded": False,
-        "cookies": [],
-    }
-
-
-def within_limit(response: dict[str, Any]) -> dict[str, Any]:
-    """``response``, or a clear error in its place when it is larger than Lambda could return (:mod:`.api_limits`)."""
-    size = reply_bytes(response)
-    if size <= MAX_REPLY_BYTES:
-        return response
-    logger.error("A reply was too large to return", extra={"bytes": size, "status": response.get("statusCode")})
-    return _refusal(*TOO_LARGE, too_large_message(size))
-
-
 def api_handler(
     pipelines: PipelineRegistry, *, runtime: Runtime | None = None, max_body_bytes: int = MAX_BODY_BYTES
 ) -> Handler:
@@ -504,10 +482,10 @@ def api_handler(
                 response = within_limit(app.resolve(admitted, context))
         except Unauthenticated as exc:
             logger.info("Refused an unauthenticated request", extra={"reason": exc.message})
-            response = _refusal(HTTPStatus.UNAUTHORIZED, "unauthenticated", exc.message)
+            response = refusal(HTTPStatus.UNAUTHORIZED, "unauthenticated", exc.message)
         except ApiError as exc:
             logger.info("Refused a request it cannot read", extra={"reason": exc.message})
-            response = _refusal(exc.status, exc.code, exc.message)
+            response = refusal(exc.status, exc.code, exc.message)
         _record_response(response)
         return redacted_response(response, redaction)
 

@@ -7,6 +7,7 @@ failures are 400 with the offending fields named; anything unexpected is a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
@@ -189,3 +190,15 @@ def install_error_handlers(app: APIGatewayHttpResolver) -> None:
     }
     for exc_type, handler in handlers.items():
         app.exception_handler(exc_type)(handler)
+
+
+def refusal(status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
+    """An error as the API function returns it (a Lambda response), for a request refused before routing."""
+    body = error_response(status, code, message).body
+    return {
+        "statusCode": status.value,
+        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "body": json.dumps(body, separators=(",", ":")),
+        "isBase64Encoded": False,
+        "cookies": [],
+    }

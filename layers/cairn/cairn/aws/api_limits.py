@@ -7,7 +7,7 @@ seven bytes). :data:`MAX_REPLY_BYTES` leaves a margin below the limit.
 
 The routes that can return large values answer within it by themselves (a state is handed over as a
 short-lived link, :mod:`.api_states`; a diff cuts its values, :mod:`cairn.core.state_diff`); any other
-reply past it is turned into a clear error by the handler (:func:`bounded`).
+reply past it is turned into a clear error by the handler (:func:`within_limit`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 from http import HTTPStatus
 from typing import Any
+
+from .api_errors import refusal
+from .observability import logger
 
 #: Lambda's limit on a response (synchronous invoke), in bytes.
 LAMBDA_RESPONSE_LIMIT = 6 * 1024 * 1024
@@ -46,3 +49,12 @@ def too_large_message(size: int) -> str:
 
 #: The status and code of a reply refused for its size: the request was fine, the answer cannot be sent.
 TOO_LARGE = (HTTPStatus.INTERNAL_SERVER_ERROR, "reply_too_large")
+
+
+def within_limit(response: dict[str, Any]) -> dict[str, Any]:
+    """``response``, or a clear error in its place when it is larger than Lambda could return ."""
+    size = reply_bytes(response)
+    if size <= MAX_REPLY_BYTES:
+        return response
+    logger.error("A reply was too large to return", extra={"bytes": size, "status": response.get("statusCode")})
+    return refusal(*TOO_LARGE, too_large_message(size))

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from ..app import Cairn
 from ..core.errors import InvalidInputError, JobNotFoundError
-from ..core.fan_out import item_only_phases, rerun_phases
 from ..core.history_pages import RecentJob
 from ..core.ids import validate_job_id
+from ..core.map_reruns import item_only_phases, rerun_phases
 from ..core.models import Job, PhaseRecord
 from .api_models import HistoryWrite, JobHistory, JobLog, JobView
 from .observability import logger

@@ -30,7 +30,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from .clock import Clock
@@ -38,7 +38,7 @@ from .context import JournalBuffer, PhaseContext
 from .errors import InvalidInputError, StorageError
 from .failures import describe, failure_of
 from .metering import invocation_usage
-from .models import Checkpoint, FanOut, Job, MapItem, MapMark, MapRecord
+from .models import Checkpoint, FanOut, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
 from .redaction import for_run
@@ -437,65 +437,3 @@ def collected(items: list[MapItem]) -> tuple[list[Any], dict[str, float], list[A
         for key, value in item.usage.items():
             usage[key] = usage.get(key, 0) + value
     return [item.result for item in items], usage, [entry for item in items for entry in item.log]
-
-
-# -- reruns ----------------------------------------------------------------------------------------
-
-Resolve = Callable[[str], str]
-"""A phase's current name (``Pipeline.resolve_name``: a renamed phase's old name is an alias)."""
-
-
-def _same(name: str) -> str:
-    return name
-
-
-def map_order(record: MapRecord) -> tuple[int, int, str]:
-    """The order of a job's maps: when each began, and the job's sequence then (two in one millisecond)."""
-    return (record.created_at, record.sequence, record.fan_out.id)
-
-
-def item_only_phases(job: Job, maps: Sequence[MapRecord], resolve: Resolve = _same) -> dict[str, MapRecord]:
-    """The phases ``job`` ran only as a map's items (never as a phase of its own), each with its newest map."""
-    ran = {resolve(record.phase) for record in job.phases}
-    if job.checkpoint is not None:
-        ran.add(resolve(job.checkpoint.next_phase))
-    found: dict[str, MapRecord] = {}
-    for record in sorted(maps, key=map_order):
-        if resolve(record.fan_out.phase) not in ran:
-            found[resolve(record.fan_out.phase)] = record
-    return found
-
-
-def rerun_phases(
-    phase_names: Sequence[str], job: Job, maps: Sequence[MapRecord], resolve: Resolve = _same
-) -> list[str]:
-    """The phases a rerun of ``job`` may start from: the pipeline's, but those it runs only as a map's items."""
-    items = item_only_phases(job, maps, resolve)
-    return [name for name in phase_names if resolve(name) not in items]
-
-
-def refuse_item_phase(job: Job, phase: str, maps: Sequence[MapRecord], resolve: Resolve = _same) -> None:
-    """InvalidInputError when ``phase`` runs only as an item of one of the job's maps: say where to rerun from."""
-    record = item_only_phases(job, maps, resolve).get(resolve(phase))
-    if record is None:
-        return
-    raise InvalidInputError(
-        f'Phase "{phase}" runs only as an item of the map started by phase "{record.started_by}" '
-        f'(then "{record.then}"): rerun from "{record.started_by}" to run the map again, or from '
-        f'"{record.then}" to rerun what follows it with the items\' results'
-    )
-
-
-def map_entered(
-    phase: str, maps: Sequence[MapRecord], entered: Checkpoint | None, resolve: Resolve = _same
-) -> MapRecord | None:
-    """The map whose results ``phase`` took when the job last entered it (None: it entered without one).
-
-    The map's commit entered ``then`` with a checkpoint made when the map began (``created_at``); when
-    that entry is no longer kept, the newest map that goes on to ``phase``.
-    """
-    candidates = sorted((record for record in maps if resolve(record.then) == resolve(phase)), key=map_order)
-    if entered is None:
-        return candidates[-1] if candidates else None
-    matching = [record for record in candidates if record.created_at == entered.created_at]
-    return matching[-1] if matching else None

@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import InvalidInputError, JobNotFoundError, StorageError, VersionConflict
-from ..fan_out import map_entered, refuse_item_phase
+from ..map_reruns import map_entered, refuse_item_phase
 from ..models import Checkpoint, Job, LogEntry
 from ..pipeline import Pipeline
 from ..scheduler_port import Scheduler
