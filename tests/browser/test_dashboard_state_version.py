@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from cairn.core.models import Checkpoint
-from cairn.core.transitions.requests import StartJob
+from cairn.core.transitions.requests import Claim, StartJob
 from tests.browser.dashboard import open_job
 from tests.browser.seed import DAY_MS, dev_storage
 from tests.local.devstack import DevStack
@@ -17,11 +17,13 @@ from tests.local.devstack import DevStack
 pytestmark = pytest.mark.xdist_group("browser-1")
 
 
-def seed(stack: DevStack, job_id: str, version: int | None) -> None:
-    """A "gated" job at "gather" (nothing scheduled) whose checkpoint records ``version``."""
+def seed(stack: DevStack, job_id: str, version: int | None, *, entered: bool = False) -> None:
+    """A "gated" job at "gather" (nothing scheduled) whose checkpoint records ``version``; ``entered``: a run of
+    "gather" holds it, so the state entering "gather" is kept (a job only waiting to enter a phase has none)."""
     now = int(time.time() * 1000)
     checkpoint = Checkpoint(next_phase="gather", state={"note": job_id}, created_at=now, state_version=version)
-    dev_storage(stack).start_job(
+    storage = dev_storage(stack)
+    storage.start_job(
         StartJob(
             job_id=job_id,
             pipeline="gated",
@@ -33,10 +35,15 @@ def seed(stack: DevStack, job_id: str, version: int | None) -> None:
             input={"note": job_id},
         )
     )
+    if entered:
+        lease = now + DAY_MS
+        storage.claim(
+            Claim(job_id, "gated", "gather", worker="test", now_ms=now, lease_expires_at=lease, expires_at=lease)
+        )
 
 
 def test_the_checkpoint_and_an_entry_state_show_the_state_version(browser_page: Page, gated_stack: DevStack) -> None:
-    seed(gated_stack, "versioned-3", 3)
+    seed(gated_stack, "versioned-3", 3, entered=True)
     seed(gated_stack, "versioned-1", None)
     page = browser_page
 
