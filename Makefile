@@ -209,7 +209,7 @@ new: $(STAMP)
 	$(BIN)/python -m cairn new "$(NAME)"
 
 # What a new user does, in a fresh clone of this repository's HEAD (in a temporary folder, removed after): `cairn new
-# demo-two`, then what it can change: ruff on the tree and mypy on the files it wrote, `make validate` (the template
+# demo-two`, then what it can change: ruff on the tree and mypy --strict on the files it wrote, `make validate` (the template
 # checks, checkov included), the tests that enumerate the bundle's registry, template or events (`-m bundle`:
 # tests/conftest.py finds them) and the new pipeline's own tests, untouched. The clone uses this checkout's virtualenvs
 # and node_modules through symlinks and a copy of its mypy cache, and `-o` tells make they are up to date: nothing is
@@ -223,7 +223,7 @@ scaffold-check: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 		echo "scaffold-check: cairn new demo-two in a fresh clone ($$clone/cairn), then the checks it can change" && \
 		$(BIN)/python -m cairn new demo-two && \
 		$(BIN)/ruff check . && $(BIN)/ruff format --check . && \
-		$(BIN)/mypy functions/demo_two functions/pipelines.py tests/pipelines && \
+		$(BIN)/mypy --strict functions/demo_two functions/pipelines.py tests/pipelines/test_demo_two.py && \
 		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(CHECKOV_STAMP) -o $(NODE_STAMP) validate && \
 		TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m "bundle and not long and not e2e"
 

@@ -75,8 +75,6 @@ LONG_FILES = (
 transitions, whole bundles from ``cairn init`` and ``cairn new`` (their own checks run in them, their layer's build
 too), the API fuzzed from
 its OpenAPI document, ``cairn dev``'s deployment and processes, a fresh virtualenv."""
-LONG_TESTS = ("template/test_build.py::test_plain_sam_build_packages_the_layer_for_python312_and_the_architecture",)
-"""Single tests of long proofs: plain ``sam build`` (the other architecture's is an e2e test)."""
 PROPERTY_FILES = ("contract/test_crash_recovery.py", "contract/test_fault_schedules.py")
 """The crash and fault properties: on memory in ``make test``, on every other store in ``make test-long``."""
 QUICK_STORES = {"memory"}
@@ -89,8 +87,6 @@ def is_long(item: pytest.Item) -> bool:
     """Whether ``item`` belongs to the long tier (``make test-long``)."""
     path = Path(str(item.path)).relative_to(TESTS).as_posix()
     if path.split("/", 1)[0] in LONG_FOLDERS or path in LONG_FILES:
-        return True
-    if f"{path}::{getattr(item, 'originalname', item.name)}" in LONG_TESTS:
         return True
     callspec = getattr(item, "callspec", None)
     params = callspec.params if callspec is not None else {}
@@ -140,6 +136,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.long)
         if reads_the_bundle(Path(str(item.path))):
             item.add_marker(pytest.mark.bundle)
+    items.sort(key=dispatch_order)
+
+
+def dispatch_order(item: pytest.Item) -> int:
+    """Where ``item`` goes in the order the workers are handed tests (``--dist loadgroup``, in collection order):
+    the e2e tests first, then the groups one worker runs in a row (the browser's, each ``cairn dev`` stack's), then
+    the rest, one test at a time, so no long chain starts last while the other worker has nothing left to do."""
+    if item.get_closest_marker("e2e") is not None:
+        return 0
+    return 1 if item.get_closest_marker("xdist_group") is not None else 2
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

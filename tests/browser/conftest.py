@@ -81,15 +81,16 @@ def phone_page(browser: Browser) -> Iterator[Page]:
         context.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dashboard_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    """``cairn dev`` on this bundle's template.yaml (direct driver) on free ports, for a test module."""
+    """``cairn dev`` on this bundle's template.yaml (direct driver) on free ports, shared by the modules that use it
+    (each names its own jobs): one start of the stack per test process."""
     log = tmp_path_factory.mktemp("dev-dashboard") / "dev.log"
     with dev_stack(log, "--driver", "direct") as stack:
         yield stack
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dev_dashboard(dashboard_stack: DevStack) -> str:
     """The base URL of ``cairn dev``, which serves the dashboard at ``/`` and its API beside it."""
     return dashboard_stack.base_url

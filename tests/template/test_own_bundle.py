@@ -24,6 +24,7 @@ import pytest
 from cairn.client.http import ApiClient
 from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
+from tests.template.builds import check_repository_build
 from tests.template.cfn import ROOT, load_yaml_template
 from tests.tools import missing
 
@@ -152,7 +153,7 @@ def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
     run([cairn, "new", "orders"], bundle, environment)
     run([cairn, "template", "check"], bundle, environment)
     tests = run([bin_folder / "pytest", "-q"], bundle, environment)
-    assert " passed" in tests
+    assert "5 passed" in tests  # two tests per pipeline (the example's and orders') and the template check
     assert "failed" not in tests
     run([sam_cli, "validate", "--lint"], bundle, environment)
     run([sam_cli, "build"], bundle, environment)
@@ -171,5 +172,6 @@ def test_a_fresh_clone_of_this_repository_builds_with_plain_sam_build_and_runs(
     run([sam_cli, "build", "--parameter-overrides", f"Architecture={HOST_ARCHITECTURE}"], clone, environment)
 
     built_layer(clone)
+    check_repository_build(clone / ".aws-sam" / "build", HOST_ARCHITECTURE)
     state = {"text": "Invoice 1042\nTotal: 99.50 EUR\n"}
     run_jobs_on_the_built_stack(clone, bin_folder / "python", environment, "document-intake", state, tmp_path)

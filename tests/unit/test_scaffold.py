@@ -1,7 +1,10 @@
-"""``cairn new NAME`` on a copy of the bundle: the files it writes work, pass the linters and register the pipeline.
+"""``cairn new NAME`` on a copy of the bundle: the files it writes, the registry entry, the refusals.
 
 The copy holds the bundle with document-intake as its only pipeline (a pipeline already scaffolded in
 this checkout is left out), and the tests around it; ``cairn new`` runs in a subprocess, as a user runs it.
+``make scaffold-check`` runs ``cairn new`` in a clone and checks what it can change there: ruff and mypy on the
+files it wrote, the template checks, the registry-driven tests (the sample events through their phase
+functions) and the new pipeline's own tests; they are not repeated here.
 """
 
 from __future__ import annotations
@@ -44,7 +47,6 @@ CREATED = [
     "tests/pipelines/__init__.py",
     "tests/pipelines/test_demo_two.py",
 ]
-GENERATED = ["functions/demo_two", "tests/pipelines", "functions/pipelines.py"]
 
 
 def run(cwd: Path, *command: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -118,6 +120,12 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the bundle ``cairn new`` only refuses to change (each refusal checks it is left as it was)."""
+    return copy_bundle(tmp_path_factory.mktemp("pristine"))
+
+
+@pytest.fixture(scope="module")
 def scaffolded(bundle: Path) -> tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]:
     """The copy after ``cairn new demo-two``: its folder, its files before, and the command's result."""
     before = snapshot(bundle)
@@ -165,37 +173,6 @@ def test_the_registry_gets_one_import_line_and_one_entry(
     ]
 
 
-def test_the_template_is_in_sync_with_the_new_registry(
-    scaffolded: tuple[Path, dict[str, str], subprocess.CompletedProcess[str]],
-) -> None:
-    root, _, _ = scaffolded
-    template = (root / "template.yaml").read_text()
-    assert "DemoTwoStartFunction:" in template
-    assert "DemoTwoFinishFunction:" in template
-    checked = cairn(root, "template", "check", "--root", str(root))
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-
-
-def test_the_scaffolded_test_passes(
-    scaffolded: tuple[Path, dict[str, str], subprocess.CompletedProcess[str]],
-) -> None:
-    root, _, _ = scaffolded
-    done = run(root, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/pipelines")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
-
-
-def test_the_sample_events_run_through_their_phase_functions(
-    scaffolded: tuple[Path, dict[str, str], subprocess.CompletedProcess[str]],
-) -> None:
-    root, _, _ = scaffolded
-    test = "tests/functional/test_pipeline_events.py"
-    done = run(root, sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", test)
-    assert done.returncode == 0, done.stdout + done.stderr
-    for phase in ("start", "finish"):  # one run per phase event, document-intake's too
-        assert f"[demo-two/{phase}] PASSED" in done.stdout
-
-
 def test_the_sample_events_are_the_messages_the_sample_job_sends(
     scaffolded: tuple[Path, dict[str, str], subprocess.CompletedProcess[str]],
 ) -> None:
@@ -221,20 +198,6 @@ def test_the_sample_events_are_the_messages_the_sample_job_sends(
     assert sorted((event["phase"], event["sequence"]) for event in events) == sorted(sent)
     assert {(event["pipeline"], event["jobId"]) for event in events} == {("demo-two", "job-0001")}
     assert app.get("job-0001").result == {"results": ["X", "Y"]}
-
-
-def test_ruff_and_mypy_strict_accept_the_generated_files(
-    scaffolded: tuple[Path, dict[str, str], subprocess.CompletedProcess[str]],
-) -> None:
-    root, _, _ = scaffolded
-    tools = Path(sys.executable).parent
-    for command in (
-        [str(tools / "ruff"), "check", "--no-cache", *GENERATED],
-        [str(tools / "ruff"), "format", "--check", "--no-cache", *GENERATED],
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(root / ".mypy_cache"), *GENERATED],
-    ):
-        done = run(root, *command)
-        assert done.returncode == 0, f"{' '.join(command)}:\n{done.stdout}{done.stderr}"
 
 
 def test_a_second_cairn_new_of_the_same_name_is_refused(
@@ -264,8 +227,8 @@ def test_a_second_cairn_new_of_the_same_name_is_refused(
         ("document-intake", "functions/document_intake already exists"),
     ],
 )
-def test_a_bad_name_is_refused_in_one_line_and_nothing_is_written(tmp_path: Path, name: str, why: str) -> None:
-    fresh = copy_bundle(tmp_path / "bundle")
+def test_a_bad_name_is_refused_in_one_line_and_nothing_is_written(pristine: Path, name: str, why: str) -> None:
+    fresh = pristine
     before = snapshot(fresh)
     done = cairn(fresh, "new", name, "--root", str(fresh))
     assert done.returncode == 2

@@ -1,0 +1,51 @@
+"""What a plain ``sam build`` of this repository must leave in its build folder, checked in one place.
+
+tests/template/test_build.py builds the architecture this machine does not run; the fresh-clone e2e test
+(tests/template/test_own_bundle.py) builds the one it runs and checks its build with the same function.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.template.cfn import ROOT, load_yaml_template
+from tests.template.stacks import registered_phases
+
+ARCHITECTURE_TAGS = {"arm64": "aarch64", "x86_64": "x86_64"}
+"""How each Lambda architecture is named in a compiled extension's file name."""
+
+
+def check_repository_build(build: Path, architecture: str) -> None:
+    """The layer in ``build`` (a ``sam build`` folder) holds cairn and its pins compiled for python3.12 and
+    ``architecture``, bytecode beside every module and no local tool; each function's handler is in its code."""
+    built = load_yaml_template(build / "template.yaml")
+    layer = build / built["Resources"]["CairnLayer"]["Properties"]["ContentUri"] / "python"
+    assert (layer / "cairn" / "__init__.py").is_file()
+    assert (layer / "cairn" / "aws" / "dynamodb" / "__init__.py").is_file()
+    # Bytecode for the runtime, beside every module: Lambda's /opt is read-only, nothing is compiled there.
+    assert (layer / "cairn" / "core" / "engine" / "__pycache__" / "advancing.cpython-312.pyc").is_file()
+    assert (layer / "pydantic" / "__pycache__" / "main.cpython-312.pyc").is_file()
+    # The layer carries what runs in Lambda only: no local tools, no command line, no moto.
+    for local in ("testing", "cli.py", "client", "dev", "bundle"):
+        assert not (layer / "cairn" / local).exists(), local
+    assert not (layer / "moto").exists()
+    assert not list(layer.glob("moto-*.dist-info"))
+    assert list(layer.glob("cairn-*.dist-info")), "cairn enters the layer as a distribution"
+    for requirement in (ROOT / "layers" / "requirements.txt").read_text().splitlines():
+        if requirement and not requirement.startswith("#"):
+            name, version = requirement.split("==")
+            name = name.split("[")[0].replace("-", "_").lower()
+            assert list(layer.glob(f"{name}-{version}.dist-info")), f"{requirement} is not in the layer"
+    (extension,) = layer.glob("pydantic_core/_pydantic_core.*.so")
+    assert "cpython-312" in extension.name
+    assert ARCHITECTURE_TAGS[architecture] in extension.name
+
+    functions = {
+        logical_id: resource["Properties"]
+        for logical_id, resource in built["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+    assert len(functions) == 2 + len(registered_phases())  # the API, the scheduler and every registered phase
+    for properties in functions.values():
+        module = properties["Handler"].rsplit(".", 1)[0]
+        assert (build / properties["CodeUri"] / (module.replace(".", "/") + ".py")).is_file(), properties["Handler"]
