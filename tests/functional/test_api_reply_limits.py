@@ -12,6 +12,7 @@ import gzip
 import json
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from cairn.testing.api_events import http_api_event, iam_caller
 from cairn.testing.stack import LocalStack
 from tests.functional.jobs_server import FUNCTION, JobsServer
 from tests.functional.stacks import moto_stack
-from tests.functional.test_jobs_cli import error_line, run_cli
+from tests.functional.test_jobs_cli import error_line, run_cli, show_json
 from tests.support import FakeClock
 
 MB = 1024 * 1024
@@ -56,7 +57,7 @@ def bulky() -> Pipeline[Any]:
 
     @pipeline.phase
     def end(ctx: PhaseContext[Any]) -> Done:
-        return Done({"seed": ctx.state["seed"]})
+        return Done(ctx.state if ctx.state.get("resultIsState") else {"seed": ctx.state["seed"]})
 
     return pipeline
 
@@ -68,8 +69,8 @@ def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
         yield made
 
 
-def run_bulky(jobs: JobsServer, job_id: str, alphabet: str, characters: int) -> None:
-    state = {"alphabet": alphabet, "characters": characters}
+def run_bulky(jobs: JobsServer, job_id: str, alphabet: str, characters: int, *, result_is_state: bool = False) -> None:
+    state = {"alphabet": alphabet, "characters": characters, **({"resultIsState": True} if result_is_state else {})}
     reply = call(jobs, "POST", "/jobs", body={"pipeline": "bulky", "jobId": job_id, "state": state})
     assert reply["statusCode"] == 202, reply["body"][:500]
     jobs.run()
@@ -156,23 +157,48 @@ def test_a_diff_of_multi_megabyte_states_cuts_its_values_and_says_so(
     assert any(line.startswith("~ /blob: ") and "cut" in line for line in out.splitlines())
 
 
-def test_any_other_reply_past_the_bound_is_a_clear_error(jobs: JobsServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_job_view_whose_state_is_too_large_hands_it_over_as_a_link(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     state = {"alphabet": "non-ascii", "characters": 2 * MB}
     reply = call(jobs, "POST", "/jobs", body={"pipeline": "bulky", "jobId": "view", "state": state})
     assert reply["statusCode"] == 202
     assert jobs.step() == 1  # start ran: the checkpoint enters middle with a 12 MB (escaped) state
     assert call(jobs, "POST", "/jobs/view/pause")["statusCode"] == 200
+    expected = text_of(NON_ASCII, 2 * MB, 1)
 
     response = call(jobs, "GET", "/jobs/view", query={"includeState": "true"})
+    assert response["statusCode"] == 200, response["body"][:500]
+    view = within_limit(response)
+    assert "state" not in view
+    assert (view["nextPhase"], view["status"]) == ("middle", "paused")
+    assert view["stateBytes"] > 0
+    assert view["stateUrlExpiresAt"] > view["checkpointCreatedAt"]
+    body = requests.get(view["stateUrl"], timeout=30).content  # moto serves the presigned URL
+    assert json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)["blob"] == expected
+    assert "stateUrl" not in within_limit(call(jobs, "GET", "/jobs/view"))  # without the state: as ever
+
+    monkeypatch.setattr(client_http, "fetch_link", lambda url: requests.get(url, timeout=30).content)
+    shown = show_json(capsys, "view", "--state")
+    assert shown["state"]["blob"] == expected
+    target = tmp_path / "view.cairn-job.json"
+    status, _, err = run_cli(capsys, "pull", "view", "-o", str(target))
+    assert status == 0, err
+    assert json.loads(target.read_text(encoding="utf-8"))["job"]["checkpoint"]["state"]["blob"] == expected
+
+
+def test_any_other_reply_past_the_bound_is_a_clear_error(jobs: JobsServer, capsys: pytest.CaptureFixture[str]) -> None:
+    run_bulky(jobs, "result", "non-ascii", 2 * MB, result_is_state=True)  # a 12 MB (escaped) result
+
+    response = call(jobs, "GET", "/jobs/result")
     assert reply_bytes(response) <= MAX_REPLY_BYTES
     assert response["statusCode"] == 500
     error = json.loads(response["body"])["error"]
     assert error["code"] == "reply_too_large"
     assert "bytes" in error["message"]
-    status, _, err = run_cli(capsys, "show", "view", "--state")
+    status, _, err = run_cli(capsys, "show", "result")
     assert status == 1
     assert "too large" in error_line(err)
-    assert call(jobs, "GET", "/jobs/view")["statusCode"] == 200  # without the state: as ever
 
 
 def test_a_large_state_kept_in_the_table_is_a_clear_error(jobs: JobsServer, monkeypatch: pytest.MonkeyPatch) -> None:

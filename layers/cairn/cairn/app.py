@@ -309,6 +309,14 @@ class Cairn:
             return None
         return found
 
+    def checkpoint_link(self, job_id: str, checkpoint: Checkpoint, *, expires_in: int = 300) -> StateLink | None:
+        """A short-lived link to the state of the job's ``checkpoint`` (as a read of the job found it) when the store
+        keeps it as an object of its own, else None (also when a save has replaced that checkpoint since)."""
+        found = self.storage.checkpoint_link(validate_job_id(job_id), expires_in=expires_in)
+        if found is None or found.checkpoint.created_at != checkpoint.created_at:
+            return None
+        return found
+
     def _entry_names(self, job_id: str, phase: str) -> tuple[RecentJob, list[str]]:
         """The job (its newest write) and the names ``phase``'s entries may be kept under (its current and old)."""
         view = self.storage.get_job_view(validate_job_id(job_id), history=1)

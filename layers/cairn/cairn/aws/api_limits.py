@@ -47,6 +47,9 @@ def too_large_message(size: int) -> str:
     )
 
 
+#: How long a link to a state too large for one reply works (seconds): long enough to follow, short enough to keep.
+LINK_SECONDS = 300
+
 #: The status and code of a reply refused for its size: the request was fine, the answer cannot be sent.
 TOO_LARGE = (HTTPStatus.INTERNAL_SERVER_ERROR, "reply_too_large")
 

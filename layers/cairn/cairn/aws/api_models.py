@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from ..core.engine import SIGNAL_NAME_PATTERN, validate_signal_name
@@ -16,6 +24,7 @@ from ..core.models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, Wire
 from ..core.pipeline import NAME_PATTERN, Pipeline
 from ..core.prices import PriceTable
 from ..core.signals import validation_schema
+from ..core.storage_port import StateLink
 from .api_cost import CostView
 
 #: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
@@ -212,8 +221,49 @@ class CutShort(WireModel):
         return cls(phase=job.checkpoint.next_phase, started_at=job.claimed_at, ended_at=job.updated_at)
 
 
-class JobView(WireModel):
-    """A job as the API shows it. ``state`` (the checkpoint's state) only when asked for."""
+class LinkedState(WireModel):
+    """A reply's state handed over as a link when it is too large for the reply (:mod:`.api_limits`): ``stateUrl``,
+    a presigned GET of the object holding it, with its size, encoding and expiry; ``state`` is then absent."""
+
+    state_url: str | None = Field(
+        default=None,
+        exclude_if=lambda url: url is None,
+        description="Instead of state, when it is too large for one reply: a short-lived link whose plain GET "
+        "answers the state's JSON (gzipped when stateEncoding is gzip)",
+    )
+    state_bytes: int | None = Field(
+        default=None, exclude_if=lambda size: size is None, description="With stateUrl: the bytes it answers"
+    )
+    state_encoding: Literal["gzip", "json"] | None = Field(
+        default=None, exclude_if=lambda encoding: encoding is None, description="With stateUrl: gzip or json"
+    )
+    state_url_expires_at: int | None = Field(
+        default=None, exclude_if=lambda at: at is None, description="With stateUrl: when it stops working (Unix ms)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _state_or_its_link(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]  # noqa: ANN202
+        """A state handed over as a link is absent from the reply (a null there would be a state). No return
+        annotation: with one, the OpenAPI document would describe the reply by it instead of by the model's fields."""
+        data: dict[str, Any] = handler(self)
+        if self.state_url is not None:
+            data.pop("state", None)
+        return data
+
+    @staticmethod
+    def fields_of(link: StateLink) -> dict[str, Any]:
+        """The link fields for ``link``, by their Python names."""
+        return {
+            "state_url": link.url,
+            "state_bytes": link.size,
+            "state_encoding": "gzip" if link.encoding == "gzip" else "json",
+            "state_url_expires_at": link.expires_at,
+        }
+
+
+class JobView(LinkedState):
+    """A job as the API shows it. ``state`` (the checkpoint's state) only when asked for; too large for the reply,
+    a link to it instead (``stateUrl``)."""
 
     job_id: str
     pipeline: str

@@ -19,7 +19,9 @@ from ..core.history_pages import RecentJob
 from ..core.ids import validate_job_id
 from ..core.map_reruns import item_only_phases, rerun_phases
 from ..core.models import Job, PhaseRecord
-from .api_models import HistoryWrite, JobHistory, JobLog, JobView
+from .api_errors import ApiError
+from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
+from .api_models import HistoryWrite, JobHistory, JobLog, JobView, LinkedState
 from .observability import logger
 
 #: The most entries one page of a log holds.
@@ -29,6 +31,9 @@ DEFAULT_LOG_PAGE = 200
 #: The most writes one page of history holds, and how many one holds unless asked for fewer.
 MAX_HISTORY_PAGE = 100
 DEFAULT_HISTORY_PAGE = 20
+#: Reads of a job view whose state is too large for the reply before it is refused: a save replacing the state between
+#: the view's read and its link's makes the view read again.
+LINK_READS = 3
 #: Writes of older history read at a time when the view must look further back (below).
 _RERUN_LOOKUP_PAGE = 100
 
@@ -43,17 +48,32 @@ def _view(jobs: Cairn, job_id: str) -> RecentJob:
 
 
 def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bool = False) -> JobView:
-    """``GET /jobs/{jobId}``: the job with its newest phase records, the phases a rerun may start from."""
-    view = _view(jobs, job_id)
-    phases = _rerun_phases(jobs, view)
-    return JobView.of(
-        view.job,
-        include_state=include_state,
-        include_input=include_input,
-        rerun_phases=phases,
-        history_cursor=view.older,
-        prices=jobs.prices,
-    )
+    """``GET /jobs/{jobId}``: the job with its newest phase records, the phases a rerun may start from.
+
+    A state too large for one reply is handed over as a link to the object holding it (``stateUrl``); a save that
+    replaced it between the two reads makes the view read again. A store that keeps no such object: 500
+    ``reply_too_large``, saying to ask without ``includeState``.
+    """
+    for _ in range(LINK_READS):
+        view = _view(jobs, job_id)
+        shown = JobView.of(
+            view.job,
+            include_state=include_state,
+            include_input=include_input,
+            rerun_phases=_rerun_phases(jobs, view),
+            history_cursor=view.older,
+            prices=jobs.prices,
+        )
+        checkpoint = view.job.checkpoint
+        if not include_state or checkpoint is None:
+            return shown
+        size = value_bytes(checkpoint.state)
+        if size <= VALUE_ROOM:
+            return shown
+        link = jobs.checkpoint_link(job_id, checkpoint, expires_in=LINK_SECONDS)
+        if link is not None:
+            return shown.model_copy(update={"state": None, **LinkedState.fields_of(link)})
+    raise ApiError(*TOO_LARGE, too_large_message(size))
 
 
 def shown(jobs: Cairn, job: Job) -> JobView:

@@ -14,18 +14,18 @@ Registered on the API's resolver by :mod:`cairn.aws.api`; the caller sees only i
 from __future__ import annotations
 
 from http import HTTPStatus
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
 from ..app import Cairn
 from ..core.models import WireModel
 from ..core.state_diff import StateChange, diff_states
 from .api_errors import ApiError
-from .api_limits import TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
-from .api_models import PhaseName
+from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
+from .api_models import LinkedState, PhaseName
 from .api_routes import JobIdPath, callers_jobs, responses
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
@@ -50,33 +50,10 @@ class EnteredState(PhaseEntry):
     state: Any = Field(description="The state the phase started with")
 
 
-class JobState(EnteredState):
+class JobState(EnteredState, LinkedState):
     """``GET /jobs/{jobId}/states/{phase}``: the state inline, or (too large for one reply) a link to it."""
 
     job_id: str
-    state_url: str | None = Field(
-        default=None,
-        exclude_if=lambda url: url is None,
-        description="Instead of state, when it is too large for one reply: a short-lived link whose plain GET "
-        "answers the state's JSON (gzipped when stateEncoding is gzip)",
-    )
-    state_bytes: int | None = Field(
-        default=None, exclude_if=lambda size: size is None, description="With stateUrl: the bytes it answers"
-    )
-    state_encoding: Literal["gzip", "json"] | None = Field(
-        default=None, exclude_if=lambda encoding: encoding is None, description="With stateUrl: gzip or json"
-    )
-    state_url_expires_at: int | None = Field(
-        default=None, exclude_if=lambda at: at is None, description="With stateUrl: when it stops working (Unix ms)"
-    )
-
-    @model_serializer(mode="wrap")
-    def _state_or_its_link(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A state handed over as a link is absent from the reply (a null there would be a state)."""
-        data: dict[str, Any] = handler(self)
-        if self.state_url is not None:
-            data.pop("state", None)
-        return data
 
 
 class StateComparison(WireModel):
@@ -89,9 +66,6 @@ class StateComparison(WireModel):
     changes: list[StateChange] = Field(description="In document order; paths are JSON Pointers")
     truncated: bool = Field(description="More changes exist than are listed")
 
-
-#: How long a link to a state stays valid (seconds).
-LINK_SECONDS = 300
 
 PhasePath = Annotated[PhaseName, Path(alias="phase", description="The phase (or an old name of it)")]
 
@@ -140,14 +114,7 @@ def get_entered_state(
     link = jobs.entered_link(job_id, checkpoint, before=before, expires_in=LINK_SECONDS)
     if link is None:  # kept in the table (an older write, or a store without objects): no other way to send it
         raise ApiError(*TOO_LARGE, too_large_message(size))
-    return JobState(
-        job_id=job_id,
-        **entry.model_dump(),
-        state_url=link.url,
-        state_bytes=link.size,
-        state_encoding="gzip" if link.encoding == "gzip" else "json",
-        state_url_expires_at=link.expires_at,
-    )
+    return JobState(job_id=job_id, **entry.model_dump(), **LinkedState.fields_of(link))
 
 
 @router.get(

@@ -79,7 +79,8 @@ def fetch_link(url: str) -> bytes:
 
 
 def linked_state(answer: Json) -> Json:
-    """``answer`` (of ``GET /jobs/{id}/states/{phase}``) with its ``state``, read through ``stateUrl`` if it has one."""
+    """``answer`` (a job view or ``GET /jobs/{id}/states/{phase}``) with its ``state``, read through ``stateUrl`` if it
+    has one."""
     url = answer.get("stateUrl")
     if not isinstance(url, str):
         return answer
@@ -210,9 +211,14 @@ class ApiClient:
         return self.request("GET", "/jobs/counts")
 
     def get(self, job_id: str, *, include_state: bool = False, include_input: bool = False) -> Json:
-        """The job's view (``GET /jobs/{id}``); its checkpoint's state and its input too when asked."""
+        """The job's view (``GET /jobs/{id}``); its checkpoint's state and its input too when asked.
+
+        A state too large for one reply comes as a link (``stateUrl``): it is read through it, and ``state`` holds
+        it as for any other.
+        """
         query = {"includeState": "true" if include_state else None, "includeInput": "true" if include_input else None}
-        return self.request("GET", self._job(job_id), query=query)
+        view = self.request("GET", self._job(job_id), query=query)
+        return linked_state(view) if include_state else view
 
     def history(self, job_id: str, *, limit: int | None = None, cursor: str | None = None) -> Json:
         """What the job's writes added, newest first (``GET /jobs/{id}/history``): ``{"jobId", "writes", "cursor"}``.

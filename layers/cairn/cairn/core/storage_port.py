@@ -170,6 +170,11 @@ class Storage(ABC):
         (the default: a store without such objects, such as the memory store)."""
         return None
 
+    def checkpoint_link(self, job_id: str, *, expires_in: int = 300) -> StateLink | None:
+        """A link (valid ``expires_in`` seconds) to the state of the job's checkpoint, read from where it is stored;
+        None when that state is not kept as an object of its own (the default) or the job is unknown."""
+        return None
+
     @abstractmethod
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         """The item records of the job's map ``fan_out``, in item order (every record: for ``then``, a recovery)."""

@@ -94,6 +94,10 @@ class DelegatingStorage(Storage):
             "entered_link", lambda: self.inner.entered_link(job_id, phase, before=before, expires_in=expires_in)
         )
 
+    def checkpoint_link(self, job_id: str, *, expires_in: int = 300) -> StateLink | None:
+        """The inner store's link to the checkpoint's state (None when it keeps none), through :meth:`around`."""
+        return self.around("checkpoint_link", lambda: self.inner.checkpoint_link(job_id, expires_in=expires_in))
+
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         return self.around("get_items", lambda: self.inner.get_items(job_id, fan_out))
 

@@ -57,6 +57,31 @@ class History:
         payloads = self.table.codec.payloads
         return payloads.link(reference, checkpoint, where=where, expires_in=expires_in, now_ms=self.table.clock())
 
+    def checkpoint_link(self, job_id: str, *, expires_in: int) -> StateLink | None:
+        """A presigned GET of the S3 object holding the state of the job's checkpoint; None when it is kept in
+        the table (or the job has no checkpoint). The job item, then the item holding its state: no S3 read."""
+        table = self.table
+        response = table.call(table.client.get_item, TableName=table.name, Key=table.key(job_id), ConsistentRead=True)
+        job_item = response.get("Item")
+        if not job_item or table.expired(job_item, table.clock()):
+            return None
+        holder_sk = state_at(job_item)
+        if holder_sk is None:  # no checkpoint, or a state kept on the job item itself (written before state items)
+            return None
+        key = {"pk": job_item["pk"], "sk": {"S": holder_sk}}
+        found = table.call(table.client.get_item, TableName=table.name, Key=key, ConsistentRead=True).get("Item")
+        if not found:
+            return None  # a save replaced it since the job item was read: the caller reads the view again
+        where = f"{table.codec.pk(job_id)}/{holder_sk}"
+        entry = from_item(found).get("entry")
+        reference = entry.get("state", {}).get("s3") if isinstance(entry, dict) else None
+        checkpoint = table.codec.decode_entry(found, where=where, fetch=False)
+        if not isinstance(reference, dict) or checkpoint is None:
+            return None
+        return table.codec.payloads.link(
+            reference, checkpoint, where=where, expires_in=expires_in, now_ms=table.clock()
+        )
+
     def _entry_item(self, job_id: str, phase: str, before: int | None) -> tuple[Item, str] | None:
         """The history item holding the entry :meth:`entered` finds, and where it lives (no S3 read)."""
         table = self.table

@@ -209,6 +209,10 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         """A presigned GET of the S3 object holding that entry's state; None when the state is in the table."""
         return self._history.entered_link(job_id, phase, before=before, expires_in=expires_in)
 
+    def checkpoint_link(self, job_id: str, *, expires_in: int = 300) -> StateLink | None:
+        """A presigned GET of the S3 object holding the checkpoint's state; None when the state is in the table."""
+        return self._history.checkpoint_link(job_id, expires_in=expires_in)
+
     # -- listings ----------------------------------------------------------------------------
 
     @property

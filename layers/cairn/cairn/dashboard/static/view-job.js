@@ -10,7 +10,7 @@ import { onConnectionChange } from "./connection.js";
 import { focusLost, h, heading, restoreFocus } from "./dom.js";
 import { prettyJson, timeElement } from "./format.js";
 import { icon } from "./icons.js";
-import { entryStates } from "./entry-states.js";
+import { entryStates, stateLink } from "./entry-states.js";
 import { renderCost } from "./cost.js";
 import { renderCheckpoint, renderResult, renderUsage } from "./job-panels.js";
 import { KIND_LABELS } from "./labels.js";
@@ -211,12 +211,19 @@ export function jobView(main, route) {
     view.phases = pipeline?.phases?.length ? pipeline.phases : [...new Set(seen)];
   }
 
-  /** The checkpoint's state, fetched only while its `<details>` is open (a state can be large). */
+  /**
+   * The checkpoint's state, fetched only while its `<details>` is open (a state can be large). One too large for a
+   * reply comes as a link, offered as such (and none is returned: there is nothing to edit here).
+   */
   async function readState(signal, key = view.logKey) {
     statePre.setAttribute("aria-busy", "true");
     try {
       const full = await api(`${jobPath(jobId)}?includeState=true`, { signal });
       view.stateKey = key;
+      if (full.stateUrl) {
+        statePre.replaceChildren(stateLink(full));
+        return null;
+      }
       statePre.textContent = full.state == null ? "No state: the job has no checkpoint." : prettyJson(full.state);
       return full.state;
     } finally {
