@@ -32,9 +32,11 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def copied(made: Path, copy: Path) -> Path:
-    """A copy of the bundle ``made`` (its layer's build left out) in ``copy``."""
+    """A copy of the bundle ``made`` (its layer's build and bytecode left out: a copied ``.pyc`` could pass for an
+    edit made in the same second) in ``copy``."""
     for path in made.rglob("*"):
-        if path.is_file() and "layers" not in path.relative_to(made).parts:
+        parts = path.relative_to(made).parts
+        if path.is_file() and "layers" not in parts and "__pycache__" not in parts:
             (copy / path.relative_to(made)).parent.mkdir(parents=True, exist_ok=True)
             (copy / path.relative_to(made)).write_bytes(path.read_bytes())
     (copy / "layers").mkdir()

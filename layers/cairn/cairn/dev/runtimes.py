@@ -66,9 +66,13 @@ def interpreter_for(runtime: str) -> str:
 
 
 def worker_launch(function: FunctionConfig, environment: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """The command line (without the worker's arguments) and the environment of one of ``function``'s workers."""
+    """The command line (without the worker's arguments) and the environment of one of ``function``'s workers.
+
+    Workers write no bytecode (``-B``): a worker started after a reload must import the code as saved, and bytecode
+    a worker wrote for the old code passes for the new when an edit keeps the file's size within the same second.
+    """
     variables = dict(environment)
     if not function.built_layers:
-        return [sys.executable, "-P", str(WORKER)], variables
+        return [sys.executable, "-B", "-P", str(WORKER)], variables
     variables["PYTHONPATH"] = os.pathsep.join(str(folder) for folder in function.built_layers)
-    return [interpreter_for(function.runtime), "-S", "-P", str(WORKER)], variables
+    return [interpreter_for(function.runtime), "-B", "-S", "-P", str(WORKER)], variables
