@@ -49,13 +49,7 @@ class History:
         if found is None:
             return None
         item, where = found
-        entry = from_item(item).get("entry")
-        reference = entry.get("state", {}).get("s3") if isinstance(entry, dict) else None
-        checkpoint = self.table.codec.decode_entry(item, where=where, fetch=False)
-        if not isinstance(reference, dict) or checkpoint is None:
-            return None
-        payloads = self.table.codec.payloads
-        return payloads.link(reference, checkpoint, where=where, expires_in=expires_in, now_ms=self.table.clock())
+        return self._link(item, where, expires_in)
 
     def checkpoint_link(self, job_id: str, *, expires_in: int) -> StateLink | None:
         """A presigned GET of the S3 object holding the state of the job's checkpoint; None when it is kept in
@@ -72,15 +66,17 @@ class History:
         found = table.call(table.client.get_item, TableName=table.name, Key=key, ConsistentRead=True).get("Item")
         if not found:
             return None  # a save replaced it since the job item was read: the caller reads the view again
-        where = f"{table.codec.pk(job_id)}/{holder_sk}"
-        entry = from_item(found).get("entry")
+        return self._link(found, f"{table.codec.pk(job_id)}/{holder_sk}", expires_in)
+
+    def _link(self, item: Item, where: str, expires_in: int) -> StateLink | None:
+        """A presigned GET of the S3 object holding the state a history or save ``item`` keeps; None when inline."""
+        entry = from_item(item).get("entry")
         reference = entry.get("state", {}).get("s3") if isinstance(entry, dict) else None
-        checkpoint = table.codec.decode_entry(found, where=where, fetch=False)
+        checkpoint = self.table.codec.decode_entry(item, where=where, fetch=False)
         if not isinstance(reference, dict) or checkpoint is None:
             return None
-        return table.codec.payloads.link(
-            reference, checkpoint, where=where, expires_in=expires_in, now_ms=table.clock()
-        )
+        payloads = self.table.codec.payloads
+        return payloads.link(reference, checkpoint, where=where, expires_in=expires_in, now_ms=self.table.clock())
 
     def _entry_item(self, job_id: str, phase: str, before: int | None) -> tuple[Item, str] | None:
         """The history item holding the entry :meth:`entered` finds, and where it lives (no S3 read)."""
