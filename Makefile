@@ -13,10 +13,12 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV := $(CHECKOV_VENV)/bin/checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 NODE_STAMP := node_modules/.installed
-# Installs skip compiling every file of every package: Python compiles what a command imports, on first use (where
-# the environment keeps no bytecode, each process does; compiling at install measured no faster in all: 30 s more
-# of installs, the same tiers within their spread).
+# Each virtualenv's packages are compiled to bytecode once, after pip (side by side: compileall -j 0): the suites
+# start hundreds of Python processes (cairn dev and its workers, the CLI, the SAM CLI), and where the environment
+# keeps no bytecode (PYTHONDONTWRITEBYTECODE) each would compile boto3, botocore, moto and pydantic again: a third
+# more CPU in tests/template/test_handwritten_template.py, measured. A file that does not compile is left to Python.
 PIP_INSTALL = pip install --quiet --disable-pip-version-check --no-compile
+COMPILE = -m compileall -qq -j 0
 # The browser tests (tests/browser) run Debian's chromium through Playwright, never a browser of Playwright's own.
 CHROMIUM := /usr/bin/chromium
 STATELINT := node_modules/.bin/statelint
@@ -38,16 +40,19 @@ tools: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) $(CHROMIUM)
 $(STAMP): requirements.txt requirements-dev.txt layers/requirements.txt layers/cairn/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/$(PIP_INSTALL) -r requirements-dev.txt -e "./layers/cairn[dev]"
+	-$(BIN)/python $(COMPILE) $(VENV)/lib
 	touch $(STAMP)
 
 $(SAM_STAMP): requirements-sam.txt
 	$(PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/$(PIP_INSTALL) -r requirements-sam.txt
+	-$(SAM_VENV)/bin/python $(COMPILE) $(SAM_VENV)/lib
 	touch $(SAM_STAMP)
 
 $(CHECKOV_STAMP): requirements-checkov.txt
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/$(PIP_INSTALL) -r requirements-checkov.txt
+	-$(CHECKOV_VENV)/bin/python $(COMPILE) $(CHECKOV_VENV)/lib
 	touch $(CHECKOV_STAMP)
 
 $(NODE_STAMP): package.json package-lock.json
@@ -213,9 +218,10 @@ new: $(STAMP)
 # What a new user does, in a fresh clone of this repository's HEAD (in a temporary folder, removed after): `cairn new
 # demo-two`, then what it can change: ruff on the tree and mypy --strict on the files it wrote, `make validate` (the template
 # checks, checkov included), the tests that enumerate the bundle's registry, template or events (`-m bundle`:
-# tests/conftest.py finds them) and the new pipeline's own tests, untouched. The clone uses this checkout's virtualenvs
-# and node_modules through symlinks and a copy of its mypy cache, and `-o` tells make they are up to date: nothing is
-# reinstalled. Only committed work is in the clone.
+# tests/conftest.py finds them) and the new pipeline's own tests, untouched. The checks (one process at a time) run
+# beside the tests, their output shown after the tests'. The clone uses this checkout's virtualenvs and node_modules
+# through symlinks and a copy of its mypy cache, and `-o` tells make they are up to date: nothing is reinstalled. Only
+# committed work is in the clone.
 scaffold-check: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 	@clone=$$(mktemp -d) && trap 'rm -rf "$$clone"' EXIT && \
 		git clone --quiet "$(CURDIR)" "$$clone/cairn" && \
@@ -223,11 +229,15 @@ scaffold-check: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 		if [ -d .mypy_cache ]; then cp -R .mypy_cache "$$clone/cairn/.mypy_cache"; fi && \
 		cd "$$clone/cairn" && \
 		echo "scaffold-check: cairn new demo-two in a fresh clone ($$clone/cairn), then the checks it can change" && \
-		$(BIN)/python -m cairn new demo-two && \
-		$(BIN)/ruff check . && $(BIN)/ruff format --check . && \
-		$(BIN)/mypy --strict functions/demo_two functions/pipelines.py tests/pipelines/test_demo_two.py && \
-		$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(CHECKOV_STAMP) -o $(NODE_STAMP) validate && \
-		TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m "bundle and not long and not e2e"
+		$(BIN)/python -m cairn new demo-two || exit 1; \
+		{ $(BIN)/ruff check . && $(BIN)/ruff format --check . && \
+			$(BIN)/mypy --strict functions/demo_two functions/pipelines.py tests/pipelines/test_demo_two.py && \
+			$(MAKE) --no-print-directory -o $(STAMP) -o $(SAM_STAMP) -o $(CHECKOV_STAMP) -o $(NODE_STAMP) validate; \
+		} > "$$clone/checks.log" 2>&1 & checks=$$!; \
+		TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m "bundle and not long and not e2e"; tested=$$?; \
+		wait $$checks; checked=$$?; \
+		echo "scaffold-check: ruff, mypy --strict and make validate on the clone:"; cat "$$clone/checks.log"; \
+		[ $$tested = 0 ] && [ $$checked = 0 ]
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .bench site node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
