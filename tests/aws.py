@@ -24,6 +24,7 @@ from cairn.aws.dynamodb.schema import create_table
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
 
 REGION = "us-east-1"
 
@@ -97,6 +98,12 @@ def _config() -> Config:
 def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
     """A DynamoDB client for moto (in-process when ``endpoint_url`` is None)."""
     return SESSION.client("dynamodb", region_name=REGION, endpoint_url=endpoint_url, config=_config())
+
+
+def sqs_client(endpoint_url: str | None = None) -> SQSClient:
+    """An SQS client for moto (in-process when ``endpoint_url`` is None), from the tests' one session: a client of
+    boto3's default session would load botocore's endpoint data again after each start of moto's mock."""
+    return SESSION.client("sqs", region_name=REGION, endpoint_url=endpoint_url)
 
 
 def s3_client(endpoint_url: str | None = None) -> S3Client:

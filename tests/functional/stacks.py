@@ -6,14 +6,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import boto3
 from moto import mock_aws
 
 from cairn.core.pipeline import Pipeline
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
+from tests.aws import dynamodb_client, s3_client, sqs_client
 from tests.support import FakeClock
 
 
@@ -25,6 +24,6 @@ def moto_stack(clock: FakeClock, *more: Pipeline[Any]) -> Iterator[LocalStack]:
             PipelineRegistry([*PIPELINES, *more]) if more else PIPELINES,
             dynamodb=dynamodb_client(),
             s3=s3_client(),
-            sqs=boto3.client("sqs", region_name=REGION),
+            sqs=sqs_client(),
             clock=clock,
         )

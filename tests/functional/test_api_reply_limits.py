@@ -21,7 +21,9 @@ import requests
 from cairn import Done, Next, PhaseContext, Pipeline
 from cairn.aws import payloads
 from cairn.aws.api_limits import MAX_REPLY_BYTES, reply_bytes
+from cairn.aws.dynamodb.storage import DynamoDBStorage
 from cairn.client import http as client_http
+from cairn.core.storage_port import Storage
 from cairn.testing.api_events import http_api_event, iam_caller
 from cairn.testing.stack import LocalStack
 from tests.functional.jobs_server import FUNCTION, JobsServer
@@ -187,16 +189,47 @@ def test_a_job_view_whose_state_is_too_large_hands_it_over_as_a_link(
     assert json.loads(target.read_text(encoding="utf-8"))["job"]["checkpoint"]["state"]["blob"] == expected
 
 
-def test_any_other_reply_past_the_bound_is_a_clear_error(jobs: JobsServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_result_too_large_for_the_view_is_handed_over_as_a_link(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     run_bulky(jobs, "result", "non-ascii", 2 * MB, result_is_state=True)  # a 12 MB (escaped) result
+    expected = text_of(NON_ASCII, 2 * MB, 2)
 
     response = call(jobs, "GET", "/jobs/result")
+    assert response["statusCode"] == 200, response["body"][:500]
+    view = within_limit(response)
+    assert view["status"] == "complete"
+    assert "result" not in view
+    assert view["resultBytes"] > 0
+    assert view["resultUrlExpiresAt"] > view["updatedAt"]
+    body = requests.get(view["resultUrl"], timeout=30).content  # moto serves the presigned URL
+    assert json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)["blob"] == expected
+
+    with_state = within_limit(call(jobs, "GET", "/jobs/result", query={"includeState": "true"}))
+    assert "resultUrl" in with_state  # a complete job keeps no checkpoint: its result only
+
+    monkeypatch.setattr(client_http, "fetch_link", lambda url: requests.get(url, timeout=30).content)
+    shown = show_json(capsys, "result")
+    assert shown["result"]["blob"] == expected
+    target = tmp_path / "result.cairn-job.json"
+    status, _, err = run_cli(capsys, "pull", "result", "-o", str(target))
+    assert status == 0, err
+    assert json.loads(target.read_text(encoding="utf-8"))["job"]["result"]["blob"] == expected
+
+
+def test_a_result_past_the_bound_from_a_store_that_links_none_is_a_clear_error(
+    jobs: JobsServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DynamoDBStorage, "result_link", Storage.result_link)  # as a store of an earlier release
+    run_bulky(jobs, "kept-result", "repeat", MB, result_is_state=True)  # 6 MB escaped
+
+    response = call(jobs, "GET", "/jobs/kept-result")
     assert reply_bytes(response) <= MAX_REPLY_BYTES
-    assert response["statusCode"] == 500
+    assert response["statusCode"] == 500, response["body"][:600]
     error = json.loads(response["body"])["error"]
     assert error["code"] == "reply_too_large"
     assert "bytes" in error["message"]
-    status, _, err = run_cli(capsys, "show", "result")
+    status, _, err = run_cli(capsys, "show", "kept-result")
     assert status == 1
     assert "too large" in error_line(err)
 

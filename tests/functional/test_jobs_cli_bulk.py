@@ -10,14 +10,13 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
+from tests.aws import dynamodb_client, s3_client, sqs_client
 from tests.functional.jobs_server import JobsServer
 from tests.functional.pipelines import flaky_pipeline
 from tests.functional.test_jobs_cli import INVOICE, run_cli, show_json
@@ -36,7 +35,7 @@ def stack(stack_clock: FakeClock) -> Iterator[LocalStack]:
             PipelineRegistry([*PIPELINES, flaky_pipeline(BROKEN)]),
             dynamodb=dynamodb_client(),
             s3=s3_client(),
-            sqs=boto3.client("sqs", region_name=REGION),
+            sqs=sqs_client(),
             clock=stack_clock,
         )
 

@@ -19,7 +19,7 @@ from cairn import JobStatus, Pipeline, run_pipeline
 from cairn.cli import main
 from cairn.client import ops
 from cairn.testing.stack import SCHEDULER, SCHEDULER_RETRIES, LocalStack
-from tests.aws import REGION
+from tests.aws import REGION, sqs_client
 from tests.functional.stacks import moto_stack
 from tests.functional.test_scheduler_dlq import SchedulerOutage, fragile_pipeline
 from tests.support import FakeClock, job_of
@@ -56,13 +56,13 @@ class Deployed:
         return self.redrive("--queue-url", self.queue_url, "--function", SCHEDULER, *options)
 
     def visible(self) -> int:
-        attributes = boto3.client("sqs", region_name=REGION).get_queue_attributes(
+        attributes = sqs_client().get_queue_attributes(
             QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         return int(attributes["ApproximateNumberOfMessages"])
 
     def send(self, body: str) -> None:
-        boto3.client("sqs", region_name=REGION).send_message(QueueUrl=self.queue_url, MessageBody=body)
+        sqs_client().send_message(QueueUrl=self.queue_url, MessageBody=body)
 
 
 def _own(out: str) -> str:
@@ -142,7 +142,7 @@ def test_a_malformed_message_is_reported_and_kept(deployed: Deployed) -> None:
 
 
 def test_max_handles_that_many_and_json_summarises(deployed: Deployed) -> None:
-    sqs = boto3.client("sqs", region_name=REGION)
+    sqs = sqs_client()
     [report] = sqs.receive_message(QueueUrl=deployed.queue_url, VisibilityTimeout=0)["Messages"]  # seen, left visible
     deployed.send(report["Body"])  # a second crash report: whichever SQS gives first, it is one to apply
 

@@ -6,7 +6,6 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -17,7 +16,7 @@ from cairn.core.settings import PHASE, PIPELINE, Settings
 from cairn.testing.invoker import LocalContext
 from cairn.testing.stack import LocalStack
 from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, new_table, s3_client
+from tests.aws import dynamodb_client, new_table, s3_client, sqs_client
 from tests.events import phase_event
 
 INTAKE = PIPELINES.get("document-intake")
@@ -98,9 +97,7 @@ def test_the_bundles_phase_handler_runs_the_phase_its_environment_names(deployed
 
 def test_the_local_stack_deploys_one_function_per_phase_of_each_pipeline() -> None:
     with mock_aws():
-        stack = LocalStack.create(
-            PIPELINES, dynamodb=dynamodb_client(), s3=s3_client(), sqs=boto3.client("sqs", region_name=REGION)
-        )
+        stack = LocalStack.create(PIPELINES, dynamodb=dynamodb_client(), s3=s3_client(), sqs=sqs_client())
         settings = stack.runtime.settings
         expected = {
             settings.phase_function(pipeline.name, phase) for pipeline in PIPELINES for phase in pipeline.phase_names

@@ -28,7 +28,7 @@ from cairn.testing.faults import LosingResponses, SimulatedCrash
 from cairn.testing.invoker import Invocation, LocalContext
 from cairn.testing.serialised import one_call_at_a_time
 from cairn.testing.stack import LocalStack
-from tests.aws import REGION, dynamodb_client, new_table, s3_client
+from tests.aws import REGION, dynamodb_client, new_table, s3_client, sqs_client
 from tests.support import FakeClock, counters, job_of, make_scheduler
 
 OWNER = "alice"
@@ -194,7 +194,7 @@ def local_stack(pipeline: Pipeline[Any], clock: FakeClock) -> LocalStack:
         PipelineRegistry([pipeline]),
         dynamodb=dynamodb_client(),
         s3=s3_client(),
-        sqs=boto3.client("sqs", region_name=REGION),
+        sqs=sqs_client(),
         clock=clock,
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 
@@ -15,7 +14,7 @@ from cairn.core.settings import PHASE
 from cairn.testing.invoker import MAX_CHAIN_INVOCATIONS, Chain, RecursiveLoop
 from cairn.testing.stack import TEMPLATE_RECURSIVE_LOOP, LocalStack
 from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
+from tests.aws import dynamodb_client, s3_client, sqs_client
 from tests.support import FakeClock
 from tests.template.cfn import Resolver, sam_transform
 
@@ -84,7 +83,7 @@ def local_stack(clock: FakeClock, recursive_loop: RecursiveLoop) -> Iterator[Loc
             PipelineRegistry([looping, flaky]),
             dynamodb=dynamodb_client(),
             s3=s3_client(),
-            sqs=boto3.client("sqs", region_name=REGION),
+            sqs=sqs_client(),
             clock=clock,
             recursive_loop=recursive_loop,
         )

@@ -28,7 +28,7 @@ from cairn.testing.stepfunctions import (
     route_lambda_tasks,
 )
 from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
+from tests.aws import REGION, dynamodb_client, s3_client, sqs_client
 from tests.events import load_event
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def deploy() -> Iterator[Deploy]:
                 pipelines,
                 dynamodb=dynamodb_client(),
                 s3=s3_client(),
-                sqs=boto3.client("sqs", region_name=REGION),
+                sqs=sqs_client(),
                 sfn=sfn,
                 driver="stepfunctions",
                 state_machine_arn=arn,

@@ -24,7 +24,7 @@ from cairn.testing.invoker import LambdaHandler
 from cairn.testing.stack import LocalStack
 from cairn.testing.stepfunctions import create_state_machine, route_lambda_tasks
 from pipelines import PIPELINES
-from tests.aws import REGION, dynamodb_client, s3_client
+from tests.aws import REGION, dynamodb_client, s3_client, sqs_client
 
 OWNER = "arn:aws:iam::123456789012:user/alice"
 INTAKE = PIPELINES.get("document-intake")
@@ -91,7 +91,7 @@ def local_stack(driver: DriverName, routes: ExitStack) -> LocalStack:
         REGISTRY,
         dynamodb=dynamodb_client(),
         s3=s3_client(),
-        sqs=boto3.client("sqs", region_name=REGION),
+        sqs=sqs_client(),
         sfn=sfn,
         driver=driver,
         state_machine_arn=create_state_machine(sfn) if sfn is not None else None,

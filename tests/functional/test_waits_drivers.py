@@ -34,7 +34,7 @@ from cairn.testing.clock import SkippingClock
 from cairn.testing.moto_aws import fake_aws
 from cairn.testing.stack import LocalStack
 from cairn.testing.stepfunctions import create_state_machine, route_lambda_tasks
-from tests.aws import REGION, dynamodb_client, s3_client
+from tests.aws import REGION, dynamodb_client, s3_client, sqs_client
 from tests.functional.test_stepfunctions import Machine
 
 ALICE = "arn:aws:iam::123456789012:user/alice"
@@ -235,7 +235,7 @@ def stepfunctions_driver() -> Iterator[Deploy]:
                 PipelineRegistry([pipeline]),
                 dynamodb=dynamodb_client(),
                 s3=s3_client(),
-                sqs=boto3.client("sqs", region_name=REGION),
+                sqs=sqs_client(),
                 sfn=sfn,
                 driver="stepfunctions",
                 state_machine_arn=arn,

@@ -13,6 +13,7 @@ Copied into a scratch project as ``functions/gated/pipeline.py`` (see ``devstack
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from cairn import Done, Fail, Next, PhaseContext, Pipeline, WaitFor
 
 STEP_SECONDS = 0.05
+BULK_ALPHABET = "αβγδεζηθικλμνξοπρστυφχψω漢字かな"
+"""What a large result is written in: each character takes six bytes of a reply once escaped."""
 HOLD_WHILE_LIMIT = 60.0
 """The longest ``gather`` holds for a ``hold_while`` file that is never removed."""
 
@@ -40,6 +43,8 @@ class Gated(BaseModel):
     wait_timeout: float | None = Field(default=None, gt=0, le=86_400)
     """How long ``gather``'s wait for ``wait_for`` lasts (None: until the job's TTL)."""
     note: str = ""
+    result_characters: int = Field(default=0, ge=0, le=4_000_000)
+    """Random non-ASCII characters ``finish`` adds to the result (``bulk``): a million escape to 6 MB of reply."""
     ran: list[str] = Field(default_factory=list)
     signal: Any = None
 
@@ -94,6 +99,9 @@ def _count_passes(note: Any) -> Any:
 
 @pipeline.phase(timeout=10)
 def finish(ctx: PhaseContext[Gated]) -> Done:
-    """The result: what ran, the note and the signal's payload."""
+    """The result: what ran, the note and the signal's payload (and ``result_characters`` of random text)."""
     state = ran(ctx)
-    return Done({"ran": state.ran, "note": state.note, "signal": state.signal})
+    result = {"ran": state.ran, "note": state.note, "signal": state.signal}
+    if state.result_characters:
+        result["bulk"] = "".join(random.Random(0).choices(BULK_ALPHABET, k=state.result_characters))
+    return Done(result)

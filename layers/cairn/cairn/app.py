@@ -39,7 +39,7 @@ from .core.pipeline import Pipeline
 from .core.prices import PriceSource, PriceTable, load_prices
 from .core.registry import PipelineRegistry
 from .core.scheduler_port import Scheduler
-from .core.storage_port import StateLink, Storage
+from .core.storage_port import ResultLink, StateLink, Storage
 from .core.transitions.history import waits_to_enter
 from .scheduling.inline import InlineScheduler
 
@@ -314,6 +314,14 @@ class Cairn:
         keeps it as an object of its own, else None (also when a save has replaced that checkpoint since)."""
         found = self.storage.checkpoint_link(validate_job_id(job_id), expires_in=expires_in)
         if found is None or found.checkpoint.created_at != checkpoint.created_at:
+            return None
+        return found
+
+    def result_link(self, job: Job, *, expires_in: int = 300) -> ResultLink | None:
+        """A short-lived link to ``job``'s result (as a read of the job found it) when the store keeps it as an object
+        of its own, else None (also when a write has changed the job since)."""
+        found = self.storage.result_link(validate_job_id(job.job_id), expires_in=expires_in)
+        if found is None or found.updated_at != job.updated_at:
             return None
         return found
 

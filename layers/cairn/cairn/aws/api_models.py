@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -24,7 +24,7 @@ from ..core.models import Job, JobStatus, LogEntry, PhaseRecord, RetryMode, Wire
 from ..core.pipeline import NAME_PATTERN, Pipeline
 from ..core.prices import PriceTable
 from ..core.signals import validation_schema
-from ..core.storage_port import StateLink
+from ..core.storage_port import ObjectLink
 from .api_cost import CostView
 
 #: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
@@ -241,29 +241,36 @@ class LinkedState(WireModel):
         default=None, exclude_if=lambda at: at is None, description="With stateUrl: when it stops working (Unix ms)"
     )
 
+    LINKED: ClassVar[tuple[str, ...]] = ("state",)
+    """The values of the reply that may be handed over as links: each ``X`` has the fields ``X_url``, ``X_bytes``,
+    ``X_encoding`` and ``X_url_expires_at``."""
+
     @model_serializer(mode="wrap")
-    def _state_or_its_link(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]  # noqa: ANN202
-        """A state handed over as a link is absent from the reply (a null there would be a state). No return
+    def _values_or_their_links(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]  # noqa: ANN202
+        """A value handed over as a link is absent from the reply (a null there would be a value). No return
         annotation: with one, the OpenAPI document would describe the reply by it instead of by the model's fields."""
         data: dict[str, Any] = handler(self)
-        if self.state_url is not None:
-            data.pop("state", None)
+        for value in self.LINKED:
+            if getattr(self, f"{value}_url") is not None:
+                data.pop(value, None)
         return data
 
     @staticmethod
-    def fields_of(link: StateLink) -> dict[str, Any]:
-        """The link fields for ``link``, by their Python names."""
+    def fields_of(link: ObjectLink, value: str = "state") -> dict[str, Any]:
+        """The fields handing ``value`` over as ``link``, by their Python names."""
         return {
-            "state_url": link.url,
-            "state_bytes": link.size,
-            "state_encoding": "gzip" if link.encoding == "gzip" else "json",
-            "state_url_expires_at": link.expires_at,
+            f"{value}_url": link.url,
+            f"{value}_bytes": link.size,
+            f"{value}_encoding": "gzip" if link.encoding == "gzip" else "json",
+            f"{value}_url_expires_at": link.expires_at,
         }
 
 
 class JobView(LinkedState):
     """A job as the API shows it. ``state`` (the checkpoint's state) only when asked for; too large for the reply,
-    a link to it instead (``stateUrl``)."""
+    a link to it instead (``stateUrl``). A result too large for the reply likewise comes as ``resultUrl``."""
+
+    LINKED: ClassVar[tuple[str, ...]] = ("state", "result")
 
     job_id: str
     pipeline: str
@@ -306,6 +313,21 @@ class JobView(LinkedState):
     )
     error: str | None = None
     result: Any = None
+    result_url: str | None = Field(
+        default=None,
+        exclude_if=lambda url: url is None,
+        description="Instead of result, when it is too large for one reply: a short-lived link whose plain GET "
+        "answers the result's JSON (gzipped when resultEncoding is gzip)",
+    )
+    result_bytes: int | None = Field(
+        default=None, exclude_if=lambda size: size is None, description="With resultUrl: the bytes it answers"
+    )
+    result_encoding: Literal["gzip", "json"] | None = Field(
+        default=None, exclude_if=lambda encoding: encoding is None, description="With resultUrl: gzip or json"
+    )
+    result_url_expires_at: int | None = Field(
+        default=None, exclude_if=lambda at: at is None, description="With resultUrl: when it stops working (Unix ms)"
+    )
     usage: dict[str, int | float] = Field(default_factory=dict)
     phases: list[PhaseRecord] = Field(
         default_factory=list,

@@ -31,8 +31,8 @@ DEFAULT_LOG_PAGE = 200
 #: The most writes one page of history holds, and how many one holds unless asked for fewer.
 MAX_HISTORY_PAGE = 100
 DEFAULT_HISTORY_PAGE = 20
-#: Reads of a job view whose state is too large for the reply before it is refused: a save replacing the state between
-#: the view's read and its link's makes the view read again.
+#: Reads of a job view whose state or result is too large for the reply before it is refused: a write replacing it
+#: between the view's read and its link's makes the view read again.
 LINK_READS = 3
 #: Writes of older history read at a time when the view must look further back (below).
 _RERUN_LOOKUP_PAGE = 100
@@ -50,9 +50,9 @@ def _view(jobs: Cairn, job_id: str) -> RecentJob:
 def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bool = False) -> JobView:
     """``GET /jobs/{jobId}``: the job with its newest phase records, the phases a rerun may start from.
 
-    A state too large for one reply is handed over as a link to the object holding it (``stateUrl``); a save that
-    replaced it between the two reads makes the view read again. A store that keeps no such object: 500
-    ``reply_too_large``, saying to ask without ``includeState``.
+    A state or a result too large for one reply is handed over as a link to the object holding it (``stateUrl``,
+    ``resultUrl``); a write that replaced it between the two reads makes the view read again. A store that keeps no
+    such object: 500 ``reply_too_large``, saying to ask without ``includeState``.
     """
     for _ in range(LINK_READS):
         view = _view(jobs, job_id)
@@ -64,16 +64,10 @@ def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bo
             history_cursor=view.older,
             prices=jobs.prices,
         )
-        checkpoint = view.job.checkpoint
-        if not include_state or checkpoint is None:
-            return shown
-        size = value_bytes(checkpoint.state)
-        if size <= VALUE_ROOM:
-            return shown
-        link = jobs.checkpoint_link(job_id, checkpoint, expires_in=LINK_SECONDS)
-        if link is not None:
-            return shown.model_copy(update={"state": None, **LinkedState.fields_of(link)})
-    raise ApiError(*TOO_LARGE, too_large_message(size))
+        bounded = _within_reply(jobs, view.job, shown)
+        if bounded is not None:
+            return bounded
+    raise ApiError(*TOO_LARGE, too_large_message(_values_bytes(shown)))
 
 
 def shown(jobs: Cairn, job: Job) -> JobView:
@@ -81,7 +75,41 @@ def shown(jobs: Cairn, job: Job) -> JobView:
     view = jobs.storage.get_job_view(job.job_id)
     if view is None:
         return JobView.of(job, prices=jobs.prices)
-    return JobView.of(view.job, history_cursor=view.older, prices=jobs.prices)
+    answer = JobView.of(view.job, history_cursor=view.older, prices=jobs.prices)
+    bounded = _within_reply(jobs, view.job, answer)
+    if bounded is None:
+        raise ApiError(*TOO_LARGE, too_large_message(_values_bytes(answer)))
+    return bounded
+
+
+def _values_bytes(view: JobView) -> int:
+    """The bytes the view's state and result take in a reply."""
+    return sum(value_bytes(value) for value in (view.state, view.result) if value is not None)
+
+
+def _within_reply(jobs: Cairn, job: Job, view: JobView) -> JobView | None:
+    """``view`` of ``job`` with its result and state handed over as links where both would not fit one reply.
+
+    A result past half the room goes first, then a state past what is left. None when a link it needs is not to be
+    had: the store keeps that value in the table, or a write has replaced it since ``job`` was read.
+    """
+    result = value_bytes(view.result) if view.result is not None else 0
+    state = value_bytes(view.state) if view.state is not None else 0
+    if result + state <= VALUE_ROOM:
+        return view
+    update: dict[str, object] = {}
+    if result > VALUE_ROOM // 2:
+        result_link = jobs.result_link(job, expires_in=LINK_SECONDS)
+        if result_link is None:
+            return None
+        update |= {"result": None, **LinkedState.fields_of(result_link, "result")}
+        result = 0
+    if state > VALUE_ROOM - result and job.checkpoint is not None:
+        state_link = jobs.checkpoint_link(job.job_id, job.checkpoint, expires_in=LINK_SECONDS)
+        if state_link is None:
+            return None
+        update |= {"state": None, **LinkedState.fields_of(state_link)}
+    return view.model_copy(update=update)
 
 
 def _rerun_phases(jobs: Cairn, view: RecentJob) -> list[str] | None:

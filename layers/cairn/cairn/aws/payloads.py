@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ..core.errors import CorruptJobError, StateTooLargeError, StorageError
-from ..core.models import Checkpoint
 from ..core.settings import DEFAULT_OFFLOAD_STATE_FROM
-from ..core.storage_port import StateLink
+from ..core.storage_port import ObjectLink
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -202,9 +201,7 @@ class PayloadCodec:
         except BotoCoreError as exc:
             raise StorageError(f"Cannot renew s3://{self.bucket}/{key}: {exc}", retryable=True) from exc
 
-    def link(
-        self, reference: dict[str, Any], checkpoint: Checkpoint, *, where: str, expires_in: int, now_ms: int
-    ) -> StateLink:
+    def link(self, reference: dict[str, Any], *, where: str, expires_in: int, now_ms: int) -> ObjectLink:
         """A presigned GET of the S3 object ``reference`` names, valid ``expires_in`` seconds from ``now_ms``.
 
         A gzipped object is served with ``Content-Encoding: gzip`` (a browser inflates it; the bytes are gzip).
@@ -221,13 +218,15 @@ class PayloadCodec:
             url = self._client().generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in)
         except (ClientError, BotoCoreError) as exc:
             raise StorageError(f"Cannot sign a link to s3://{bucket}/{key}: {exc}", retryable=True) from exc
-        return StateLink(
-            checkpoint=checkpoint.model_copy(update={"state": None}),
-            url=url,
-            size=size,
-            encoding=encoding,
-            expires_at=now_ms + expires_in * 1000,
-        )
+        return ObjectLink(url=url, size=size, encoding=encoding, expires_at=now_ms + expires_in * 1000)
+
+    @staticmethod
+    def s3_reference(attribute: Any) -> dict[str, Any] | None:
+        """The S3 reference an attribute map holds (None: the value is kept in the item itself)."""
+        if isinstance(attribute, dict) and isinstance(attribute.get("s3"), dict):
+            reference: dict[str, Any] = attribute["s3"]
+            return reference
+        return None
 
     @staticmethod
     def s3_key_of(attribute: Any) -> str | None:

@@ -72,24 +72,26 @@ def fetch_link(url: str) -> bytes:
             return body
     except urllib.error.HTTPError as exc:
         with exc:
-            message = f"Reading the state through its link failed ({exc.reason})"
+            message = f"Reading through the link the API handed over failed ({exc.reason})"
             raise ApiError(exc.code, "link_failed", message) from None
     except (OSError, http.client.HTTPException) as exc:
-        raise ApiUnreachable(f"cannot read the state through its link: {exc}") from None
+        raise ApiUnreachable(f"cannot read through the link the API handed over: {exc}") from None
 
 
-def linked_state(answer: Json) -> Json:
-    """``answer`` (a job view or ``GET /jobs/{id}/states/{phase}``) with its ``state``, read through ``stateUrl`` if it
-    has one."""
-    url = answer.get("stateUrl")
-    if not isinstance(url, str):
-        return answer
-    body = fetch_link(url)
-    try:
-        state = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
-    except (ValueError, OSError, EOFError) as exc:
-        raise ApiError(502, "bad_response", f"The state read through its link is not JSON ({exc})") from None
-    return {**answer, "state": state}
+def linked_values(answer: Json) -> Json:
+    """``answer`` (a job view or ``GET /jobs/{id}/states/{phase}``) with each value the API handed over as a link
+    (``stateUrl``, ``resultUrl``) read through it into its place (``state``, ``result``)."""
+    read = {}
+    for value in ("state", "result"):
+        url = answer.get(f"{value}Url")
+        if not isinstance(url, str):
+            continue
+        body = fetch_link(url)
+        try:
+            read[value] = json.loads(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+        except (ValueError, OSError, EOFError) as exc:
+            raise ApiError(502, "bad_response", f"The {value} read through its link is not JSON ({exc})") from None
+    return {**answer, **read}
 
 
 @dataclass(frozen=True)
@@ -213,12 +215,11 @@ class ApiClient:
     def get(self, job_id: str, *, include_state: bool = False, include_input: bool = False) -> Json:
         """The job's view (``GET /jobs/{id}``); its checkpoint's state and its input too when asked.
 
-        A state too large for one reply comes as a link (``stateUrl``): it is read through it, and ``state`` holds
-        it as for any other.
+        A state or result too large for one reply comes as a link (``stateUrl``, ``resultUrl``): it is read through
+        it, and ``state`` or ``result`` holds it as for any other.
         """
         query = {"includeState": "true" if include_state else None, "includeInput": "true" if include_input else None}
-        view = self.request("GET", self._job(job_id), query=query)
-        return linked_state(view) if include_state else view
+        return linked_values(self.request("GET", self._job(job_id), query=query))
 
     def history(self, job_id: str, *, limit: int | None = None, cursor: str | None = None) -> Json:
         """What the job's writes added, newest first (``GET /jobs/{id}/history``): ``{"jobId", "writes", "cursor"}``.
@@ -251,7 +252,7 @@ class ApiClient:
         comes as a link (``stateUrl``): it is read through it, and ``state`` holds it as for any other.
         """
         path = self._job(job_id, f"/states/{quote(phase, safe='')}")
-        return linked_state(self.request("GET", path, query={"before": before}))
+        return linked_values(self.request("GET", path, query={"before": before}))
 
     def state_diff(self, job_id: str, before: str, after: str) -> Json:
         """The changes from phase ``before``'s entry state to ``after``'s (``GET /jobs/{id}/diff``)."""

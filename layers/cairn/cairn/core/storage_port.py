@@ -37,19 +37,33 @@ class Route:
 
 
 @dataclass(frozen=True)
-class StateLink:
-    """A short-lived link to a kept state stored as an object of its own: a plain GET of ``url`` reads it.
+class ObjectLink:
+    """A short-lived link to a value stored as an object of its own: a plain GET of ``url`` reads it.
 
-    ``size`` is the object's bytes; ``encoding`` says how they hold the state's JSON (``"gzip"`` or ``"json"``).
+    ``size`` is the object's bytes; ``encoding`` says how they hold the value's JSON (``"gzip"`` or ``"json"``).
     """
 
-    checkpoint: Checkpoint
-    """The entry checkpoint the state belongs to (its ``state`` left out: None)."""
     url: str
     size: int
     encoding: str
     expires_at: int
     """Unix ms: the link stops working then."""
+
+
+@dataclass(frozen=True)
+class StateLink(ObjectLink):
+    """A link to a kept state (:class:`ObjectLink`), with the entry checkpoint it belongs to."""
+
+    checkpoint: Checkpoint
+    """The entry checkpoint the state belongs to (its ``state`` left out: None)."""
+
+
+@dataclass(frozen=True)
+class ResultLink(ObjectLink):
+    """A link to a job's result (:class:`ObjectLink`), with the write of the job it was read at."""
+
+    updated_at: int
+    """The job's ``updated_at`` when the link was made: the result belongs to that write of the job."""
 
 
 class Storage(ABC):
@@ -173,6 +187,11 @@ class Storage(ABC):
     def checkpoint_link(self, job_id: str, *, expires_in: int = 300) -> StateLink | None:
         """A link (valid ``expires_in`` seconds) to the state of the job's checkpoint, read from where it is stored;
         None when that state is not kept as an object of its own (the default) or the job is unknown."""
+        return None
+
+    def result_link(self, job_id: str, *, expires_in: int = 300) -> ResultLink | None:
+        """A link (valid ``expires_in`` seconds) to the job's result, read from where it is stored; None when the
+        result is not kept as an object of its own (the default), the job has none or is unknown."""
         return None
 
     @abstractmethod

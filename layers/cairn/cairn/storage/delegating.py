@@ -12,7 +12,7 @@ from typing import TypeVar
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ..core.models import Checkpoint, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.share_port import NoteOutcome, OwnerShares, ShareTaken, SlotRequest, Waiter, WaiterNote
-from ..core.storage_port import Route, StateLink, Storage
+from ..core.storage_port import ResultLink, Route, StateLink, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 _T = TypeVar("_T")
@@ -97,6 +97,10 @@ class DelegatingStorage(Storage):
     def checkpoint_link(self, job_id: str, *, expires_in: int = 300) -> StateLink | None:
         """The inner store's link to the checkpoint's state (None when it keeps none), through :meth:`around`."""
         return self.around("checkpoint_link", lambda: self.inner.checkpoint_link(job_id, expires_in=expires_in))
+
+    def result_link(self, job_id: str, *, expires_in: int = 300) -> ResultLink | None:
+        """The inner store's link to the job's result (None when it keeps none), through :meth:`around`."""
+        return self.around("result_link", lambda: self.inner.result_link(job_id, expires_in=expires_in))
 
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         return self.around("get_items", lambda: self.inner.get_items(job_id, fan_out))

@@ -8,7 +8,7 @@ their own. A job that lives on pushes that expiry forward before its own would p
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from ...core import transitions, ttl
 from ...core.models import Checkpoint
@@ -75,8 +75,8 @@ class History:
         checkpoint = self.table.codec.decode_entry(item, where=where, fetch=False)
         if not isinstance(reference, dict) or checkpoint is None:
             return None
-        payloads = self.table.codec.payloads
-        return payloads.link(reference, checkpoint, where=where, expires_in=expires_in, now_ms=self.table.clock())
+        link = self.table.codec.payloads.link(reference, where=where, expires_in=expires_in, now_ms=self.table.clock())
+        return StateLink(**asdict(link), checkpoint=checkpoint.model_copy(update={"state": None}))
 
     def _entry_item(self, job_id: str, phase: str, before: int | None) -> tuple[Item, str] | None:
         """The history item holding the entry :meth:`entered` finds, and where it lives (no S3 read)."""

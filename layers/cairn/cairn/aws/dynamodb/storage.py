@@ -40,7 +40,7 @@ from ...core.models import (
     MapRecord,
 )
 from ...core.settings import Settings
-from ...core.storage_port import Route, StateLink, Storage
+from ...core.storage_port import ResultLink, Route, StateLink, Storage
 from ...core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from ..payloads import PayloadCodec
 from .codec import ItemCodec
@@ -52,6 +52,7 @@ from .jobs import Jobs
 from .lessons import Lessons
 from .map_items import MapItems
 from .owner_shares import DynamoDBOwnerShares
+from .result_links import result_link
 from .table import Table
 
 if TYPE_CHECKING:
@@ -212,6 +213,10 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
     def checkpoint_link(self, job_id: str, *, expires_in: int = 300) -> StateLink | None:
         """A presigned GET of the S3 object holding the checkpoint's state; None when the state is in the table."""
         return self._history.checkpoint_link(job_id, expires_in=expires_in)
+
+    def result_link(self, job_id: str, *, expires_in: int = 300) -> ResultLink | None:
+        """A presigned GET of the S3 object holding the job's result; None when the result is in the table."""
+        return result_link(self._table, job_id, expires_in=expires_in)
 
     # -- listings ----------------------------------------------------------------------------
 

@@ -6,24 +6,13 @@
 import { api, ApiError, jobPath } from "./api.js";
 import { h, setChildren } from "./dom.js";
 import { prettyJson, timeElement } from "./format.js";
-import { stateVersion } from "./job-panels.js";
+import { stateVersion, valueLink } from "./job-panels.js";
 
 const SIGNS = { added: "+", removed: "−", changed: "~" };
 
-/**
- * A state too large for one reply: the API hands it over as a short-lived link (`stateUrl`); the page offers it
- * as a download instead of showing it.
- */
+/** A state too large for one reply, handed over as a link: offered as a download instead of shown. */
 export function stateLink(entered) {
-  return h(
-    "p",
-    { class: "state-link" },
-    `Too large to show here (${entered.stateBytes} bytes stored): `,
-    h("a", { href: entered.stateUrl, target: "_blank", rel: "noopener noreferrer" }, "open the state"),
-    " (the link works until ",
-    timeElement(entered.stateUrlExpiresAt),
-    ")",
-  );
+  return valueLink(entered, "state");
 }
 
 /** A value of a change on one line: compact JSON, cut to a panel's width; one the API cut says its size. */

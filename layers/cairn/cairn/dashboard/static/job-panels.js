@@ -57,7 +57,29 @@ export function stateVersion(saved) {
   return `state v${saved.stateVersion ?? 1}`;
 }
 
+/**
+ * A value too large for one reply (`state`, `result`): the API hands it over as a short-lived link (`stateUrl`,
+ * `resultUrl`); the page offers it as a download instead of showing it.
+ */
+export function valueLink(view, value) {
+  return h(
+    "p",
+    { class: "state-link" },
+    `Too large to show here (${view[`${value}Bytes`]} bytes stored): `,
+    h("a", { href: view[`${value}Url`], target: "_blank", rel: "noopener noreferrer" }, `open the ${value}`),
+    " (the link works until ",
+    timeElement(view[`${value}UrlExpiresAt`]),
+    ")",
+  );
+}
+
 export function renderResult(container, job) {
+  if (job.resultUrl) {
+    if (container.dataset.text === job.resultUrl) return; // each read of the job hands over a fresh link
+    container.dataset.text = job.resultUrl;
+    container.replaceChildren(valueLink(job, "result"));
+    return;
+  }
   const text = job.result == null ? null : prettyJson(job.result);
   if (container.dataset.text === String(text)) return;
   container.dataset.text = String(text);
