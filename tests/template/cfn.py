@@ -23,6 +23,8 @@ from typing import Any
 from cfnlint.decode.decode import decode_str  # type: ignore[import-untyped]
 from samtranslator.translator.transform import transform  # type: ignore[import-untyped]
 
+from cairn.bundle.templating.conditions import Pseudo, condition_values
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 STATE_MACHINE = ROOT / "statemachine" / "pipeline.asl.json"
@@ -83,37 +85,8 @@ def parameter_values(template: Mapping[str, Any], overrides: Mapping[str, str] |
 
 
 def evaluate_conditions(template: Mapping[str, Any], params: Mapping[str, str]) -> dict[str, bool]:
-    """The value of every condition for these parameter values."""
-    definitions: dict[str, Any] = template.get("Conditions", {})
-    results: dict[str, bool] = {}
-
-    def value(expr: Any) -> Any:
-        if isinstance(expr, dict) and set(expr) == {"Ref"}:
-            return params.get(expr["Ref"], PSEUDO.get(expr["Ref"]))
-        return expr
-
-    def truth(expr: Any) -> bool:
-        (name, args), *_ = expr.items()
-        if name == "Fn::Equals":
-            return bool(str(value(args[0])) == str(value(args[1])))
-        if name == "Fn::Not":
-            return not truth(args[0])
-        if name == "Fn::And":
-            return all(truth(arg) for arg in args)
-        if name == "Fn::Or":
-            return any(truth(arg) for arg in args)
-        if name == "Condition":
-            return condition(args)
-        raise ValueError(f"Unsupported condition function {name}")
-
-    def condition(name: str) -> bool:
-        if name not in results:
-            results[name] = truth(definitions[name])
-        return results[name]
-
-    for name in definitions:
-        condition(name)
-    return results
+    """The value of every condition for these parameter values (the library's rules: ``cairn.bundle.templating``)."""
+    return condition_values(template, params, Pseudo(stack_name=STACK, region=REGION, account=ACCOUNT))
 
 
 def resolve_ifs(node: Any, conditions: Mapping[str, bool]) -> Any:

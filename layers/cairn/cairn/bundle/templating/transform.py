@@ -4,7 +4,7 @@
 layer's ``ContentUri`` become the S3 locations an ``upload`` callback gives, a state machine's
 ``DefinitionUri`` file becomes its inline ``Definition``. :func:`transform` resolves every ``Fn::If``
 whose condition depends on parameters only (what ``AWS::LanguageExtensions`` does before SAM sees the
-template; parameters and conditions are evaluated by moto's CloudFormation) and runs aws-sam-translator,
+template; :mod:`.conditions` works out the conditions) and runs aws-sam-translator,
 the transform CloudFormation runs for ``AWS::Serverless-2016-10-31``. A template the translator rejects
 raises :class:`TransformError` with the translator's own messages.
 """
@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from .conditions import ConditionError, Pseudo, condition_values
 from .errors import TemplateError
 from .serverless import SERVERLESS_FUNCTION, global_function
 
@@ -132,23 +133,11 @@ def language_extensions(
 def _conditions(
     template: Mapping[str, Any], parameters: Mapping[str, str], *, stack_name: str, region: str, account: str
 ) -> Mapping[str, bool]:
-    """Every condition's value, as moto's CloudFormation evaluates it for these parameter values."""
-    from moto.cloudformation.exceptions import ValidationError
-    from moto.cloudformation.parsing import ResourceMap
-
-    stack_id = f"arn:aws:cloudformation:{region}:{account}:stack/{stack_name}/language-extensions"
-    resources = ResourceMap(
-        stack_id, stack_name, dict(parameters), {}, region, account, dict(template), cross_stack_resources={}
-    )
+    """Every condition's value for these parameter values (:mod:`.conditions`)."""
     try:
-        resources.load_mapping()
-        resources.load_parameters()
-        resources.load_conditions()
-    except ValidationError as exc:
-        raise TransformError(str(exc.message)) from None
-    except (KeyError, TypeError, ValueError) as exc:
-        raise TransformError(f"{LANGUAGE_EXTENSIONS}: cannot evaluate the template's conditions: {exc!r}") from None
-    return {name: bool(resources.lazy_condition_map[name]) for name in template.get("Conditions") or {}}
+        return condition_values(template, parameters, Pseudo(stack_name=stack_name, region=region, account=account))
+    except ConditionError as exc:
+        raise TransformError(f"{LANGUAGE_EXTENSIONS}: {exc}") from None
 
 
 def _resolve_ifs(node: Any, conditions: Mapping[str, bool]) -> Any:
