@@ -65,6 +65,7 @@ from .api_auth import Unauthenticated, is_public, owner_of
 from .api_cost import SORT_BY_COST, sorted_by_cost
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, install_error_handlers, refusal
+from .api_job_view import JobView
 from .api_limits import within_limit
 from .api_maps import router as maps_router
 from .api_models import (
@@ -75,7 +76,6 @@ from .api_models import (
     IdPrefix,
     JobHistory,
     JobLog,
-    JobView,
     PipelineList,
     PipelineName,
     PipelineView,

@@ -37,7 +37,8 @@ from ..core.errors import (
 from ..core.models import Job
 from ..core.text import cut, shown
 from .api_auth import Unauthenticated
-from .api_models import ErrorBody, ErrorDetail, JobView
+from .api_job_view import JobView
+from .api_models import ErrorBody, ErrorDetail
 from .observability import logger
 
 INTERNAL_MESSAGE = "The request failed because of an internal error; it has been logged"

@@ -20,8 +20,9 @@ from ..core.ids import validate_job_id
 from ..core.map_reruns import item_only_phases, rerun_phases
 from ..core.models import Job, PhaseRecord
 from .api_errors import ApiError
+from .api_job_view import JobView, LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
-from .api_models import HistoryWrite, JobHistory, JobLog, JobView, LinkedState
+from .api_models import HistoryWrite, JobHistory, JobLog
 from .observability import logger
 
 #: The most entries one page of a log holds.

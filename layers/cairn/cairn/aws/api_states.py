@@ -24,8 +24,9 @@ from ..app import Cairn
 from ..core.models import WireModel
 from ..core.state_diff import StateChange, diff_states
 from .api_errors import ApiError
+from .api_job_view import LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
-from .api_models import LinkedState, PhaseName
+from .api_models import PhaseName
 from .api_routes import JobIdPath, callers_jobs, responses
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
