@@ -29,25 +29,45 @@ class CutShort(WireModel):
         return cls(phase=job.checkpoint.next_phase, started_at=job.claimed_at, ended_at=job.updated_at)
 
 
+def _url(value: str) -> Any:
+    """The field of the link handing ``value`` over (absent unless it is too large for the reply)."""
+    return Field(
+        default=None,
+        exclude_if=lambda url: url is None,
+        description=f"Instead of {value}, when it is too large for one reply: a short-lived link whose plain GET "
+        f"answers the {value}'s JSON (gzipped when {value}Encoding is gzip)",
+    )
+
+
+def _size(value: str) -> Any:
+    """The field of the bytes a link to ``value`` answers."""
+    return Field(
+        default=None, exclude_if=lambda size: size is None, description=f"With {value}Url: the bytes it answers"
+    )
+
+
+def _encoding(value: str) -> Any:
+    """The field of how a link to ``value`` answers it."""
+    return Field(
+        default=None, exclude_if=lambda encoding: encoding is None, description=f"With {value}Url: gzip or json"
+    )
+
+
+def _expiry(value: str) -> Any:
+    """The field of when a link to ``value`` stops working."""
+    return Field(
+        default=None, exclude_if=lambda at: at is None, description=f"With {value}Url: when it stops working (Unix ms)"
+    )
+
+
 class LinkedState(WireModel):
     """A reply's state handed over as a link when it is too large for the reply (:mod:`.api_limits`): ``stateUrl``,
     a presigned GET of the object holding it, with its size, encoding and expiry; ``state`` is then absent."""
 
-    state_url: str | None = Field(
-        default=None,
-        exclude_if=lambda url: url is None,
-        description="Instead of state, when it is too large for one reply: a short-lived link whose plain GET "
-        "answers the state's JSON (gzipped when stateEncoding is gzip)",
-    )
-    state_bytes: int | None = Field(
-        default=None, exclude_if=lambda size: size is None, description="With stateUrl: the bytes it answers"
-    )
-    state_encoding: Literal["gzip", "json"] | None = Field(
-        default=None, exclude_if=lambda encoding: encoding is None, description="With stateUrl: gzip or json"
-    )
-    state_url_expires_at: int | None = Field(
-        default=None, exclude_if=lambda at: at is None, description="With stateUrl: when it stops working (Unix ms)"
-    )
+    state_url: str | None = _url("state")
+    state_bytes: int | None = _size("state")
+    state_encoding: Literal["gzip", "json"] | None = _encoding("state")
+    state_url_expires_at: int | None = _expiry("state")
 
     LINKED: ClassVar[tuple[str, ...]] = ("state",)
     """The values of the reply that may be handed over as links: each ``X`` has the fields ``X_url``, ``X_bytes``,
@@ -121,21 +141,10 @@ class JobView(LinkedState):
     )
     error: str | None = None
     result: Any = None
-    result_url: str | None = Field(
-        default=None,
-        exclude_if=lambda url: url is None,
-        description="Instead of result, when it is too large for one reply: a short-lived link whose plain GET "
-        "answers the result's JSON (gzipped when resultEncoding is gzip)",
-    )
-    result_bytes: int | None = Field(
-        default=None, exclude_if=lambda size: size is None, description="With resultUrl: the bytes it answers"
-    )
-    result_encoding: Literal["gzip", "json"] | None = Field(
-        default=None, exclude_if=lambda encoding: encoding is None, description="With resultUrl: gzip or json"
-    )
-    result_url_expires_at: int | None = Field(
-        default=None, exclude_if=lambda at: at is None, description="With resultUrl: when it stops working (Unix ms)"
-    )
+    result_url: str | None = _url("result")
+    result_bytes: int | None = _size("result")
+    result_encoding: Literal["gzip", "json"] | None = _encoding("result")
+    result_url_expires_at: int | None = _expiry("result")
     usage: dict[str, int | float] = Field(default_factory=dict)
     phases: list[PhaseRecord] = Field(
         default_factory=list,
