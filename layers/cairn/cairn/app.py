@@ -309,11 +309,13 @@ class Cairn:
             return None
         return found
 
-    def checkpoint_link(self, job_id: str, checkpoint: Checkpoint, *, expires_in: int = 300) -> StateLink | None:
-        """A short-lived link to the state of the job's ``checkpoint`` (as a read of the job found it) when the store
-        keeps it as an object of its own, else None (also when a save has replaced that checkpoint since)."""
-        found = self.storage.checkpoint_link(validate_job_id(job_id), expires_in=expires_in)
-        if found is None or found.checkpoint.created_at != checkpoint.created_at:
+    def checkpoint_link(self, job: Job, *, expires_in: int = 300) -> StateLink | None:
+        """A short-lived link to the state of ``job``'s checkpoint (as a read of the job found it) when the store keeps
+        it as an object of its own, else None (also when a write has changed the job since)."""
+        found = self.storage.checkpoint_link(validate_job_id(job.job_id), expires_in=expires_in)
+        if found is None or job.checkpoint is None or found.checkpoint.created_at != job.checkpoint.created_at:
+            return None
+        if found.sequence is not None and found.sequence != job.sequence:  # written since, maybe in the same ms
             return None
         return found
 
@@ -321,7 +323,7 @@ class Cairn:
         """A short-lived link to ``job``'s result (as a read of the job found it) when the store keeps it as an object
         of its own, else None (also when a write has changed the job since)."""
         found = self.storage.result_link(validate_job_id(job.job_id), expires_in=expires_in)
-        if found is None or found.updated_at != job.updated_at:
+        if found is None or found.sequence != job.sequence:
             return None
         return found
 

@@ -105,8 +105,8 @@ def _within_reply(jobs: Cairn, job: Job, view: JobView) -> JobView | None:
             return None
         update |= {"result": None, **LinkedState.fields_of(result_link, "result")}
         result = 0
-    if state > VALUE_ROOM - result and job.checkpoint is not None:
-        state_link = jobs.checkpoint_link(job.job_id, job.checkpoint, expires_in=LINK_SECONDS)
+    if state > VALUE_ROOM - result:
+        state_link = jobs.checkpoint_link(job, expires_in=LINK_SECONDS)
         if state_link is None:
             return None
         update |= {"state": None, **LinkedState.fields_of(state_link)}

@@ -56,14 +56,17 @@ class StateLink(ObjectLink):
 
     checkpoint: Checkpoint
     """The entry checkpoint the state belongs to (its ``state`` left out: None)."""
+    sequence: int | None = None
+    """The job's ``sequence`` when a link to its checkpoint's state was made (None: not known, as for a history
+    entry's): two checkpoints written in the same millisecond are told apart by it."""
 
 
 @dataclass(frozen=True)
 class ResultLink(ObjectLink):
     """A link to a job's result (:class:`ObjectLink`), with the write of the job it was read at."""
 
-    updated_at: int
-    """The job's ``updated_at`` when the link was made: the result belongs to that write of the job."""
+    sequence: int
+    """The job's ``sequence`` when the link was made: the result belongs to that write of the job."""
 
 
 class Storage(ABC):

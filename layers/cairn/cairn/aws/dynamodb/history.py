@@ -66,7 +66,8 @@ class History:
         found = table.call(table.client.get_item, TableName=table.name, Key=key, ConsistentRead=True).get("Item")
         if not found:
             return None  # a save replaced it since the job item was read: the caller reads the view again
-        return self._link(found, f"{table.codec.pk(job_id)}/{holder_sk}", expires_in)
+        link = self._link(found, f"{table.codec.pk(job_id)}/{holder_sk}", expires_in)
+        return None if link is None else replace(link, sequence=int(from_item(job_item)["sequence"]))
 
     def _link(self, item: Item, where: str, expires_in: int) -> StateLink | None:
         """A presigned GET of the S3 object holding the state a history or save ``item`` keeps; None when inline."""

@@ -11,7 +11,7 @@ from .table import Table
 
 
 def result_link(table: Table, job_id: str, *, expires_in: int) -> ResultLink | None:
-    """A presigned GET of the S3 object holding the job's result, with the job's ``updatedAt`` it was read at.
+    """A presigned GET of the S3 object holding the job's result, with the job's ``sequence`` it was read at.
 
     None when the job is unknown or past its TTL, has no result, or keeps it in its item. One read of the job
     item, none of S3.
@@ -26,8 +26,8 @@ def result_link(table: Table, job_id: str, *, expires_in: int) -> ResultLink | N
     reference = payloads.s3_reference(values.get("result"))
     if reference is None:
         return None
-    updated_at = values.get("updatedAt")
-    if not isinstance(updated_at, int) or isinstance(updated_at, bool):
-        raise CorruptJobError(where, "its updatedAt is not a number")
+    sequence = values.get("sequence")
+    if not isinstance(sequence, int) or isinstance(sequence, bool):
+        raise CorruptJobError(where, "its sequence is not a number")
     link = payloads.link(reference, where=where, expires_in=expires_in, now_ms=table.clock())
-    return ResultLink(**asdict(link), updated_at=updated_at)
+    return ResultLink(**asdict(link), sequence=sequence)
