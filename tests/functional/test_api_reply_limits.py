@@ -245,3 +245,19 @@ def test_a_large_state_kept_in_the_table_is_a_clear_error(jobs: JobsServer, monk
     error = json.loads(response["body"])["error"]
     assert error["code"] == "reply_too_large"
     assert "too large" in error["message"]
+
+
+def test_with_redaction_set_no_value_is_handed_over_unredacted_as_a_link(
+    jobs: JobsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_bulky(jobs, "redacted", "ascii", 6 * MB, result_is_state=True)  # a 6 MB state entering middle, and result
+    monkeypatch.setenv("CAIRN_REDACT", json.dumps({"fields": ["blob"]}))  # the stored objects hold it unredacted
+
+    for path, query in [("/jobs/redacted", None), ("/jobs/redacted/states/middle", None)]:
+        response = call(jobs, "GET", path, query=query)
+        assert reply_bytes(response) <= MAX_REPLY_BYTES
+        assert response["statusCode"] == 500, response["body"][:500]
+        assert "Url" not in response["body"]
+        error = json.loads(response["body"])["error"]
+        assert error["code"] == "reply_too_large"
+        assert "redacts its replies" in error["message"]

@@ -23,6 +23,7 @@ from .api_errors import ApiError
 from .api_job_view import JobView, LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
 from .api_models import HistoryWrite, JobHistory, JobLog
+from .api_redaction import linking_refused
 from .observability import logger
 
 #: The most entries one page of a log holds.
@@ -98,6 +99,9 @@ def _within_reply(jobs: Cairn, job: Job, view: JobView) -> JobView | None:
     state = value_bytes(view.state) if view.state is not None else 0
     if result + state <= VALUE_ROOM:
         return view
+    refused = linking_refused(jobs.pipelines, result + state)
+    if refused is not None:
+        raise refused
     update: dict[str, object] = {}
     if result > VALUE_ROOM // 2:
         result_link = jobs.result_link(job, expires_in=LINK_SECONDS)

@@ -8,6 +8,8 @@ from typing import Any
 
 from ..core.redaction import Redaction, redacted_document
 from ..core.registry import PipelineRegistry
+from .api_errors import ApiError
+from .api_limits import TOO_LARGE, too_large_message
 
 
 def deployment_redaction(pipelines: PipelineRegistry) -> Redaction:
@@ -16,6 +18,18 @@ def deployment_redaction(pipelines: PipelineRegistry) -> Redaction:
     for pipeline in pipelines:
         joined = joined.joined(pipeline.redaction)
     return joined
+
+
+def linking_refused(pipelines: PipelineRegistry, size: int) -> ApiError | None:
+    """Why a value of ``size`` bytes, too large for one reply, is not handed over as a link: the deployment redacts
+    its replies, and the stored object holds the value unredacted. None when it may be."""
+    if not deployment_redaction(pipelines).active:
+        return None
+    return ApiError(
+        *TOO_LARGE,
+        f"{too_large_message(size)}. This deployment redacts its replies (CAIRN_REDACT, or a pipeline's redact_*), "
+        "so a value too large for one reply is not handed over as a link to it as stored",
+    )
 
 
 def redacted_response(response: dict[str, Any], redaction: Redaction) -> dict[str, Any]:

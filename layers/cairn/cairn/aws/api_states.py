@@ -27,6 +27,7 @@ from .api_errors import ApiError
 from .api_job_view import LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
 from .api_models import PhaseName
+from .api_redaction import linking_refused
 from .api_routes import JobIdPath, callers_jobs, responses
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
@@ -112,6 +113,9 @@ def get_entered_state(
     size = value_bytes(checkpoint.state)
     if size <= VALUE_ROOM:
         return JobState(job_id=job_id, **{**entry.model_dump(), "state": checkpoint.state})
+    refused = linking_refused(jobs.pipelines, size)
+    if refused is not None:
+        raise refused
     link = jobs.entered_link(job_id, checkpoint, before=before, expires_in=LINK_SECONDS)
     if link is None:  # kept in the table (an older write, or a store without objects): no other way to send it
         raise ApiError(*TOO_LARGE, too_large_message(size))
