@@ -1,19 +1,25 @@
-"""The load tests' moto shim answers every request as moto does: same items, same errors, same rollbacks."""
+"""The load tests' and ``cairn dev``'s moto shims answer every request as moto does: same items, errors, rollbacks."""
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
+import inspect
+import json
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.core.serialize import ResponseSerializer
 
 from cairn.aws.dynamodb.schema import create_table
+from cairn.dev.moto_responses import quick_moto_responses
 from cairn.dev.moto_speedups import proportional_moto
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from mypy_boto3_dynamodb import DynamoDBClient
 
 TABLE = "speedups"
@@ -157,3 +163,71 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was_under_the_shim() ->
             client.transact_write_items(TransactItems=refused)
 
         assert client.scan(TableName=TABLE)["Items"] == before
+
+
+@contextmanager
+def _each_response_built_twice(mismatches: list[str]) -> Iterator[list[str]]:
+    """Moto builds each response under the shim and again with moto's own lookup; a difference is recorded.
+
+    The suite runs under the shim (tests/conftest.py): moto's own lookup is what the shim wraps.
+    """
+    own_lookup = inspect.unwrap(ResponseSerializer.get_value)
+    assert own_lookup.__module__ == "moto.core.serialize"
+    built: list[str] = []
+    with quick_moto_responses():
+        quick_lookup = ResponseSerializer.get_value
+        quick_serialize = ResponseSerializer.serialize
+
+        def serialize(self: ResponseSerializer, result: Any) -> Any:
+            answer = quick_serialize(self, result)
+            again = type(self)(self.operation_model, pretty_print=self.pretty_print, value_picker=self._value_picker)
+            ResponseSerializer.get_value = own_lookup  # type: ignore[method-assign]
+            try:
+                expected = quick_serialize(again, result)
+            finally:
+                ResponseSerializer.get_value = quick_lookup  # type: ignore[method-assign]
+            built.append(self.operation_name)
+            if answer != expected:
+                mismatches.append(f"{self.operation_name}: {answer!r} != {expected!r}")
+            return answer
+
+        ResponseSerializer.serialize = serialize  # type: ignore[method-assign]
+        try:
+            yield built
+        finally:
+            ResponseSerializer.serialize = quick_serialize  # type: ignore[method-assign]
+
+
+_MACHINE = {"StartAt": "Pass", "States": {"Pass": {"Type": "Pass", "Result": {"done": True}, "End": True}}}
+
+
+@pytest.mark.usefixtures("fake_credentials")
+def test_cairn_devs_response_shim_builds_every_response_as_moto_does() -> None:
+    mismatches: list[str] = []
+    with mock_aws(), _each_response_built_twice(mismatches) as built:
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(dynamodb, TABLE)
+        dynamodb_answers = _scenario(dynamodb)
+        dynamodb.put_item(TableName=TABLE, Item={**_item("JOB#m", "JOB"), "blob": {"B": b"\x00\xff"}, "n": {"N": "3"}})
+        dynamodb.get_item(TableName=TABLE, Key=_item("JOB#m", "JOB"), ReturnConsumedCapacity="TOTAL")
+        _answer(dynamodb.get_item, TableName="missing", Key=_item("JOB#m", "JOB"))
+        dynamodb.describe_table(TableName=TABLE)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        queue = sqs.create_queue(QueueName="shim", Attributes={"VisibilityTimeout": "5"})["QueueUrl"]
+        sqs.send_message(
+            QueueUrl=queue, MessageBody="one", MessageAttributes={"k": {"DataType": "String", "StringValue": "v"}}
+        )
+        sqs.receive_message(QueueUrl=queue, MessageAttributeNames=["All"], AttributeNames=["All"])
+        sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        role = "arn:aws:iam::123456789012:role/shim"
+        machine = sfn.create_state_machine(name="shim", definition=json.dumps(_MACHINE), roleArn=role)
+        execution = sfn.start_execution(stateMachineArn=machine["stateMachineArn"], name="one", input="{}")
+        sfn.describe_execution(executionArn=execution["executionArn"])
+        sfn.list_executions(stateMachineArn=machine["stateMachineArn"])
+        sfn.get_execution_history(executionArn=execution["executionArn"])
+
+    assert mismatches == []
+    assert dynamodb_answers == _answers(nullcontext())  # what the client reads, too
+    for operation in ("Query", "TransactWriteItems", "GetItem", "ReceiveMessage", "DescribeExecution"):
+        assert operation in built  # each went through the shim

@@ -6,9 +6,10 @@ functions in worker processes (:class:`LambdaService`); everything else is moto'
 Step Functions engine calls Lambda on ``localhost:$MOTO_PORT``, so its ``lambda:invoke``
 tasks reach the same functions over HTTP. moto's DynamoDB answers one request at a time (its tables are
 not safe to read while another thread writes them) and at a cost that follows what the request touches
-(:mod:`cairn.dev.moto_speedups`), so a table of 10,000 jobs answers as one of 10 does. Served as the
-API is (:class:`cairn.dev.wsgi_server.LocalServer`), it answers only requests for its own address
-from no other site's page (:mod:`cairn.dev.own_origin`).
+(:mod:`cairn.dev.moto_speedups`), so a table of 10,000 jobs answers as one of 10 does; moto builds its responses
+without its per-value alias search (:mod:`cairn.dev.moto_responses`). Served as the API is
+(:class:`cairn.dev.wsgi_server.LocalServer`), it answers only requests for its own address from no other site's page
+(:mod:`cairn.dev.own_origin`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from .lambda_service import MAX_ASYNC_PAYLOAD, MAX_SYNC_PAYLOAD, FunctionNotFound, LambdaService
+from .moto_responses import quick_moto_responses
 from .moto_speedups import proportional_moto
 from .own_origin import OwnOrigin
 from .serving import ServedOnThread
@@ -122,6 +124,7 @@ class AwsEndpoint:
         self._previous_moto_port = os.environ.get("MOTO_PORT")
         os.environ["MOTO_PORT"] = str(self.port)
         self._speedups.enter_context(proportional_moto())
+        self._speedups.enter_context(quick_moto_responses())
         self._serving.start()
         if execute_state_machines:
             body = json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode()
