@@ -56,6 +56,8 @@ def _scenario(client: DynamoDBClient) -> list[Any]:
         for rank in range(5):
             client.put_item(TableName=TABLE, Item=_item(f"JOB#{job}", f"H#{rank:03d}"))
         client.put_item(TableName=TABLE, Item={**_item(f"JOB#{job}", "JOB", owner="o#0"), "createdAt": {"N": "5"}})
+    for job, created in (("d", "10"), ("e", "9"), ("f", "100"), ("g", "9.5"), ("h", "9.50")):  # another owner's
+        client.put_item(TableName=TABLE, Item={**_item(f"JOB#{job}", "JOB", owner="o#1"), "createdAt": {"N": created}})
     cancelled: list[Any] = [
         {"Put": {"TableName": TABLE, "Item": _item("JOB#a", "H#new")}},
         {
@@ -106,6 +108,12 @@ def _scenario(client: DynamoDBClient) -> list[Any]:
             "ScanIndexForward": forward,
         }
         page = _answer(client.query, Limit=2, **listing)
+        answers.append(page)
+        answers.append(_answer(client.query, ExclusiveStartKey=page["LastEvaluatedKey"], **listing))
+    for forward in (True, False):  # numbers in their order, not as text; the other owner's left out
+        listing["ExpressionAttributeValues"] = {":o": {"S": "o#1"}}
+        listing["ScanIndexForward"] = forward
+        page = _answer(client.query, Limit=3, **listing)
         answers.append(page)
         answers.append(_answer(client.query, ExclusiveStartKey=page["LastEvaluatedKey"], **listing))
     answers.append(_answer(client.scan, TableName=TABLE))

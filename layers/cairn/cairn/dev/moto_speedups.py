@@ -12,17 +12,20 @@ a page of ``cairn dev``'s job list outlast the API function's timeout.
   is cancelled, instead of a copy of each table; moto's own rollback is left with nothing to copy;
 - a ``Query`` on the table's key (no index) looks only at its partition, and only at the items its
   key condition keeps;
-- a ``Query`` on an index is given, unsorted, the table's items that have every attribute of the index's
-  key (moto keeps no other, and sorts what it keeps by the index's key and the table's, an order no two
-  items share, so sorting the whole table first changes nothing); scans and everything else are moto's own.
+- a ``Query`` on an index is given the table's items that have every attribute of the index's key and match
+  the query's hash key (moto keeps no other), already in the order moto sorts them into (by the index's key and
+  the table's, an order no two items share, so the order they come in changes nothing but the time moto's sort
+  takes); scans and everything else are moto's own.
 
 ``tests/benchmarks/test_moto_speedups.py`` checks that moto answers the same with and without it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
+import decimal
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -44,8 +47,12 @@ class _Asked:
     hash_key: DynamoType | None
     comparison: str | None
     bounds: list[DynamoType]
-    index_key: tuple[str, ...] = ()
+    index_key: frozenset[str] = frozenset()
     """An index's key attributes (a query on an index)."""
+    index_hash: tuple[tuple[str, tuple[str, Any] | None], ...] = ()
+    """An index query's hash key conditions: each attribute's name, its type and value as moto compares them."""
+    index_order: tuple[str, ...] = ()
+    """The attributes moto sorts an index's items by: the index's hash and range keys, then the table's."""
 
 
 _ASKED: contextvars.ContextVar[_Asked | None] = contextvars.ContextVar("asked", default=None)
@@ -120,6 +127,21 @@ def _transactions_roll_back_items(original: Callable[..., None]) -> Callable[...
     return transact_write_items
 
 
+def _index_asked(table: Table, schema: list[dict[str, str]], conditions: list[tuple[str, DynamoType]]) -> _Asked:
+    """What a ``Query`` on an index with ``schema`` asks for, its hash key ``conditions`` as moto parsed them."""
+    order = [key["AttributeName"] for kind in ("HASH", "RANGE") for key in schema if key["KeyType"] == kind]
+    order += [name for name in (table.hash_key_attr, table.range_key_attr) if name and name not in order]
+    return _Asked(
+        table,
+        None,
+        None,
+        [],
+        index_key=frozenset(key["AttributeName"] for key in schema),
+        index_hash=tuple((name, _compared(value)) for name, value in conditions),
+        index_order=tuple(order),
+    )
+
+
 def _queries_read_their_partition(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def query(self: Table, hash_key: DynamoType | None, *args: Any, **kwargs: Any) -> Any:
@@ -133,7 +155,7 @@ def _queries_read_their_partition(original: Callable[..., Any]) -> Callable[...,
         elif index_name is not None:
             index = next((index for index in self.all_indexes() if index.name == index_name), None)
             if index is not None:  # else moto refuses the query
-                asked = _Asked(self, None, None, [], tuple(key["AttributeName"] for key in index.schema))
+                asked = _index_asked(self, index.schema, kwargs.get("hash_key_conditions") or [])
         token = _ASKED.set(asked)
         try:
             return original(self, hash_key, *args, **kwargs)
@@ -148,19 +170,46 @@ def _partition_values(table: Table, partition: Any) -> list[Item]:
     return list(partition.values()) if table.range_key_attr else [partition]
 
 
+def _compared(value: Any) -> tuple[str, Any] | None:
+    """A key attribute's type and value as moto compares them (``DynamoType.__eq__``); None if not a DynamoType."""
+    if not isinstance(value, DynamoType):
+        return None
+    return (value.type, value.value if value.type == "S" else value.cast_value)
+
+
+def _sort_value(value: DynamoType) -> Any:
+    """A key value as moto orders it: numbers as numbers, strings and binaries as they are."""
+    return decimal.Decimal(value.value) if value.type == "N" else value.value
+
+
+def _index_partition(table: Table, asked: _Asked) -> list[Item]:
+    """The items of an index's partition, in the order moto sorts them into (its sort then has nothing to move).
+
+    Moto keeps, of the items it is given, those that have the index's key and match the query's hash conditions,
+    then sorts them; it is given only those, already in its order where their keys allow it (any order would do:
+    moto sorts them by the index's and the table's key, which no two items share).
+    """
+    hash_values = asked.index_hash
+    kept = [
+        item
+        for partition in table.items.values()
+        for item in _partition_values(table, partition)
+        if item.attrs.keys() >= asked.index_key
+        and all(_compared(item.attrs[name]) == expected for name, expected in hash_values)
+    ]
+    with contextlib.suppress(KeyError, TypeError, ArithmeticError):  # else moto sorts them from scratch
+        kept.sort(key=lambda item: tuple(_sort_value(item.attrs[name]) for name in asked.index_order))
+    return kept
+
+
 def _partition_items(original: Callable[[Table], list[Item]]) -> Callable[[Table], list[Item]]:
     @functools.wraps(original)
     def all_items(self: Table) -> list[Item]:
         asked = _ASKED.get()
         if asked is None or asked.table is not self:
             return original(self)
-        if asked.hash_key is None:  # an index's query: moto keeps only items in the index, and sorts them
-            return [
-                item
-                for partition in self.items.values()
-                for item in _partition_values(self, partition)
-                if all(name in item.attrs for name in asked.index_key)
-            ]
+        if asked.hash_key is None:  # an index's query: moto keeps only the items in the index's partition
+            return _index_partition(self, asked)
         partition = self.items.get(asked.hash_key)
         if partition is None:
             return []
