@@ -191,8 +191,9 @@ scale: $(STAMP)
 	$(BIN)/python -m benchmarks.scale --jobs $(SCALE_JOBS)
 
 # The dashboard's jobs list on `cairn dev` with CONSOLE_JOBS jobs of real histories (benchmarks/dev_scale.py's, written
-# through the store; 10,000 take a few minutes): the browser tests of tests/browser/test_dashboard_list.py, printing
-# how soon the first page shows, then the API's answers beside a 100-job stack. `make test` runs the tests with 1,000.
+# through the store; 10,000 take a few minutes) and a map job of 300 pages run to its end with the sweep once a day:
+# the browser tests of tests/browser/test_dashboard_list.py, printing how soon the first page shows, then the API's
+# answers beside a 100-job stack. `make test-long` runs the tests with 300 jobs and a map of 12.
 CONSOLE_JOBS ?= 10000
 console-scale: $(STAMP) $(CHROMIUM)
 	CAIRN_CONSOLE_JOBS=$(CONSOLE_JOBS) BROWSER_REQUIRED=1 $(BIN)/pytest -s -p no:randomly tests/browser/test_dashboard_list.py

@@ -1,6 +1,6 @@
-"""The jobs list at scale in chromium: hundreds of jobs with real histories (written through the store), filters on
-the server and in the address, totals, a job found by id at once, the keyboard, and a refresh that reads the first
-page only.
+"""The jobs list at scale in chromium: hundreds of jobs with real histories (written through the store) and a map job,
+filters on the server and in the address, totals, a job found by id at once, the keyboard, and a refresh that reads
+the first page only.
 
 ``CAIRN_CONSOLE_JOBS`` sets how many jobs (default 300, six pages, in ``make test-long``; ``make console-scale`` runs
 10,000).
@@ -17,8 +17,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import Browser, Page, Request, expect
 
-from benchmarks.dev_scale import seed_stack
-from tests.browser.dashboard import SAFETY_MS, pause_clock, refreshed
+from benchmarks import dev_scale
+from tests.browser.dashboard import SAFETY_MS, open_job, pause_clock, refreshed
 from tests.browser.seed import DAY_MS, seed_jobs
 from tests.local.devstack import DevStack, dev_stack
 
@@ -27,23 +27,31 @@ pytestmark = pytest.mark.xdist_group("browser-2")
 JOBS = int(os.environ.get("CAIRN_CONSOLE_JOBS", "300"))
 IDS = [f"list-{number:05d}" for number in range(JOBS)]
 OLD = ["old-0", "old-1", "old-2"]
+MAPPED = "mapped-0"
+MAP_ITEMS = min(dev_scale.MAP_ITEMS, max(12, JOBS // 30))
+"""The map job's pages: 300 among 10,000 jobs, 12 among 300."""
+TOTAL = JOBS + len(OLD) + 1
 
 
 @pytest.fixture(scope="module")
 def crowded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
-    """``cairn dev`` with JOBS jobs (newest last in IDS) and three made two days ago.
+    """``cairn dev`` with JOBS jobs (newest last in IDS), a map job older than them and three made two days ago.
 
     The JOBS jobs are :func:`benchmarks.dev_scale.seed_stack`'s: real histories of 2 to 16 writes, both of the
-    bundle's pipelines, some failed. The schedules tick once a day, so that the sweep leaves the jobs as they were
-    written.
+    bundle's pipelines, some failed. The map job is document-intake's over MAP_ITEMS pages, run to its end first
+    (:func:`benchmarks.dev_scale.run_map`). The schedules tick once a day, so that the sweep leaves the jobs as they
+    were written, and the phase after the map starts when its last item is done or never.
     """
     log = tmp_path_factory.mktemp("dev-crowded") / "dev.log"
     with dev_stack(log, "--driver", "direct", "--sweep-seconds", "86400") as stack:
         now = int(time.time() * 1000)
         seed_jobs(stack, OLD, pipeline="document-intake", first_phase="extract", now_ms=now - 2 * DAY_MS)
+        mapped = dev_scale.run_map(stack.base_url, MAPPED, MAP_ITEMS, within=max(120.0, MAP_ITEMS * 2.0))
+        time.sleep(max(0.0, JOBS / 1000 - mapped) + 0.01)  # the seeded jobs are made up to JOBS ms before now
         started = time.monotonic()
-        assert seed_stack(stack.admin("info"), JOBS, prefix="list") == IDS
-        print(f"\n{JOBS:,} jobs written through the store in {time.monotonic() - started:.1f} s")
+        assert dev_scale.seed_stack(stack.admin("info"), JOBS, prefix="list") == IDS
+        seeding = time.monotonic() - started
+        print(f"\na map of {MAP_ITEMS} items in {mapped:.1f} s; {JOBS:,} jobs written in {seeding:.1f} s")
         yield stack
 
 
@@ -80,11 +88,11 @@ def test_the_first_page_of_hundreds_shows_the_newest_jobs_and_the_totals_from_on
         page.goto(f"{crowded.base_url}/#/") if visit == "first visit" else page.reload()
         expect(page.locator("tbody tr").first).to_have_attribute("data-job-id", IDS[-1])
         figures.append(f"{visit} {(time.monotonic() - started) * 1000:.0f} ms")
-    print(f"\nfirst page of {JOBS + len(OLD):,} jobs visible after the navigation: {', '.join(figures)}")
+    print(f"\nfirst page of {TOTAL:,} jobs visible after the navigation: {', '.join(figures)}")
 
     expect(page.locator("tbody tr")).to_have_count(50)
     assert [row.get_attribute("data-job-id") for row in page.locator("tbody tr").all()[:3]] == IDS[-1:-4:-1]
-    expect(page.get_by_role("list", name="Job totals")).to_contain_text(f"Total {JOBS + len(OLD):,}", timeout=SAFETY_MS)
+    expect(page.get_by_role("list", name="Job totals")).to_contain_text(f"Total {TOTAL:,}", timeout=SAFETY_MS)
     assert len(sent) == 1, [request.url for request in sent]
     assert "cursor" not in parse_qs(urlsplit(sent[0].url).query)
 
@@ -172,3 +180,15 @@ def test_times_read_relative_with_the_absolute_time_and_zone_on_hover(browser: B
         )
     finally:
         context.close()
+
+
+def test_the_map_job_among_them_moved_on_when_its_last_item_was_done(browser_page: Page, crowded: DevStack) -> None:
+    page = browser_page
+    page.goto(f"{crowded.base_url}/#/?prefix={MAPPED}")
+    expect(page.locator("tbody tr")).to_have_count(1)
+    expect(page.locator("tbody tr").first).to_have_attribute("data-status", "complete")
+
+    open_job(page, crowded.base_url, MAPPED)
+    expect(page.get_by_role("list", name="Maps")).to_contain_text(
+        f"Map of extract_page · {MAP_ITEMS} items from split, then publish · {MAP_ITEMS} done, 0 failed"
+    )
