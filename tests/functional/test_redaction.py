@@ -17,8 +17,7 @@ import pytest
 from cairn import Next, Pipeline, RetryPolicy
 from cairn.cli import main
 from cairn.core.errors import ConfigurationError
-from cairn.core.redaction import stack_redaction
-from cairn.core.settings import REDACT
+from cairn.core.settings import REDACT, stack_redaction
 from cairn.testing.stack import LocalStack
 from tests.aws import dynamodb_client
 from tests.functional.jobs_server import JobsServer

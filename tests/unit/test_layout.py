@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cairn.bundle import layer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,3 +272,88 @@ def test_no_library_module_is_over_the_size_of_one_job() -> None:
     }
     assert len(sizes) > 100  # the whole package was read
     assert {name: lines for name, lines in sizes.items() if lines > MODULE_LINES} == {}
+
+
+def module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules ``path`` imports, each import resolved to the module that defines the name (``from .
+    import schema`` is ``schema``'s module; ``from .models import Job`` is ``models``); type-only and lazy ones too."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    me = module_name(path)
+    package = me.rsplit(".", 1)[0] if path.name != "__init__.py" else me
+
+    def defining(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    found: set[str | None] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(defining(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                found.add(submodule if submodule in modules else defining(target))
+    return {name for name in found if name is not None and name != me}
+
+
+def circles_within_rooms() -> list[list[str]]:
+    """Each group of modules of one room that import one another, round and back (strongly connected, 2 or more)."""
+    paths = {module_name(path): path for path in library_modules()}
+    graph = {
+        name: sorted(other for other in module_imports(path, set(paths)) if room_of(other) == room_of(name))
+        for name, path in paths.items()
+    }
+    order: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(name: str) -> None:  # Tarjan's strongly connected components
+        order[name] = lowest[name] = len(order)
+        stack.append(name)
+        for other in graph[name]:
+            if other not in order:
+                visit(other)
+                lowest[name] = min(lowest[name], lowest[other])
+            elif other in stack:
+                lowest[name] = min(lowest[name], order[other])
+        if lowest[name] == order[name]:
+            group: list[str] = []
+            while not group or group[-1] != name:
+                group.append(stack.pop())
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for name in sorted(graph):
+        if name not in order:
+            visit(name)
+    return circles
+
+
+def test_no_two_modules_of_a_room_import_each_other_type_only_imports_included() -> None:
+    """A circle between files hides inside a folder (the rooms above see folders); a ``Protocol`` in the lower
+    file, or the shared part moved down, breaks it."""
+    assert circles_within_rooms() == []
+
+
+def test_a_circle_between_two_files_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "cairn"
+    (package / "core").mkdir(parents=True)
+    for name, text in {
+        "__init__.py": "",
+        "core/__init__.py": "",
+        "core/upper.py": "from .lower import LIMIT\n",
+        "core/lower.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .upper import Thing\n",
+        "core/alone.py": "from . import lower\n",
+    }.items():
+        (package / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", package)
+    monkeypatch.setattr(sys.modules[__name__], "SKELETON", package / "bundle" / "skeleton")
+
+    assert circles_within_rooms() == [["cairn.core.lower", "cairn.core.upper"]]

@@ -20,6 +20,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from ..core.models import Job, JobStatus
 from ..core.redaction import log_redaction
+from ..core.settings import stack_redaction
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -30,7 +31,7 @@ class RedactingFormatter(LambdaPowertoolsFormatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """The line, every pattern's match and every secret value in it replaced by ``[redacted]``."""
-        return log_redaction().text(super().format(record))
+        return log_redaction(stack_redaction()).text(super().format(record))
 
 
 logger = Logger(service="cairn", logger_formatter=RedactingFormatter())

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from .errors import InvalidInputError
 from .ids import validate_job_id
-from .job_loading import checked_usage
+from .metering import checked_usage
 from .models import Checkpoint, JobStatus, LogEntry, PhaseRecord, WireModel
 from .redaction import Redaction, parts_of, redacted_document, values_at
 

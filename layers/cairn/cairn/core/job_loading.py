@@ -11,20 +11,16 @@ A job file is an input from outside: every store's ``put_job`` first checks what
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from . import ttl
 from .errors import InvalidInputError
 from .ids import validate_job_id
+from .job_file import JobFile
+from .metering import checked_usage
 from .models import HistoryItem, Job, LogEntry
-from .text import shown
 from .transitions import new_token
-
-if TYPE_CHECKING:
-    from .job_file import JobFile
 
 LOADED_PREFIX = "Loaded from "
 """How the log entry that marks a loaded job begins."""
@@ -70,15 +66,6 @@ def loaded_job(pulled: JobFile, *, source: str, now_ms: int, ttl_seconds: int = 
         history_renew_by=ttl.renew_by(ttl.side_expires_at(now_ms, ttl_seconds), ttl_seconds),
     )
     return stored, items
-
-
-def checked_usage(usage: Mapping[str, object]) -> None:
-    """InvalidInputError unless every usage figure is a finite, non-negative number."""
-    for name, figure in usage.items():
-        if isinstance(figure, bool) or not isinstance(figure, int | float) or not math.isfinite(figure) or figure < 0:
-            raise InvalidInputError(
-                f"Invalid usage '{shown(name)}': {shown(figure)} (a usage figure is a finite, non-negative number)"
-            )
 
 
 def checked_history(job: Job, history: Sequence[HistoryItem]) -> None:

@@ -34,8 +34,10 @@ import platform
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import InvalidInputError
 from .models import Checkpoint
 from .settings import stepfunctions_driver
+from .text import shown
 
 ITEM_OVERHEAD = 600
 """The bytes of a history item besides the state it holds (keys, log entries, phase record): an estimate."""
@@ -127,3 +129,12 @@ def budgeted_usage(usage: Mapping[str, float]) -> dict[str, float]:
         for meter, value in usage.items()
         if not meter.startswith(SHARE_WAIT)
     }
+
+
+def checked_usage(usage: Mapping[str, object]) -> None:
+    """InvalidInputError unless every usage figure is a finite, non-negative number."""
+    for name, figure in usage.items():
+        if isinstance(figure, bool) or not isinstance(figure, int | float) or not math.isfinite(figure) or figure < 0:
+            raise InvalidInputError(
+                f"Invalid usage '{shown(name)}': {shown(figure)} (a usage figure is a finite, non-negative number)"
+            )

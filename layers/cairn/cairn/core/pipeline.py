@@ -23,8 +23,9 @@ from .migrations import (
     version_stamp,
 )
 from .models import Checkpoint
-from .redaction import Redaction, redaction_of, register, stack_redaction
+from .redaction import Redaction, redaction_of, register
 from .retry import RetryPolicy
+from .settings import stack_redaction
 from .signals import admit_payload, checked_signal_models
 from .state_fit import read_state
 from .text import validation_problems

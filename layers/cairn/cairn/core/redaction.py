@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigurationError
 from .models import Failure
-from .settings import REDACT
 
 REDACTED = "[redacted]"
 """What a redacted text or field holds instead of the secret."""
@@ -109,13 +107,10 @@ def redaction_of(patterns: Iterable[str] = (), fields: Iterable[str] = (), *, wh
     return Redaction(tuple(compiled), tuple(checked))
 
 
-def stack_redaction(environ: Mapping[str, str] | None = None) -> Redaction:
-    """The stack's redaction from ``CAIRN_REDACT`` (``os.environ`` by default); unset or empty: none."""
-    return _parsed((os.environ if environ is None else environ).get(REDACT, "").strip())
-
-
 @functools.cache
-def _parsed(raw: str) -> Redaction:
+def parsed_redaction(raw: str, *, where: str) -> Redaction:
+    """The redaction a stack's setting ``raw`` names (JSON of ``patterns`` and ``fields``; empty: none), or a
+    ConfigurationError naming ``where`` (the setting: ``CAIRN_REDACT``, read by :mod:`cairn.core.settings`)."""
     if not raw:
         return NO_REDACTION
     try:
@@ -124,10 +119,10 @@ def _parsed(raw: str) -> Redaction:
         settings = None
     if not isinstance(settings, dict) or set(settings) - {"patterns", "fields"}:
         raise ConfigurationError(
-            f'{REDACT} must be JSON such as {{"patterns": ["tok-[0-9a-z]+"], "fields": ["state.api_token"]}}, '
+            f'{where} must be JSON such as {{"patterns": ["tok-[0-9a-z]+"], "fields": ["state.api_token"]}}, '
             f"got {raw[:200]!r}"
         )
-    return redaction_of(settings.get("patterns") or [], settings.get("fields") or [], where=REDACT)
+    return redaction_of(settings.get("patterns") or [], settings.get("fields") or [], where=where)
 
 
 def parts_of(path: str) -> list[str]:
@@ -212,10 +207,10 @@ def register(redaction: Redaction) -> None:
         _process.append(redaction)
 
 
-def log_redaction() -> Redaction:
-    """What the process's log lines are redacted with: the stack's and every pipeline's made here, and the secret
+def log_redaction(stack: Redaction) -> Redaction:
+    """What the process's log lines are redacted with: the ``stack``'s, every pipeline's made here, and the secret
     values its runs have seen (:func:`for_run`)."""
-    redaction = stack_redaction()
+    redaction = stack
     for other in _process:
         redaction = redaction.joined(other)
     return Redaction(redaction.patterns, redaction.fields, redaction.values | frozenset(_seen)) if _seen else redaction

@@ -10,6 +10,7 @@ from typing import Literal
 
 from . import naming
 from .errors import ConfigurationError
+from .redaction import Redaction, parsed_redaction
 
 TABLE_NAME = "CAIRN_TABLE_NAME"
 """The DynamoDB table jobs are kept in (the template's ``CheckpointTable``)."""
@@ -135,8 +136,6 @@ class Settings:
             driver = "stepfunctions"
         else:
             raise ConfigurationError(f"{DRIVER} must be 'direct' or 'stepfunctions', got {raw_driver!r}")
-        from .redaction import stack_redaction  # it reads REDACT from here: imported when settings are read
-
         stack_redaction(env)  # a bad CAIRN_REDACT is refused at start-up, not at the first text it redacts
         return cls(
             driver=driver,
@@ -156,6 +155,12 @@ class Settings:
             max_transitions=stack_max_transitions(env),
             owner_concurrency=stack_owner_concurrency(env),
         )
+
+
+def stack_redaction(environ: Mapping[str, str] | None = None) -> Redaction:
+    """The stack's redaction from ``CAIRN_REDACT`` (``os.environ`` by default); unset or empty: none."""
+    raw = (os.environ if environ is None else environ).get(REDACT, "").strip()
+    return parsed_redaction(raw, where=REDACT)
 
 
 def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | None:

@@ -32,13 +32,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from .errors import TransitionLimitError
 from .settings import MAX_TRANSITIONS, stack_max_transitions
-
-if TYPE_CHECKING:
-    from .pipeline import Pipeline
 
 DEFAULT_MAX_TRANSITIONS = 100_000
 """Generous: a self-loop of a minute a turn runs for more than two months before it is stopped."""
@@ -50,6 +47,15 @@ GUARD_STOP = "transitions_at_guard_stop"
 """The usage counter set to ``transitions`` when the guard last stopped the job: it counts from there."""
 
 
+class Limited(Protocol):
+    """What the guard reads of a pipeline (:class:`~cairn.core.pipeline.Pipeline`): its own limit."""
+
+    @property
+    def max_transitions(self) -> int:
+        """The most transitions a job of the pipeline makes before the guard stops it."""
+        ...
+
+
 @dataclass(frozen=True)
 class TransitionLimit:
     """The limit in force for a job, and the setting that gives it (named in the error)."""
@@ -58,7 +64,7 @@ class TransitionLimit:
     setting: str
 
 
-def transition_limit(pipeline: Pipeline[Any], environ: Mapping[str, str] | None = None) -> TransitionLimit:
+def transition_limit(pipeline: Limited, environ: Mapping[str, str] | None = None) -> TransitionLimit:
     """The pipeline's ``max_transitions``, or the stack's ``CAIRN_MAX_TRANSITIONS`` when that is lower.
 
     A bad ``CAIRN_MAX_TRANSITIONS`` is a ConfigurationError (read from ``environ``, else the process's).

@@ -18,11 +18,12 @@ from pydantic import BaseModel
 
 from ..core import lessons as lesson_rules
 from ..core import transitions
+from ..core.errors import JobExistsError
+from ..core.job_loading import checked_whole_job
 from ..core.lessons import StoredLesson
 from ..core.models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.storage_port import Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
-from . import loading
 
 
 class StoredMap(BaseModel):
@@ -127,8 +128,20 @@ class DocumentStorage(Storage):
         return job.model_copy(update={"log": transitions.shown_log(log, job.pending_log), "phases": phases})
 
     def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
-        """The job and its history stored under its lock: the history items first, then the document."""
-        return loading.put_document_job(self, job, history, replace=replace)
+        """The job and its history stored under its lock: the history items first, then the document.
+
+        JobExistsError for a live job of that id unless ``replace``."""
+        checked_whole_job(job, history)
+        with self._locked(job.job_id):
+            existing = transitions.live(self._load(job.job_id), self.clock())
+            if existing is not None and not replace:
+                raise JobExistsError(job.job_id, existing)
+            for item in history:
+                self._append_history(job.job_id, item)
+            self._store(job.model_copy(update={"log": [], "phases": [], "history_renew_by": None}))
+        stored = self.get_job(job.job_id)
+        assert stored is not None
+        return stored
 
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         now = self.clock()
