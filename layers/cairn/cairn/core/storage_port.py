@@ -21,6 +21,7 @@ from .errors import ConfigurationError
 from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from .models import Checkpoint, FanOut, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from .share_port import OwnerShares
+from .storage_compat import adapt_earlier_methods
 from .transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 
@@ -79,6 +80,12 @@ class Storage(ABC):
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock or system_clock_ms
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """A store written for an earlier release, whose methods lack a keyword added since, is adapted
+        (:mod:`cairn.core.storage_compat`)."""
+        super().__init_subclass__(**kwargs)
+        adapt_earlier_methods(cls)
 
     @abstractmethod
     def get_job(self, job_id: str) -> Job | None:
@@ -201,12 +208,13 @@ class Storage(ABC):
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         """The item records of the job's map ``fan_out``, in item order (every record: for ``then``, a recovery)."""
 
-    @abstractmethod
     def get_item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
         """Item ``index`` of the job's map ``fan_out`` (None when it was never written): one record read.
 
         An item's own transitions read only this, so that their cost does not grow with the map's size.
+        Optional: by default it is found among :meth:`get_items` (every record read).
         """
+        return next((item for item in self.get_items(job_id, fan_out) if item.index == index), None)
 
     @abstractmethod
     def write_item(
@@ -228,26 +236,32 @@ class Storage(ABC):
         A map with no record (started before maps kept one) counts nothing.
         """
 
-    @abstractmethod
+    # Map records: optional. A store that keeps none (the defaults) still runs maps: the engine then reads every
+    # item record to tell whether the map is done (:class:`cairn.core.fan_out.ItemRun`), as before maps kept a
+    # count, and the maps' lanes (``GET /jobs/{id}/maps``) show none.
+
     def create_map(self, job_id: str, record: MapRecord, *, expires_at: int) -> None:
-        """Write a new map's record (``done`` 0); one already written (a write sent again) is left as it is."""
+        """Write a new map's record (``done`` 0); one already written (a write sent again) is left as it is.
 
-    @abstractmethod
+        Optional: by default no record is kept."""
+        return None
+
     def get_map(self, job_id: str, fan_out: str) -> MapRecord | None:
-        """The record of the job's map ``fan_out`` (its count of finished items): one record read."""
+        """The record of the job's map ``fan_out`` (its count of finished items): one record read (None: none kept)."""
+        return None
 
-    @abstractmethod
     def get_maps(self, job_id: str) -> list[MapRecord]:
-        """The records of every map the job has run (not their items), oldest first."""
+        """The records of every map the job has run (not their items), oldest first (none by default)."""
+        return []
 
-    @abstractmethod
     def mark_map(self, job_id: str, fan_out: str, mark: MapMark, token: str) -> bool:
         """Set the map's ``mark`` to ``token``, unless another token set it first (:class:`MapRecord`).
 
         ``handed_off``: the one finish that schedules ``then``; ``joined``: the run of ``then`` that added
         the items' usage and log to the job's. True when ``token`` holds the mark (it is the first to ask,
-        or asks again after a lost response); False when another does, or the map has no record.
+        or asks again after a lost response); False when another does, or the map has no record (the default).
         """
+        return False
 
     @abstractmethod
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
