@@ -16,8 +16,8 @@ from pydantic.alias_generators import to_camel
 
 from ..core.engine import SIGNAL_NAME_PATTERN, validate_signal_name
 from ..core.errors import InvalidInputError
-from ..core.ids import JOB_ID_PATTERN, validate_job_id
-from ..core.listing import ID_PREFIX_PATTERN, MAX_ID_PREFIX, MAX_TIME_MS
+from ..core.ids import JOB_ID_PATTERN, JOB_ID_PREFIX_PATTERN, validate_job_id
+from ..core.listing import MAX_ID_PREFIX, MAX_TIME_MS
 from ..core.models import LogEntry, PhaseRecord, RetryMode, WireModel
 from ..core.pipeline import NAME_PATTERN, Pipeline
 from ..core.signals import validation_schema
@@ -114,7 +114,7 @@ IdPrefix = Annotated[
     Field(
         min_length=1,
         max_length=MAX_ID_PREFIX,
-        pattern=ID_PREFIX_PATTERN.pattern,
+        pattern=JOB_ID_PREFIX_PATTERN.pattern,
         description="Only jobs whose id starts with this (a job id's characters, at most 128)",
     ),
 ]

@@ -14,11 +14,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .settings import CLOCK_OFFSET_FILE, clock_offset_file
+
 Clock = Callable[[], int]
 """A clock: the current time in milliseconds since the epoch (the system clock, or a test's that skips time)."""
-
-OFFSET_FILE_VARIABLE = "CAIRN_CLOCK_OFFSET_FILE"
-"""The environment variable naming the clock offset file (set by ``cairn dev --skip-waits``)."""
 
 
 class OffsetFile:
@@ -46,7 +45,11 @@ class OffsetFile:
         return self._offset_ms
 
 
-_offset_file = OffsetFile(os.environ[OFFSET_FILE_VARIABLE]) if os.environ.get(OFFSET_FILE_VARIABLE) else None
+OFFSET_FILE_VARIABLE = CLOCK_OFFSET_FILE
+"""The environment variable naming the clock offset file (its home: :mod:`.settings`)."""
+
+_named = clock_offset_file()
+_offset_file = OffsetFile(_named) if _named else None
 
 
 def system_clock_ms() -> int:

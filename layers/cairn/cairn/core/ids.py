@@ -7,7 +7,13 @@ import re
 from .errors import InvalidInputError
 from .text import shown
 
-JOB_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+JOB_ID_FIRST = "A-Za-z0-9"
+"""The characters a job id may start with (a regex class's inside)."""
+JOB_ID_CHARACTERS = "A-Za-z0-9._-"
+"""The characters a job id may hold after its first (a regex class's inside)."""
+JOB_ID_PATTERN = re.compile(rf"^[{JOB_ID_FIRST}][{JOB_ID_CHARACTERS}]{{0,127}}$")
+JOB_ID_PREFIX_PATTERN = re.compile(rf"^[{JOB_ID_FIRST}][{JOB_ID_CHARACTERS}]*$")
+"""What a job id may start with, any length (a listing's ``idPrefix``)."""
 OWNER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@|/+=-]{0,127}$")
 
 

@@ -10,17 +10,15 @@ an :class:`~cairn.core.errors.InvalidInputError` rather than answered with an em
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, replace
 
 from .errors import InvalidInputError
+from .ids import JOB_ID_PREFIX_PATTERN
 from .models import JobStatus, JobSummary
 from .text import shown
 
 #: The longest id prefix a filter takes: a job id is at most 128 characters (:mod:`cairn.core.ids`).
 MAX_ID_PREFIX = 128
-#: What a job id may start with: a job id's own characters (:data:`cairn.core.ids.JOB_ID_PATTERN`), any length.
-ID_PREFIX_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: The latest creation time a filter may name (Unix ms): the year 9999, as far as a timestamp reads.
 MAX_TIME_MS = 253_402_300_799_999
 
@@ -55,7 +53,7 @@ class JobFilter:
                 raise InvalidInputError(f"The job id prefix must be non-empty text, got {shown(prefix)}")
             if len(prefix) > MAX_ID_PREFIX:
                 raise InvalidInputError(f"The job id prefix is {len(prefix)} characters; a job id has at most 128")
-            if not ID_PREFIX_PATTERN.fullmatch(prefix):
+            if not JOB_ID_PREFIX_PATTERN.fullmatch(prefix):
                 raise InvalidInputError(
                     f"No job id starts with '{shown(prefix)}': ids are letters, digits, '.', '_' or '-', "
                     "starting with a letter or digit"

@@ -65,6 +65,12 @@ PIPELINE = "CAIRN_PIPELINE"
 """Set on each phase function: the pipeline whose phase it runs (``cairn.aws.phase_handler``)."""
 PHASE = "CAIRN_PHASE"
 """Set on each phase function: the phase it runs."""
+CLOCK_OFFSET_FILE = "CAIRN_CLOCK_OFFSET_FILE"
+"""A file holding how far a local stack's clock is ahead (set by ``cairn dev --skip-waits``; :mod:`.clock`)."""
+CODE_VERSION = "CAIRN_CODE_VERSION"
+"""The version of the code a phase runs, as a deploy names it (:mod:`.versions`); unset: Lambda's or a hash."""
+LAMBDA_FUNCTION_VERSION = "AWS_LAMBDA_FUNCTION_VERSION"
+"""Lambda's published version of the function running (``$LATEST`` when unpublished)."""
 
 REQUIRED_VARIABLES = (
     TABLE_NAME,
@@ -155,6 +161,22 @@ class Settings:
             max_transitions=stack_max_transitions(env),
             owner_concurrency=stack_owner_concurrency(env),
         )
+
+
+def clock_offset_file(environ: Mapping[str, str] | None = None) -> str | None:
+    """The clock offset file ``CAIRN_CLOCK_OFFSET_FILE`` names (``os.environ`` by default); None when unset."""
+    return (os.environ if environ is None else environ).get(CLOCK_OFFSET_FILE) or None
+
+
+def deployed_code_version(environ: Mapping[str, str] | None = None) -> str | None:
+    """The code version the deployment names: ``CAIRN_CODE_VERSION`` (at most 128 characters), else Lambda's
+    published version (``lambda:N``); None when neither says (``$LATEST``)."""
+    env = os.environ if environ is None else environ
+    given = env.get(CODE_VERSION)
+    if given:
+        return given[:128]
+    published = env.get(LAMBDA_FUNCTION_VERSION)
+    return f"lambda:{published}" if published and published != "$LATEST" else None
 
 
 def stack_redaction(environ: Mapping[str, str] | None = None) -> Redaction:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import os
 from collections.abc import Callable
 from typing import Any
 
-VERSION_VARIABLE = "CAIRN_CODE_VERSION"
+from .settings import CODE_VERSION, deployed_code_version
+
+VERSION_VARIABLE = CODE_VERSION
+"""The environment variable naming the code version (its home: :mod:`.settings`)."""
 
 
 @functools.cache
@@ -33,10 +35,4 @@ def _module_hash(module_name: str) -> str | None:
 
 def code_version(function: Callable[..., Any]) -> str | None:
     """The version of the code ``function`` (a phase) belongs to; None when nothing can tell."""
-    given = os.environ.get(VERSION_VARIABLE)
-    if given:
-        return given[:128]
-    published = os.environ.get("AWS_LAMBDA_FUNCTION_VERSION")
-    if published and published != "$LATEST":
-        return f"lambda:{published}"
-    return _module_hash(getattr(function, "__module__", "") or "")
+    return deployed_code_version() or _module_hash(getattr(function, "__module__", "") or "")

@@ -9,6 +9,7 @@ import { byCost, costCell, costHeader } from "./cost.js";
 import { h, heading, setChildren } from "./dom.js";
 import { clockFormat, timeElement } from "./format.js";
 import { statusBadge } from "./icons.js";
+import { JOB_ID_PATTERN } from "./ids.js";
 import { STATUS_LABELS, STATUSES } from "./labels.js";
 import { listShortcuts } from "./list-keys.js";
 import { listSelection } from "./list-selection.js";
@@ -17,7 +18,7 @@ import { jsonEqual } from "./schema.js";
 
 const PAGE_SIZE = 50;
 /** What a job id may start with (the API's rule for a job id): a prefix outside it matches nothing. */
-const ID_PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const ID_PREFIX = JOB_ID_PATTERN;
 /** A listing shows what changes with the status only: no phase or attempt (the job's page has them). */
 const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed"];
 /** The created-time filter: jobs created within this long before now (the API's createdFrom). */

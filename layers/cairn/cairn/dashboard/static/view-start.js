@@ -8,8 +8,7 @@ import { api, loadPipelines } from "./api.js";
 import { $, h, heading } from "./dom.js";
 import { checkJsonField, formatJsonField, showFieldErrors } from "./fields.js";
 import { prettyJson } from "./format.js";
-
-const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+import { JOB_ID_PATTERN } from "./ids.js";
 
 const JOB_ID_RULE = "A job id is 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit.";
 
