@@ -228,4 +228,4 @@ def python_page() -> str:
 
 
 #: Modules an application imports by name besides ``cairn`` (each documents its own ``__all__``).
-PUBLIC_MODULES = ("cairn.agents", "cairn.testing.plugin")
+PUBLIC_MODULES = ("cairn.adapters", "cairn.agents", "cairn.testing.plugin")

@@ -10,18 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from cairn import (
-    Done,
-    InlineScheduler,
-    Job,
-    LogEntry,
-    Next,
-    PhaseContext,
-    Pipeline,
-    RetryPolicy,
-    advance_phase,
-    run_pipeline,
-)
+from cairn import Done, InlineScheduler, Job, Next, PhaseContext, Pipeline, RetryPolicy, advance_phase, run_pipeline
+from cairn.adapters import LogEntry
 from cairn.core.prices import is_metered
 from cairn.core.storage_port import Storage
 from cairn.core.transition_guard import TRANSITIONS

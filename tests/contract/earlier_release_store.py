@@ -55,10 +55,10 @@ class EarlierReleaseStorage(Storage):
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
         return self.inner.commit(job_id, fence, request)
 
-    def pause(self, job_id: str) -> Job:  # type: ignore[override]  # the earlier signature, on purpose
+    def pause(self, job_id: str) -> Job:
         return self.inner.pause(job_id)
 
-    def cancel(self, job_id: str) -> Job:  # type: ignore[override]  # the earlier signature, on purpose
+    def cancel(self, job_id: str) -> Job:
         return self.inner.cancel(job_id)
 
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
@@ -67,13 +67,13 @@ class EarlierReleaseStorage(Storage):
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
         return self.inner.expire_wait(job_id, request)
 
-    def entered(self, job_id: str, phase: str) -> Checkpoint | None:  # type: ignore[override]  # the earlier signature, on purpose
+    def entered(self, job_id: str, phase: str) -> Checkpoint | None:
         return self.inner.entered(job_id, phase)
 
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         return self.inner.get_items(job_id, fan_out)
 
-    def write_item(  # type: ignore[override]  # the earlier signature, on purpose
+    def write_item(
         self, job_id: str, fan_out: str, item: MapItem, *, expected_version: int | None, expires_at: int
     ) -> bool:
         return self.inner.write_item(job_id, fan_out, item, expected_version=expected_version, expires_at=expires_at)

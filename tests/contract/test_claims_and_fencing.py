@@ -7,20 +7,9 @@ from typing import Any
 
 import pytest
 
-from cairn import (
-    CairnError,
-    ClaimLostError,
-    Done,
-    Fail,
-    JobStatus,
-    Next,
-    PhaseContext,
-    Pipeline,
-    advance_phase,
-    cancel_job,
-    pause_job,
-    run_pipeline,
-)
+from cairn import CairnError, Done, Fail, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
+from cairn.adapters import ClaimLostError
+from cairn.core.engine import cancel_job, pause_job
 from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.contract.conftest import StorageFactory

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cairn import CorruptJobError, FileStorage, JobStatus, run_pipeline
+from cairn import FileStorage, JobStatus, run_pipeline
+from cairn.adapters import CorruptJobError
 from tests.support import FakeClock, make_scheduler, record_figure, two_phase_pipeline
 
 #: Job files that cannot be read: each must be named, never raise anything else.

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from cairn import Cairn, Clock, Done, InlineScheduler, Map, Next, Pipeline, Storage
+from cairn import Cairn, Done, InlineScheduler, Map, Next, Pipeline
+from cairn.adapters import Clock, Storage
 from cairn.core.errors import ConfigurationError
 from cairn.testing.contract import JobContract
 from tests.contract.earlier_release_store import EarlierReleaseStorage

@@ -16,7 +16,6 @@ import pytest
 from cairn import (
     Cairn,
     CairnError,
-    CorruptJobError,
     Done,
     Fail,
     FileStorage,
@@ -27,11 +26,10 @@ from cairn import (
     Next,
     PhaseContext,
     Pipeline,
-    StorageError,
-    cancel_job,
-    pause_job,
     run_pipeline,
 )
+from cairn.adapters import CorruptJobError, StorageError
+from cairn.core.engine import cancel_job, pause_job
 from tests.contract import file_worker
 from tests.support import FakeClock, job_of, make_scheduler
 

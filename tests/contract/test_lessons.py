@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from cairn import Cairn, Done, Fail, InlineScheduler, InvalidInputError, Lesson, Next, PhaseContext, Pipeline
+from cairn import Cairn, Done, Fail, InlineScheduler, InvalidInputError, Next, PhaseContext, Pipeline
+from cairn.adapters import Lesson
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock

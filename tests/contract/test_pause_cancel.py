@@ -9,7 +9,6 @@ import pytest
 
 from cairn import (
     CairnError,
-    ClaimLostError,
     Done,
     Fail,
     InlineScheduler,
@@ -19,10 +18,10 @@ from cairn import (
     PhaseContext,
     Pipeline,
     advance_phase,
-    cancel_job,
-    pause_job,
     run_pipeline,
 )
+from cairn.adapters import ClaimLostError
+from cairn.core.engine import cancel_job, pause_job
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, job_of, make_scheduler, recording_scheduler
 

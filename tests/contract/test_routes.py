@@ -8,7 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, cancel_job, pause_job, run_pipeline
+from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
+from cairn.core.engine import cancel_job, pause_job
 from cairn.core.storage_port import Route, Storage
 from tests.support import FakeClock, job_of, make_scheduler
 

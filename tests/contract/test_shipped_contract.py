@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from moto import mock_aws
 
-from cairn import Clock, FileStorage, MemoryStorage, Storage
+from cairn import FileStorage, MemoryStorage
+from cairn.adapters import Clock, Storage
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.testing.contract import StorageContract
 from cairn.testing.serialised import one_call_at_a_time

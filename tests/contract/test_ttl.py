@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from cairn import (
-    Checkpoint,
     Done,
     FileStorage,
     JobNotFoundError,
@@ -19,10 +18,10 @@ from cairn import (
     PhaseContext,
     Pipeline,
     advance_phase,
-    cancel_job,
-    pause_job,
     run_pipeline,
 )
+from cairn.adapters import Checkpoint
+from cairn.core.engine import cancel_job, pause_job
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, fetch_extract_pipeline, job_of, make_scheduler
 

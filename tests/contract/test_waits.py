@@ -13,7 +13,6 @@ import pytest
 
 from cairn import (
     Cairn,
-    ClaimLostError,
     Done,
     InlineScheduler,
     InvalidInputError,
@@ -26,6 +25,7 @@ from cairn import (
     TransitionRefusedError,
     WaitFor,
 )
+from cairn.adapters import ClaimLostError
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, log_messages
 

@@ -13,7 +13,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from cairn import Clock, DocumentStorage, HistoryItem, Job, Lesson, MapItem, StoredLesson, StoredMap
+from cairn import Job
+from cairn.adapters import Clock, DocumentStorage, HistoryItem, Lesson, MapItem, StoredLesson, StoredMap
 
 
 class KeyValueStorage(DocumentStorage):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -21,7 +23,7 @@ README_MAX_LINES = 200
 NOT_RUN = re.compile(r"<!-- not run: (?P<reason>[^>]+) -->")
 FENCE = re.compile(r"^```python\n(?P<code>.*?)^```$", flags=re.DOTALL | re.MULTILINE)
 #: Modules an application imports by name besides ``cairn``: each public name of their ``__all__`` is checked too.
-PUBLIC_MODULES = ("cairn.agents", "cairn.testing.plugin")
+PUBLIC_MODULES = ("cairn.adapters", "cairn.agents", "cairn.testing.plugin")
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,17 @@ def docstring(module_name: str, name: str, value: object) -> str:
         doc = attribute_docstring(candidate, name)
         if doc:
             return doc
-    return ""
+    imported = importing_module(defining, name)  # a name a module re-exports (cairn.adapters): where it comes from
+    return attribute_docstring(Path(inspect.getfile(imported)), name) if imported is not None else ""
+
+
+def importing_module(module: ModuleType, name: str) -> ModuleType | None:
+    """The module ``module`` imports ``name`` from (``from .core.clock import Clock``), or None."""
+    for node in ast.parse(Path(inspect.getfile(module)).read_text()).body:
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names):
+            package = module.__name__ if Path(inspect.getfile(module)).name == "__init__.py" else module.__package__
+            return importlib.import_module(importlib.util.resolve_name("." * node.level + (node.module or ""), package))
+    return None
 
 
 def attribute_docstring(source: Path, name: str) -> str:

@@ -8,18 +8,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from cairn import (
-    Cairn,
-    Done,
-    InlineScheduler,
-    JobStatus,
-    MemoryStorage,
-    ModelError,
-    PhaseContext,
-    Pipeline,
-    PipelineError,
-)
+from cairn import Cairn, Done, InlineScheduler, JobStatus, MemoryStorage, PhaseContext, Pipeline
 from cairn.agents import AgentRun, Message, ModelTurn, ScriptedModel, ToolResult, ToolUse
+from cairn.core.errors import ModelError, PipelineError
 from tests.support import FakeClock
 
 

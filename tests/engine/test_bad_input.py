@@ -9,17 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from cairn import (
-    CairnError,
-    Done,
-    InvalidInputError,
-    PhaseContext,
-    Pipeline,
-    advance_phase,
-    cancel_job,
-    pause_job,
-    run_pipeline,
-)
+from cairn import CairnError, Done, InvalidInputError, PhaseContext, Pipeline, advance_phase, run_pipeline
+from cairn.core.engine import cancel_job, pause_job
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, job_of, make_scheduler
 

@@ -19,10 +19,10 @@ from cairn import (
     Next,
     PhaseContext,
     Pipeline,
-    PipelineError,
     RetryPolicy,
 )
 from cairn.core.budgets import BUDGET_STOP
+from cairn.core.errors import PipelineError
 from cairn.core.prices import load_prices, shipped_table
 from cairn.core.settings import PRICE_REGION, PRICES
 from tests.support import FakeClock

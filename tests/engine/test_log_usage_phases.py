@@ -6,17 +6,8 @@ from typing import Any
 
 import pytest
 
-from cairn import (
-    Done,
-    InvalidInputError,
-    JobStatus,
-    LogEntry,
-    Next,
-    PhaseContext,
-    Pipeline,
-    RetryPolicy,
-    run_pipeline,
-)
+from cairn import Done, InvalidInputError, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
+from cairn.adapters import LogEntry
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, counters, job_of, log_messages, make_scheduler
 

@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cairn import (
-    Done,
-    JobStatus,
-    Next,
-    PhaseContext,
-    Pipeline,
-    RetryPolicy,
-    cancel_job,
-    pause_job,
-    run_pipeline,
-)
+from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
+from cairn.core.engine import cancel_job, pause_job
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, job_of, make_scheduler
 

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from cairn import Done, PhaseContext, Pipeline, PipelineError
+from cairn import Done, PhaseContext, Pipeline
 from cairn.agents import AgentPhase, PlanPhase, ScriptedModel
 from cairn.core import pipeline as phase_kinds
+from cairn.core.errors import PipelineError
 from cairn.core.outcomes import PhaseResult
 
 

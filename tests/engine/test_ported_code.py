@@ -18,8 +18,8 @@ from cairn import (
     PhaseContext,
     PhaseError,
     Pipeline,
-    resolve_start_phase,
 )
+from cairn.core.engine import resolve_start_phase
 from cairn.core.models import Checkpoint
 from tests.support import FakeClock
 

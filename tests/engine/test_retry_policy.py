@@ -7,17 +7,8 @@ from typing import Any
 
 import pytest
 
-from cairn import (
-    Checkpoint,
-    Done,
-    InvalidInputError,
-    JobStatus,
-    Next,
-    PhaseContext,
-    Pipeline,
-    RetryPolicy,
-    run_pipeline,
-)
+from cairn import Done, InvalidInputError, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
+from cairn.adapters import Checkpoint
 from cairn.core.storage_port import Storage
 from tests.support import FakeClock, job_of, make_scheduler, recording_scheduler
 

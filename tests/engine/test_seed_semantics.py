@@ -10,7 +10,6 @@ from pydantic import BaseModel
 
 from cairn import (
     CairnError,
-    Checkpoint,
     Done,
     Fail,
     Job,
@@ -18,13 +17,14 @@ from cairn import (
     Next,
     PhaseContext,
     Pipeline,
-    PipelineError,
     RetryMode,
     RetryPolicy,
     advance_phase,
-    resolve_start_phase,
     run_pipeline,
 )
+from cairn.adapters import Checkpoint
+from cairn.core.engine import resolve_start_phase
+from cairn.core.errors import PipelineError
 from cairn.core.storage_port import Storage
 from cairn.testing.faults import SimulatedCrash
 from tests.support import FakeClock, Scheduled, job_of, log_messages, make_scheduler, recording_scheduler

@@ -22,10 +22,10 @@ from cairn import (
     Next,
     PhaseContext,
     Pipeline,
-    PipelineError,
     RetryPolicy,
     Sleep,
 )
+from cairn.core.errors import PipelineError
 from cairn.core.settings import MAX_TRANSITIONS, Settings, stack_max_transitions
 from cairn.core.storage_port import Storage
 from cairn.core.transition_guard import (

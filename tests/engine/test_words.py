@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from cairn import Cairn, Done, InvalidInputError, PhaseContext, Pipeline, PipelineError, RetryPolicy
+from cairn import Cairn, Done, InvalidInputError, PhaseContext, Pipeline, RetryPolicy
+from cairn.core.errors import PipelineError
 from cairn.scheduling.inline import InlineScheduler
 from tests.support import FakeClock
 

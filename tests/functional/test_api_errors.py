@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from cairn import JobStatus, StorageError
+from cairn import JobStatus
+from cairn.adapters import StorageError
 from cairn.aws.api import api_handler
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.runtime import Runtime

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cairn import CorruptJobError, Job, JobStatus, run_pipeline
+from cairn import Job, JobStatus, run_pipeline
+from cairn.adapters import CorruptJobError
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import history_sk, input_sk, job_pk
 from cairn.testing.stack import LocalStack

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from cairn import CorruptJobError, Done, Job, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
+from cairn import Done, Job, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
+from cairn.adapters import CorruptJobError
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import job_pk
 from cairn.testing.contract.base import JOB, claim_request, commit_request, fence_of, save_request, start_request

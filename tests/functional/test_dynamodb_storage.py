@@ -18,13 +18,13 @@ from cairn import (
     Next,
     PhaseContext,
     Pipeline,
-    StorageError,
     advance_phase,
-    pause_job,
     run_pipeline,
 )
+from cairn.adapters import StorageError
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import job_pk
+from cairn.core.engine import pause_job
 from tests.functional.conftest import Moto
 from tests.functional.pipelines import four_phase_pipeline
 from tests.support import FakeClock, job_of, make_scheduler

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from benchmarks.dynamodb_meter import DynamoDBMeter
-from cairn import Done, FileStorage, JobStatus, MemoryStorage, Next, PhaseContext, Pipeline, pause_job, run_pipeline
+from cairn import Done, FileStorage, JobStatus, MemoryStorage, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage, listings
+from cairn.core.engine import pause_job
 from cairn.core.storage_port import Storage
 from tests.functional.api_client import ALICE, BOB, Api
 from tests.functional.conftest import Moto

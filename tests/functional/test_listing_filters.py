@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cairn import InvalidInputError, JobStatus, Next, PhaseContext, Pipeline, pause_job, run_pipeline
+from cairn import InvalidInputError, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.core.engine import pause_job
 from cairn.core.listing import JobFilter
 from tests.functional.api_client import ALICE, Api
 from tests.functional.conftest import Moto

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
-from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, pause_job, run_pipeline
+from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import JOB_SK, job_pk
+from cairn.core.engine import pause_job
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, make_scheduler
 

@@ -11,9 +11,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cairn import InvalidInputError, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, pause_job, run_pipeline
+from cairn import InvalidInputError, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import LIST_SHARDS, list_shard
+from cairn.core.engine import pause_job
 from tests.functional.api_client import ALICE, BOB, Api
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, make_scheduler

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from cairn import CorruptJobError, Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
+from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
+from cairn.adapters import CorruptJobError
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.schema import job_pk
 from tests.functional.conftest import Moto

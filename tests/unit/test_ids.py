@@ -1,4 +1,4 @@
-"""A job id's rule has one home (cairn.core.ids): the listing's prefix follows it, the dashboard's copy says the same."""
+"""A job id's rule has one home (cairn.core.ids): the listing's prefix follows it, the dashboard's copy matches."""
 
 from __future__ import annotations
 

@@ -158,6 +158,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "scheduling": _BASE,
     "agents": _BASE,
     "app": _PORTS,
+    "adapters": _PORTS,  # what an adapter's author imports: nothing in the package imports it
     "dashboard": ("core",),
     "aws": (*_PORTS, "app", "dashboard"),
     "__init__": (*_PORTS, "app", "aws"),  # aws only lazily: DynamoDBStorage on first use

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from cairn import Done, PhaseContext, Pipeline, PipelineError
+from cairn import Done, PhaseContext, Pipeline
+from cairn.core.errors import PipelineError
 from cairn.core.naming import MAX_FUNCTION_NAME, MAX_STACK_NAME
 from cairn.core.registry import PipelineRegistry
 from cairn.core.settings import Settings
