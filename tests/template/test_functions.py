@@ -13,7 +13,7 @@ import pytest
 from cairn.aws.api_auth import PUBLIC_ROUTES
 from cairn.aws.phase_handler import phase_from_environment
 from cairn.core import settings as settings_module
-from cairn.core.settings import PHASE, PIPELINE, Settings
+from cairn.core.settings import NOT_DEPLOYED, PHASE, PIPELINE, Settings
 from pipelines import PIPELINES
 from tests.template.cfn import (
     STACK,
@@ -53,13 +53,14 @@ ROUTES = {
 def setting_names() -> set[str]:
     """Every environment variable cairn.core.settings reads (its CAIRN_* constants) but the phase functions' own.
 
-    ``CAIRN_PIPELINE`` and ``CAIRN_PHASE`` name the phase a phase function runs: the registry tests check them.
+    ``CAIRN_PIPELINE`` and ``CAIRN_PHASE`` name the phase a phase function runs: the registry tests check them;
+    ``NOT_DEPLOYED`` are read but never set by the template.
     """
     names = {
         value
         for name, value in vars(settings_module).items()
         if name.isupper() and isinstance(value, str) and value.startswith("CAIRN_")
-    } - {PIPELINE, PHASE}
+    } - {PIPELINE, PHASE, *NOT_DEPLOYED}
     assert len(names) >= 11, "cairn.core.settings constants were not found"
     return names
 

@@ -71,6 +71,8 @@ CODE_VERSION = "CAIRN_CODE_VERSION"
 """The version of the code a phase runs, as a deploy names it (:mod:`.versions`); unset: Lambda's or a hash."""
 LAMBDA_FUNCTION_VERSION = "AWS_LAMBDA_FUNCTION_VERSION"
 """Lambda's published version of the function running (``$LATEST`` when unpublished)."""
+NOT_DEPLOYED = (CLOCK_OFFSET_FILE, CODE_VERSION)
+"""Read by cairn, never set by the template: ``cairn dev``'s skipped clock; the code version a deploy may add."""
 
 REQUIRED_VARIABLES = (
     TABLE_NAME,
