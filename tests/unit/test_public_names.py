@@ -11,10 +11,10 @@ import cairn
 import cairn.adapters
 
 FRONT = {
-    "Cairn", "Pipeline", "PhaseContext", "Done", "Fail", "Map", "Next", "Sleep", "WaitFor", "RetryPolicy", "RetryMode",
-    "Job", "JobStatus", "MemoryStorage", "FileStorage", "DynamoDBStorage", "InlineScheduler", "run_pipeline",
-    "advance_phase", "CairnError", "ConfigurationError", "InvalidInputError", "JobNotFoundError", "JobExistsError",
-    "TransitionRefusedError", "PhaseError",
+    "Cairn", "Pipeline", "PhaseContext", "Done", "Fail", "Map", "Next", "Sleep", "WaitFor", "RetryPolicy",
+    "RetryMode", "Job", "JobStatus", "MemoryStorage", "FileStorage", "DynamoDBStorage", "InlineScheduler",
+    "run_pipeline", "advance_phase", "resolve_start_phase", "CairnError", "ConfigurationError", "InvalidInputError",
+    "JobNotFoundError", "JobExistsError", "TransitionRefusedError", "PhaseError",
 }  # fmt: skip
 """What a pipeline's author imports from ``cairn``: the pipeline, the outcomes, the front door, the stores and the
 scheduler a user picks, and the errors a caller catches."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .aws.dynamodb import DynamoDBStorage as DynamoDBStorage
     from .core.context import PhaseContext as PhaseContext
     from .core.engine import advance_phase as advance_phase
+    from .core.engine import resolve_start_phase as resolve_start_phase
     from .core.engine import run_pipeline as run_pipeline
     from .core.errors import CairnError as CairnError
     from .core.errors import ConfigurationError as ConfigurationError
@@ -69,6 +70,7 @@ _EXPORTS = {
     "InlineScheduler": ".scheduling.inline",
     "run_pipeline": ".core.engine",
     "advance_phase": ".core.engine",
+    "resolve_start_phase": ".core.engine",
     "CairnError": ".core.errors",
     "ConfigurationError": ".core.errors",
     "InvalidInputError": ".core.errors",
@@ -120,7 +122,6 @@ _MOVED = {
     "Written": "cairn.adapters",
     "cancel_job": "cairn.core.engine",
     "pause_job": "cairn.core.engine",
-    "resolve_start_phase": "cairn.core.engine",
     "signal_job": "cairn.core.engine",
 }
 
