@@ -6,10 +6,9 @@ returns what to write, or says why not (an error, or None for nothing to do).
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import ClaimLostError, InvalidInputError, JobNotFoundError, TransitionRefusedError, VersionConflict
 from ..models import Job, JobStatus
+from .changes import JobChange, changed
 from .history import action_entry, history_item, merge_usage
 from .requests import Claim, Commit, Fence, Save, StartJob, Written, landed, live
 
@@ -32,7 +31,7 @@ def start(existing: Job | None, request: StartJob) -> Written:
     if current is not None and current.pending_log:  # the operator actions since the last history write
         history = history.model_copy(update={"log": [*current.pending_log, *history.log]})
     input_changed = current is None or request.input != current.input
-    common: dict[str, Any] = {
+    common: JobChange = {
         "status": JobStatus.WAITING if request.waiting_for is not None else JobStatus.RUNNING,
         "waiting_for": request.waiting_for,
         "wait_deadline": request.wait_deadline,
@@ -49,36 +48,35 @@ def start(existing: Job | None, request: StartJob) -> Written:
         "share_wait": None,
     }
     if current is None:
-        job = Job(
-            job_id=request.job_id,
-            pipeline=request.pipeline,
-            created_at=request.now_ms,
-            sequence=(existing.sequence + 1) if existing else 1,
-            run=(existing.run + 1) if existing else 1,
-            usage=dict(request.journal.usage),
+        created: JobChange = {
             **common,
-        )
-        return Written(job, history)
-    job = current.model_copy(
-        update={
-            **common,
-            "error": None,
-            "result": None,
-            "attempt": 1,
-            "signal": current.signal if request.resumed else None,
-            "fan_out": request.fan_out or (current.fan_out if request.resumed else None),
-            "run": current.run + 1 if request.reset_history else current.run,
-            "sequence": current.sequence + 1,
-            "lease_owner": None,
-            "lease_expires_at": None,
-            "claim_sequence": None,
-            "claimed_at": None,
-            "not_before": request.not_before,
-            "usage": merge_usage(current.usage, request.journal.usage),
-            "log": [],
-            "phases": [],
+            "job_id": request.job_id,
+            "pipeline": request.pipeline,
+            "created_at": request.now_ms,
+            "sequence": (existing.sequence + 1) if existing else 1,
+            "run": (existing.run + 1) if existing else 1,
+            "usage": dict(request.journal.usage),
         }
-    )
+        return Written(Job(**created), history)
+    update: JobChange = {
+        **common,
+        "error": None,
+        "result": None,
+        "attempt": 1,
+        "signal": current.signal if request.resumed else None,
+        "fan_out": request.fan_out or (current.fan_out if request.resumed else None),
+        "run": current.run + 1 if request.reset_history else current.run,
+        "sequence": current.sequence + 1,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "claim_sequence": None,
+        "claimed_at": None,
+        "not_before": request.not_before,
+        "usage": merge_usage(current.usage, request.journal.usage),
+        "log": [],
+        "phases": [],
+    }
+    job = changed(current, **update)
     return Written(job, history)
 
 
@@ -94,18 +92,17 @@ def claim(existing: Job | None, request: Claim) -> Written | None:
         return None
     # a crash report takes over the dead claim: the run it ends started when that claim was made
     taken_over = request.crash is not None and job.lease_owner is not None
-    claimed = job.model_copy(
-        update={
-            "sequence": job.sequence + 1,
-            "claim_sequence": job.sequence,
-            "claimed_at": (job.claimed_at or request.now_ms) if taken_over else request.now_ms,
-            "lease_owner": request.worker,
-            "lease_expires_at": request.lease_expires_at,
-            "updated_at": request.now_ms,
-            "expires_at": request.expires_at,
-            "write_token": request.token,
-            "share_wait": None,
-        }
+    claimed = changed(
+        job,
+        sequence=job.sequence + 1,
+        claim_sequence=job.sequence,
+        claimed_at=(job.claimed_at or request.now_ms) if taken_over else request.now_ms,
+        lease_owner=request.worker,
+        lease_expires_at=request.lease_expires_at,
+        updated_at=request.now_ms,
+        expires_at=request.expires_at,
+        write_token=request.token,
+        share_wait=None,
     )
     return Written(claimed)
 
@@ -127,28 +124,27 @@ def save(existing: Job | None, job_id: str, fence: Fence, request: Save) -> Writ
         return repeated
     job = check_fence(existing, job_id, fence, request.now_ms)
     history = history_item(request.token, job.history_head, request.journal) if request.journal.log else None
-    saved = job.model_copy(
-        update={
-            "checkpoint": request.checkpoint,
-            "sequence": job.sequence + 1,
-            "usage": merge_usage(job.usage, request.journal.usage),
-            "lease_expires_at": request.lease_expires_at,
-            "updated_at": request.now_ms,
-            "expires_at": request.expires_at,
-            "write_token": request.token,
-            "history_head": request.token if history else job.history_head,
-        }
+    saved = changed(
+        job,
+        checkpoint=request.checkpoint,
+        sequence=job.sequence + 1,
+        usage=merge_usage(job.usage, request.journal.usage),
+        lease_expires_at=request.lease_expires_at,
+        updated_at=request.now_ms,
+        expires_at=request.expires_at,
+        write_token=request.token,
+        history_head=request.token if history else job.history_head,
     )
     return Written(saved, history)
 
 
-def commit_changes(job: Job, request: Commit) -> dict[str, Any]:
+def commit_changes(job: Job, request: Commit) -> JobChange:
     """The fields a commit sets beyond sequence, claim, usage and history (one home for every store).
 
     A commit that leaves the phase (next, done, sleep, wait) consumes the signal the phase was given;
     a retry or an error keeps it, so that the phase run again reads it again.
     """
-    left = {"attempt": 1, "signal": None, "fan_out": None}
+    left: JobChange = {"attempt": 1, "signal": None, "fan_out": None}
     if request.kind == "next":
         return {**left, "checkpoint": request.checkpoint}
     if request.kind == "map":
@@ -187,24 +183,24 @@ def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> 
         if moved:
             history = history.model_copy(update={"log": [*job.pending_log[:moved], *history.log]})
             pending = job.pending_log[moved:]
-    committed = job.model_copy(
-        update={
-            "not_before": None,
-            **commit_changes(job, request),
-            "sequence": job.sequence + 1,
-            "usage": merge_usage(job.usage, request.journal.usage),
-            "lease_owner": None,
-            "lease_expires_at": None,
-            "claim_sequence": None,
-            "claimed_at": None,
-            "updated_at": request.now_ms,
-            "expires_at": request.expires_at,
-            "write_token": request.token,
-            "history_head": request.token if history is not None else job.history_head,
-            "pending_log": pending,
-            "share_wait": request.share_wait,
-        }
-    )
+    change: JobChange = {"not_before": None}
+    change.update(commit_changes(job, request))
+    update: JobChange = {
+        **change,
+        "sequence": job.sequence + 1,
+        "usage": merge_usage(job.usage, request.journal.usage),
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "claim_sequence": None,
+        "claimed_at": None,
+        "updated_at": request.now_ms,
+        "expires_at": request.expires_at,
+        "write_token": request.token,
+        "history_head": request.token if history is not None else job.history_head,
+        "pending_log": pending,
+        "share_wait": request.share_wait,
+    }
+    committed = changed(job, **update)
     return Written(committed, history)
 
 
@@ -226,15 +222,14 @@ def pause(existing: Job | None, job_id: str, now_ms: int, token: str, actor: str
         return Written(job, landed=True)
     if job.status != JobStatus.RUNNING:
         raise TransitionRefusedError(f'Job "{job_id}" is {job.status.value}; only a running job can be paused')
-    paused = job.model_copy(
-        update={
-            "status": JobStatus.PAUSED,
-            "sequence": job.sequence + 1,
-            "updated_at": now_ms,
-            "expires_at": job.expires_at_after(now_ms),
-            "write_token": token,
-            "pending_log": [*job.pending_log, action_entry("Job paused", actor, now_ms)],
-        }
+    paused = changed(
+        job,
+        status=JobStatus.PAUSED,
+        sequence=job.sequence + 1,
+        updated_at=now_ms,
+        expires_at=job.expires_at_after(now_ms),
+        write_token=token,
+        pending_log=[*job.pending_log, action_entry("Job paused", actor, now_ms)],
     )
     return Written(paused)
 
@@ -251,18 +246,17 @@ def cancel(existing: Job | None, job_id: str, now_ms: int, token: str, actor: st
         return Written(job, landed=True)
     if job.status == JobStatus.COMPLETE:
         raise TransitionRefusedError(f'Job "{job_id}" is already complete; it cannot be cancelled')
-    cancelled = job.model_copy(
-        update={
-            "status": JobStatus.CANCELLED,
-            "sequence": job.sequence + 1,
-            "lease_owner": None,
-            "lease_expires_at": None,
-            "claim_sequence": None,
-            "claimed_at": job.claimed_at if job.lease_owner is not None else None,
-            "updated_at": now_ms,
-            "expires_at": job.expires_at_after(now_ms),
-            "write_token": token,
-            "pending_log": [*job.pending_log, action_entry("Job cancelled", actor, now_ms)],
-        }
+    cancelled = changed(
+        job,
+        status=JobStatus.CANCELLED,
+        sequence=job.sequence + 1,
+        lease_owner=None,
+        lease_expires_at=None,
+        claim_sequence=None,
+        claimed_at=job.claimed_at if job.lease_owner is not None else None,
+        updated_at=now_ms,
+        expires_at=job.expires_at_after(now_ms),
+        write_token=token,
+        pending_log=[*job.pending_log, action_entry("Job cancelled", actor, now_ms)],
     )
     return Written(cancelled)

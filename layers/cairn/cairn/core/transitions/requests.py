@@ -15,6 +15,7 @@ from typing import Any
 
 from ..admission import MAX_SIGNAL_PAYLOAD_BYTES, check_json
 from ..models import Checkpoint, FanOut, HistoryItem, Job, JobStatus, LogEntry, PhaseOutcome, PhaseRecord
+from .changes import changed
 
 
 def admit_checkpoint(checkpoint: Checkpoint) -> None:
@@ -61,7 +62,7 @@ class Written:
         if self.history is None:
             return self.job
         records = [self.history.record] if self.history.record is not None else []
-        return self.job.model_copy(update={"log": list(self.history.log), "phases": records})
+        return changed(self.job, log=list(self.history.log), phases=records)
 
 
 @dataclass(frozen=True)

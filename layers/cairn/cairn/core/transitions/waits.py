@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import JobNotFoundError, TransitionRefusedError
 from ..models import Checkpoint, Job, JobStatus, LogEntry, Signal
+from .changes import JobChange, changed
 from .history import action_entry
 from .requests import SignalDelivery, WaitExpiry, Written, landed, live
 
-NOT_WAITING: dict[str, Any] = {"waiting_for": None, "wait_deadline": None, "timeout_phase": None}
+NOT_WAITING: JobChange = {"waiting_for": None, "wait_deadline": None, "timeout_phase": None}
 """The wait fields of a job that waits for nothing."""
 
 
@@ -29,18 +28,17 @@ def deliver_signal(existing: Job | None, job_id: str, request: SignalDelivery) -
     if not waits_for(job, request.name):
         waiting = f'waits for "{job.waiting_for}"' if job.status == JobStatus.WAITING else f"is {job.status.value}"
         raise TransitionRefusedError(f'Job "{job_id}" {waiting}; no one waits for signal "{request.name}"')
-    delivered = job.model_copy(
-        update={
-            **NOT_WAITING,
-            "status": JobStatus.RUNNING,
-            "signal": Signal(name=request.name, payload=request.payload, delivered_at=request.now_ms),
-            "sequence": job.sequence + 1,
-            "updated_at": request.now_ms,
-            "expires_at": job.expires_at_after(request.now_ms),
-            "write_token": request.token,
-            "pending_log": [*job.pending_log, signal_entry(request)],
-        }
-    )
+    update: JobChange = {
+        **NOT_WAITING,
+        "status": JobStatus.RUNNING,
+        "signal": Signal(name=request.name, payload=request.payload, delivered_at=request.now_ms),
+        "sequence": job.sequence + 1,
+        "updated_at": request.now_ms,
+        "expires_at": job.expires_at_after(request.now_ms),
+        "write_token": request.token,
+        "pending_log": [*job.pending_log, signal_entry(request)],
+    }
+    delivered = changed(job, **update)
     return Written(delivered)
 
 
@@ -72,7 +70,7 @@ def expire_wait(existing: Job | None, request: WaitExpiry) -> Written | None:
     job = live(existing, request.now_ms)
     if job is None or not wait_expired(job, request.sequence, request.now_ms):
         return None
-    common = {
+    common: JobChange = {
         "signal": None,
         "sequence": job.sequence + 1,
         "updated_at": request.now_ms,
@@ -86,7 +84,8 @@ def expire_wait(existing: Job | None, request: WaitExpiry) -> Written | None:
             created_at=request.now_ms,
             state_version=job.checkpoint.state_version,
         )
-        update = {**common, **NOT_WAITING, "status": JobStatus.RUNNING, "checkpoint": checkpoint}
-        return Written(job.model_copy(update=update))
+        running: JobChange = {**common, **NOT_WAITING, "status": JobStatus.RUNNING, "checkpoint": checkpoint}
+        return Written(changed(job, **running))
     # The wait stays recorded: a resume waits for the signal again rather than running the phase without it.
-    return Written(job.model_copy(update={**common, "status": JobStatus.ERROR, "error": timeout_message(job)}))
+    failed: JobChange = {**common, "status": JobStatus.ERROR, "error": timeout_message(job)}
+    return Written(changed(job, **failed))
