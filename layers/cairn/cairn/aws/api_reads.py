@@ -19,6 +19,7 @@ from ..core.history_pages import RecentJob
 from ..core.ids import validate_job_id
 from ..core.map_reruns import item_only_phases, rerun_phases
 from ..core.models import Job, PhaseRecord
+from ..core.transitions.changes import changed
 from .api_errors import ApiError
 from .api_job_view import JobView, LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
@@ -134,7 +135,7 @@ def _rerun_phases(jobs: Cairn, view: RecentJob) -> list[str] | None:
     cursor = view.older
 
     def with_older() -> Job:
-        return job.model_copy(update={"phases": older + job.phases})
+        return changed(job, phases=older + job.phases)
 
     while cursor is not None and item_only_phases(with_older(), maps, pipeline.resolve_name):
         try:

@@ -24,6 +24,7 @@ from ..core.lessons import StoredLesson
 from ..core.models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.storage_port import Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
+from ..core.transitions.changes import changed
 
 
 class StoredMap(BaseModel):
@@ -112,7 +113,7 @@ class DocumentStorage(Storage):
             if not written.landed:
                 if written.history is not None:
                     self._append_history(job_id, written.history)
-                self._store(written.job.model_copy(update={"log": [], "phases": []}), lasting=lasting)
+                self._store(changed(written.job, log=[], phases=[]), lasting=lasting)
             return written.returned()
 
     def _apply(self, job_id: str, change: Callable[[Job | None], Written]) -> Job:
@@ -125,7 +126,7 @@ class DocumentStorage(Storage):
         if job is None:
             return None
         log, phases = transitions.linked_history(self._history(job_id), job.history_head)
-        return job.model_copy(update={"log": transitions.shown_log(log, job.pending_log), "phases": phases})
+        return changed(job, log=transitions.shown_log(log, job.pending_log), phases=phases)
 
     def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
         """The job and its history stored under its lock: the history items first, then the document.
@@ -138,7 +139,7 @@ class DocumentStorage(Storage):
                 raise JobExistsError(job.job_id, existing)
             for item in history:
                 self._append_history(job.job_id, item)
-            self._store(job.model_copy(update={"log": [], "phases": [], "history_renew_by": None}))
+            self._store(changed(job, log=[], phases=[], history_renew_by=None))
         stored = self.get_job(job.job_id)
         assert stored is not None
         return stored

@@ -18,6 +18,7 @@ from ..core import transitions
 from ..core.clock import Clock
 from ..core.lessons import StoredLesson
 from ..core.models import HistoryItem, Job, MapItem
+from ..core.transitions.changes import changed
 from .document import DocumentStorage, StoredMap
 from .owner_shares import LocalOwnerShares
 
@@ -111,5 +112,5 @@ class MemoryStorage(DocumentStorage, LocalOwnerShares):
         for job_id, job in jobs.items():
             log, phases = transitions.linked_history(histories.get(job_id, {}), job.history_head)
             log = transitions.shown_log(log, job.pending_log)
-            inspected[job_id] = _own(job.model_copy(update={"log": log, "phases": phases}))
+            inspected[job_id] = _own(changed(job, log=log, phases=phases))
         return inspected

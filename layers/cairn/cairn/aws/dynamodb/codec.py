@@ -30,6 +30,7 @@ from ...core.models import (
     Signal,
 )
 from ...core.transitions import linked_history, shown_log
+from ...core.transitions.changes import changed
 from ..payloads import ITEM_BUDGET, EncodedPayload, MissingPartError, PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason
@@ -438,7 +439,7 @@ class ItemCodec:
             except UNREADABLE as exc:
                 raise CorruptJobError(f"{where}/{sk}", unreadable_reason(exc)) from exc
         log, phases = linked_history(history, job.history_head)
-        return job.model_copy(update={"input": job_input, "log": shown_log(log, job.pending_log), "phases": phases})
+        return changed(job, input=job_input, log=shown_log(log, job.pending_log), phases=phases)
 
     @staticmethod
     def side_items(job_item: Item, partition: Iterable[Item]) -> list[Item]:

@@ -22,6 +22,7 @@ from ...core.errors import ClaimLostError, CorruptJobError, VersionConflict
 from ...core.models import Checkpoint, FanOut, Job, JobStatus
 from ...core.storage_port import Route
 from ...core.transitions import Claim, Commit, Fence, Save, StartJob, Written
+from ...core.transitions.changes import changed
 from . import schema
 from .attributes import Item, from_item
 from .codec import state_at, state_reference
@@ -218,7 +219,7 @@ class Jobs:
         expression.set("nextPhase", request.checkpoint.next_phase)
         expression.set("leaseExpiresAt", request.lease_expires_at)
         job = self._fenced(job_id, expression, written, keys, state_keys=keys)
-        return job.model_copy(update={"checkpoint": request.checkpoint})
+        return changed(job, checkpoint=request.checkpoint)
 
     def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
         """A phase run's outcome, the claim released: its history, then one update on the claim."""
@@ -275,9 +276,9 @@ class Jobs:
                 expression.set("error", request.error)
         job = self._fenced(job_id, expression, written, keys, entry=request.entry)
         if request.kind in ("next", "sleep", "wait", "map"):
-            return job.model_copy(update={"checkpoint": request.checkpoint})
+            return changed(job, checkpoint=request.checkpoint)
         if request.kind == "done":
-            return job.model_copy(update={"result": request.result})
+            return changed(job, result=request.result)
         return job
 
     def _holder_write(self, fence: Fence, now_ms: int, written: Written, expires_at: int) -> Expression:

@@ -14,6 +14,7 @@ from ...core import ttl
 from ...core.errors import JobExistsError
 from ...core.job_loading import checked_whole_job
 from ...core.models import HistoryItem, Job
+from ...core.transitions.changes import changed
 from .expressions import Expression
 from .table import ConditionFailed, Table
 
@@ -29,7 +30,7 @@ def put_job(table: Table, job: Job, history: Sequence[HistoryItem], *, replace: 
     side_expires = ttl.side_expires_at(now, job.ttl_seconds)
     items = []
     for sequence, item in enumerate(history, start=1):
-        written = job.model_copy(update={"sequence": sequence})
+        written = changed(job, sequence=sequence)
         items.append(table.codec.history_item(written, item, expires_at=side_expires, checkpoint=item.entry)[0])
     input_item = table.codec.input_item(job)
     if input_item is not None:

@@ -51,9 +51,12 @@ class JobChange(TypedDict, total=False):
     share_wait: str | None
 
 
+_FIELDS = frozenset(Job.model_fields)
+
+
 def changed(job: Job, **fields: Unpack[JobChange]) -> Job:
     """``job`` with ``fields`` set (a copy; ``job`` is left as it is); a name that is no field is a TypeError."""
-    unknown = set(fields) - set(Job.model_fields)
+    unknown = fields.keys() - _FIELDS
     if unknown:
         raise TypeError(f"Job has no field {sorted(unknown)}")
     return job.model_copy(update=fields)

@@ -8,6 +8,7 @@ from ...core.errors import ClaimLostError, VersionConflict
 from ...core.models import JobStatus
 from ...core.storage_port import Storage
 from ...core.transitions import Fence
+from ...core.transitions.changes import changed
 from ..clock import SkippingClock
 from .base import (
     JOB,
@@ -102,7 +103,7 @@ class JobContract(ContractBase):
         job = started(storage, clock)
 
         assert storage.claim(claim_request(clock, job, phase="elsewhere")) is None
-        moved = claim_request(clock, job.model_copy(update={"sequence": job.sequence + 7}))
+        moved = claim_request(clock, changed(job, sequence=job.sequence + 7))
         assert storage.claim(moved) is None
         assert stored(storage).lease_owner is None
 
