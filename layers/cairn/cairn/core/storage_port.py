@@ -81,6 +81,13 @@ class Storage(ABC):
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock or system_clock_ms
 
+    def _lacks(self, capability: str) -> ConfigurationError:
+        """The error a capability this store does not implement answers with (maps, signals and waits, lessons)."""
+        return ConfigurationError(
+            f"{type(self).__name__} keeps no {capability}: a pipeline that uses them needs a store that implements "
+            "them (the adapters guide lists each capability and its methods)"
+        )
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         """A store written for an earlier release, whose methods lack a keyword added since, is adapted
         (:mod:`cairn.core.storage_compat`)."""
@@ -171,13 +178,13 @@ class Storage(ABC):
     def cancel(self, job_id: str, *, by: str | None = None) -> Job:
         """Cancel a job, fencing any worker (idempotent); the cancel joins its pending log, naming ``by``."""
 
-    @abstractmethod
     def deliver_signal(self, job_id: str, request: SignalDelivery) -> Job:
         """Hand a job waiting for the signal its payload (it runs again); TransitionRefusedError when none waits."""
+        raise self._lacks("signals and waits")
 
-    @abstractmethod
     def expire_wait(self, job_id: str, request: WaitExpiry) -> Job | None:
         """End a wait past its deadline (timeout phase, or error); None when there is no such wait."""
+        raise self._lacks("signals and waits")
 
     @abstractmethod
     def entered(self, job_id: str, phase: str, *, before: int | None = None) -> Checkpoint | None:
@@ -204,9 +211,9 @@ class Storage(ABC):
         result is not kept as an object of its own (the default), the job has none or is unknown."""
         return None
 
-    @abstractmethod
     def get_items(self, job_id: str, fan_out: str) -> list[MapItem]:
         """The item records of the job's map ``fan_out``, in item order (every record: for ``then``, a recovery)."""
+        raise self._lacks("maps")
 
     def get_item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
         """Item ``index`` of the job's map ``fan_out`` (None when it was never written): one record read.
@@ -216,7 +223,6 @@ class Storage(ABC):
         """
         return next((item for item in self.get_items(job_id, fan_out) if item.index == index), None)
 
-    @abstractmethod
     def write_item(
         self,
         job_id: str,
@@ -235,6 +241,7 @@ class Storage(ABC):
         once whatever is sent again (a write sent again after a lost response finds the version moved).
         A map with no record (started before maps kept one) counts nothing.
         """
+        raise self._lacks("maps")
 
     # Map records: optional. A store that keeps none (the defaults) still runs maps: the engine then reads every
     # item record to tell whether the map is done (:class:`cairn.core.fan_out.ItemRun`), as before maps kept a
@@ -263,12 +270,12 @@ class Storage(ABC):
         """
         return False
 
-    @abstractmethod
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
         """Keep ``lessons`` in the memory of ``pipeline`` (this store's owner's) until ``expires_at`` (Unix s).
 
         Idempotent: a lesson with the key of one kept (:func:`cairn.core.lessons.lesson_key`) replaces it.
         """
+        raise self._lacks("lessons")
 
     def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
         """Store a whole job with its history (a job loaded from a file: :mod:`cairn.core.job_loading`).
@@ -282,9 +289,9 @@ class Storage(ABC):
         """
         raise ConfigurationError(f"{type(self).__name__} cannot load a job")
 
-    @abstractmethod
     def recall(self, pipeline: str, limit: int) -> list[Lesson]:
         """The ``limit`` newest live lessons in the memory of ``pipeline``, newest first."""
+        raise self._lacks("lessons")
 
     def owner_shares(self) -> OwnerShares | None:
         """Where this store keeps its owners' fair shares (:mod:`cairn.core.share_port`); None: it keeps none.
