@@ -3,12 +3,14 @@ contract and runs pipelines without maps, waits or lessons; using one of those i
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pytest
 
 from cairn import Cairn, ConfigurationError, Done, InlineScheduler, Map, Next, Pipeline, WaitFor
 from cairn.adapters import Checkpoint, Claim, Clock, Commit, Fence, Job, JobStatus, Save, StartJob, Storage
+from cairn.storage.delegating import DelegatingStorage
 from cairn.storage.memory import MemoryStorage
 from cairn.testing.contract import JobContract
 from tests.support import FakeClock
@@ -107,3 +109,10 @@ def test_a_capability_the_store_lacks_is_a_clear_error(capability: str) -> None:
             app.signal("uses-1", "approval", {})
     with pytest.raises(ConfigurationError, match="CoreOnlyStorage keeps no lessons"):
         store.recall("uses", 5)
+
+
+def test_the_wrapper_forwards_every_method_of_the_port() -> None:
+    """A capability added to the port is forwarded by ``DelegatingStorage`` too, or a wrapped store loses it."""
+    port = {name for name, value in inspect.getmembers(Storage) if callable(value) and not name.startswith("_")}
+    assert port - set(DelegatingStorage.__dict__) == set()
+    assert {"get_job", "create_map", "deliver_signal", "recall", "owner_shares", "result_link"} <= port

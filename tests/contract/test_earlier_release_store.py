@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from cairn import Cairn, Done, InlineScheduler, Map, Next, Pipeline
-from cairn.adapters import Clock, Storage
+from cairn.adapters import Clock, Job, Storage
 from cairn.core.errors import ConfigurationError
+from cairn.storage.document import DocumentStorage
+from cairn.storage.memory import MemoryStorage
 from cairn.testing.contract import JobContract
 from tests.contract.earlier_release_store import EarlierReleaseStorage
 from tests.support import FakeClock
@@ -76,3 +78,13 @@ def test_pause_and_cancel_work_and_an_earlier_entry_is_refused_with_a_clear_erro
     assert store.entered("entered", "merge") is not None
     with pytest.raises(ConfigurationError, match=r"EarlierReleaseStorage\.entered takes no 'before'"):
         store.entered("entered", "merge", before=3)  # type: ignore[call-arg]
+
+
+def test_only_a_method_that_lacks_a_newer_keyword_is_adapted() -> None:
+    class Wide(MemoryStorage):
+        def pause(self, job_id: str, **keywords: Any) -> Job:
+            return super().pause(job_id, **keywords)
+
+    assert not hasattr(Wide.__dict__["pause"], "__wrapped__")  # it takes any keyword: left as written
+    assert hasattr(EarlierReleaseStorage.__dict__["pause"], "__wrapped__")  # pause(job_id): adapted
+    assert not hasattr(DocumentStorage.__dict__["pause"], "__wrapped__")  # today's signature

@@ -25,7 +25,10 @@ _REFUSED = {"entered": "before"}
 
 
 def _takes(method: Callable[..., Any], keyword: str) -> bool:
-    parameters = inspect.signature(method).parameters.values()
+    try:
+        parameters = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (a builtin, a descriptor): left as it is
+        return True
     return any(p.name == keyword or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
