@@ -98,89 +98,101 @@ export function openBulk(actionName, target, onDone) {
   const action = BULK_ACTIONS[actionName];
   const dialog = $("#bulk-dialog");
   const slot = (name) => $(`[data-slot=${name}]`, dialog);
-  const limitField = $("#bulk-limit");
-  const confirm = slot("confirm");
-  let chosen = [];
-  let ran = false;
+  const bulk = { action, target, dialog, slot, limitField: $("#bulk-limit"), confirm: slot("confirm"), chosen: [], ran: false };
+  resetDialog(bulk);
+  bulk.limitField.onchange = target.query ? () => readMatching(bulk) : null;
+  dialog.addEventListener("close", () => bulk.ran && onDone(), { once: true });
+  openDialog(dialog, () => sendChosen(bulk), target.query ? bulk.limitField : $("[data-close]", dialog));
+  if (target.query) readMatching(bulk);
+  else showChoice(bulk, target.jobs, false, target.jobs.length);
+}
 
-  slot("title").textContent = `${action.label} jobs`;
+/**
+ * The dialog's state while open: the action, its target, the dialog's parts (`slot(name)`: a `[data-slot]` in
+ * it), the jobs chosen and whether they were sent.
+ * @typedef {{action: object, target: object, dialog: HTMLDialogElement, slot: (name: string) => HTMLElement,
+ *   limitField: HTMLInputElement, confirm: HTMLButtonElement, chosen: object[], ran: boolean}} Bulk
+ */
+
+/** The dialog as it opens for `bulk`: its title, no progress or results yet, the default limit. */
+function resetDialog(bulk) {
+  const { slot, limitField } = bulk;
+  slot("title").textContent = `${bulk.action.label} jobs`;
   slot("results").replaceChildren();
   slot("progress").hidden = true;
   slot("progress-text").textContent = "";
   limitField.value = String(DEFAULT_LIMIT);
   reads += 1; // a read still running for an earlier opening of the dialog is not shown
-  slot("limit-field").hidden = !target.query;
-  confirm.hidden = false;
-
-  function showChoice(jobs, more, limit) {
-    chosen = more ? [] : jobs;
-    const which = target.query ? "matching this filter" : "selected";
-    slot("summary").textContent = more
-      ? `More than ${plural(limit)} match this filter: narrow the filter, or raise the limit (at most ` +
-        `${new Intl.NumberFormat().format(HIGHEST_LIMIT)}). Nothing will be sent.`
-      : jobs.length === 0
-        ? `No job is ${which}.`
-        : `${action.label} ${plural(jobs.length)} ${which}? ${action.explain}`;
-    const named = jobs.slice(0, NAMED).map((job) => h("li", {}, h("span", { class: "mono" }, job.jobId), ` ${job.status}`));
-    if (jobs.length > NAMED) named.push(h("li", { class: "muted" }, `and ${plural(jobs.length - NAMED)} more`));
-    slot("jobs").replaceChildren(...named);
-    confirm.disabled = chosen.length === 0;
-    confirm.textContent = `${action.label} ${plural(chosen.length)}`;
-  }
-
-  async function readMatching() {
-    const read = ++reads;
-    const limit = Number(limitField.value);
-    chosen = [];
-    if (!Number.isInteger(limit) || limit < 1 || limit > HIGHEST_LIMIT) {
-      limitField.setCustomValidity(`A whole number from 1 to ${HIGHEST_LIMIT}`);
-      limitField.reportValidity();
-      confirm.disabled = true;
-      return;
-    }
-    limitField.setCustomValidity("");
-    confirm.disabled = true;
-    slot("summary").textContent = "Reading the jobs that match…";
-    try {
-      const { jobs, more } = await jobsMatching(target.query, limit);
-      if (read === reads) showChoice(jobs, more, limit);
-    } catch (error) {
-      if (read === reads) setDialogError(dialog, String(error?.message ?? error));
-    }
-  }
-
-  limitField.onchange = target.query ? readMatching : null;
-  dialog.addEventListener("close", () => ran && onDone(), { once: true });
-
-  openDialog(
-    dialog,
-    async () => {
-      if (ran || chosen.length === 0) return false;
-      ran = true;
-      const ids = chosen.map((job) => job.jobId);
-      const progress = slot("progress");
-      progress.hidden = false;
-      progress.max = ids.length;
-      progress.value = 0;
-      limitField.disabled = true;
-      const results = await sendEach(action, ids, (done) => {
-        progress.value = done;
-        slot("progress-text").textContent = `${done} of ${plural(ids.length)} sent`;
-      });
-      limitField.disabled = false;
-      const refused = results.filter((result) => result.error);
-      slot("results").replaceChildren(...results.map(resultLine));
-      const tail = refused.length ? `; ${refused.length} refused` : "";
-      slot("progress-text").textContent = `${action.past} ${results.length - refused.length} of ${plural(results.length)}${tail}.`;
-      confirm.hidden = true;
-      return false; // stay open on the results
-    },
-    target.query ? limitField : $("[data-close]", dialog),
-  );
-  if (target.query) readMatching();
-  else showChoice(target.jobs, false, target.jobs.length);
+  slot("limit-field").hidden = !bulk.target.query;
+  bulk.confirm.hidden = false;
 }
 
+/** Say which jobs the action would be sent to (none when more than `limit` match) and offer to send it. */
+function showChoice(bulk, jobs, more, limit) {
+  const { action, slot, confirm } = bulk;
+  bulk.chosen = more ? [] : jobs;
+  const which = bulk.target.query ? "matching this filter" : "selected";
+  slot("summary").textContent = more
+    ? `More than ${plural(limit)} match this filter: narrow the filter, or raise the limit (at most ` +
+      `${new Intl.NumberFormat().format(HIGHEST_LIMIT)}). Nothing will be sent.`
+    : jobs.length === 0
+      ? `No job is ${which}.`
+      : `${action.label} ${plural(jobs.length)} ${which}? ${action.explain}`;
+  const named = jobs.slice(0, NAMED).map((job) => h("li", {}, h("span", { class: "mono" }, job.jobId), ` ${job.status}`));
+  if (jobs.length > NAMED) named.push(h("li", { class: "muted" }, `and ${plural(jobs.length - NAMED)} more`));
+  slot("jobs").replaceChildren(...named);
+  confirm.disabled = bulk.chosen.length === 0;
+  confirm.textContent = `${action.label} ${plural(bulk.chosen.length)}`;
+}
+
+/** Read the jobs the filter matches, up to the limit asked (a limit out of range is said, and nothing read). */
+async function readMatching(bulk) {
+  const { limitField, confirm, slot } = bulk;
+  const read = ++reads;
+  const limit = Number(limitField.value);
+  bulk.chosen = [];
+  if (!Number.isInteger(limit) || limit < 1 || limit > HIGHEST_LIMIT) {
+    limitField.setCustomValidity(`A whole number from 1 to ${HIGHEST_LIMIT}`);
+    limitField.reportValidity();
+    confirm.disabled = true;
+    return;
+  }
+  limitField.setCustomValidity("");
+  confirm.disabled = true;
+  slot("summary").textContent = "Reading the jobs that match…";
+  try {
+    const { jobs, more } = await jobsMatching(bulk.target.query, limit);
+    if (read === reads) showChoice(bulk, jobs, more, limit);
+  } catch (error) {
+    if (read === reads) setDialogError(bulk.dialog, String(error?.message ?? error));
+  }
+}
+
+/** Confirmed: send the action for each chosen job (once), showing progress, then a result per job. */
+async function sendChosen(bulk) {
+  const { action, slot, limitField } = bulk;
+  if (bulk.ran || bulk.chosen.length === 0) return false;
+  bulk.ran = true;
+  const ids = bulk.chosen.map((job) => job.jobId);
+  const progress = slot("progress");
+  progress.hidden = false;
+  progress.max = ids.length;
+  progress.value = 0;
+  limitField.disabled = true;
+  const results = await sendEach(action, ids, (done) => {
+    progress.value = done;
+    slot("progress-text").textContent = `${done} of ${plural(ids.length)} sent`;
+  });
+  limitField.disabled = false;
+  const refused = results.filter((result) => result.error);
+  slot("results").replaceChildren(...results.map(resultLine));
+  const tail = refused.length ? `; ${refused.length} refused` : "";
+  slot("progress-text").textContent = `${action.past} ${results.length - refused.length} of ${plural(results.length)}${tail}.`;
+  bulk.confirm.hidden = true;
+  return false; // stay open on the results
+}
+
+/** A job's line in the results: its new status, or why it was refused. */
 function resultLine(result) {
   if (result.error) {
     return h("li", { class: "refused" }, h("span", { class: "mono" }, result.jobId), `: refused: ${result.error}`);

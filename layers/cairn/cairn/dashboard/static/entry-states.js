@@ -69,72 +69,87 @@ export function entryStates(jobId, phases, signal) {
     output,
   );
 
+  /** Offer the phases the job can enter now, keeping the ones chosen. */
   function refresh() {
     const names = phases();
-    const same = (select, values) => [...select.options].map((option) => option.value).join("\n") === values.join("\n");
-    if (!same(phaseSelect, names)) {
-      const chosen = phaseSelect.value;
-      phaseSelect.replaceChildren(...names.map((name) => h("option", { value: name }, name)));
-      if (names.includes(chosen)) phaseSelect.value = chosen;
-    }
-    const others = ["", ...names];
-    if (!same(compareSelect, others)) {
-      const chosen = compareSelect.value;
-      compareSelect.replaceChildren(
-        h("option", { value: "" }, "nothing (show the state)"),
-        ...names.map((name) => h("option", { value: name }, `the state entering ${name}`)),
-      );
-      if (others.includes(chosen)) compareSelect.value = chosen;
-    }
+    offerPhases(phaseSelect, compareSelect, names);
     showButton.disabled = names.length === 0;
   }
 
-  async function read() {
-    const phase = phaseSelect.value;
-    const other = compareSelect.value;
-    if (!phase) return;
-    output.setAttribute("aria-busy", "true");
-    output.replaceChildren(h("p", { class: "muted" }, "Reading…"));
-    try {
-      if (!other) {
-        const entered = await api(`${jobPath(jobId)}/states/${encodeURIComponent(phase)}`, { signal: signal() });
-        setChildren(
-          output,
-          h(
-            "p",
-            { class: "muted" },
-            `The state ${phase} was last entered with, written `,
-            timeElement(entered.enteredAt),
-            ` (${stateVersion(entered)}):`,
-          ),
-          entered.stateUrl ? stateLink(entered) : h("pre", { class: "json", tabindex: "0" }, prettyJson(entered.state)),
-        );
-        return;
-      }
-      const query = new URLSearchParams({ from: other, to: phase });
-      const diff = await api(`${jobPath(jobId)}/diff?${query}`, { signal: signal() });
-      const changes = diff.changes ?? [];
-      setChildren(
-        output,
-        h(
-          "p",
-          { class: "muted" },
-          changes.length === 0
-            ? `No change: ${phase} was entered with the state ${other} was.`
-            : `${changes.length}${diff.truncated ? "+" : ""} change${changes.length === 1 ? "" : "s"} from the state entering ${other} to the state entering ${phase}:`,
-        ),
-        changes.length ? h("ul", { class: "state-diff", "aria-label": "Changes" }, changes.map(changeLine)) : null,
-        diff.truncated ? h("p", { class: "muted" }, "More changes exist; the list stops there.") : null,
-      );
-    } catch (error) {
-      if (error?.name === "AbortError") return;
-      const message = error instanceof ApiError ? error.message : String(error?.message ?? error);
-      output.replaceChildren(h("p", { class: "field-error", role: "alert" }, message));
-    } finally {
-      output.removeAttribute("aria-busy");
-    }
-  }
-
-  showButton.addEventListener("click", () => read());
+  showButton.addEventListener("click", () => read(jobId, signal, phaseSelect.value, compareSelect.value, output));
   return { element, refresh };
+}
+
+/** Put `names` in the phase select and, after "nothing", in the compare select; each keeps its choice if offered. */
+function offerPhases(phaseSelect, compareSelect, names) {
+  const same = (select, values) => [...select.options].map((option) => option.value).join("\n") === values.join("\n");
+  if (!same(phaseSelect, names)) {
+    const chosen = phaseSelect.value;
+    phaseSelect.replaceChildren(...names.map((name) => h("option", { value: name }, name)));
+    if (names.includes(chosen)) phaseSelect.value = chosen;
+  }
+  const others = ["", ...names];
+  if (!same(compareSelect, others)) {
+    const chosen = compareSelect.value;
+    compareSelect.replaceChildren(
+      h("option", { value: "" }, "nothing (show the state)"),
+      ...names.map((name) => h("option", { value: name }, `the state entering ${name}`)),
+    );
+    if (others.includes(chosen)) compareSelect.value = chosen;
+  }
+}
+
+/** Read and show in `output` the state entering `phase`, or (`other` given) what changed from `other`'s. */
+async function read(jobId, signal, phase, other, output) {
+  if (!phase) return;
+  output.setAttribute("aria-busy", "true");
+  output.replaceChildren(h("p", { class: "muted" }, "Reading…"));
+  try {
+    if (!other) {
+      const entered = await api(`${jobPath(jobId)}/states/${encodeURIComponent(phase)}`, { signal: signal() });
+      showEntered(output, phase, entered);
+      return;
+    }
+    const query = new URLSearchParams({ from: other, to: phase });
+    const diff = await api(`${jobPath(jobId)}/diff?${query}`, { signal: signal() });
+    showDiff(output, phase, other, diff);
+  } catch (error) {
+    if (error?.name === "AbortError") return;
+    const message = error instanceof ApiError ? error.message : String(error?.message ?? error);
+    output.replaceChildren(h("p", { class: "field-error", role: "alert" }, message));
+  } finally {
+    output.removeAttribute("aria-busy");
+  }
+}
+
+/** The state `phase` was last entered with: when, its version, and the state (or a link to it). */
+function showEntered(output, phase, entered) {
+  setChildren(
+    output,
+    h(
+      "p",
+      { class: "muted" },
+      `The state ${phase} was last entered with, written `,
+      timeElement(entered.enteredAt),
+      ` (${stateVersion(entered)}):`,
+    ),
+    entered.stateUrl ? stateLink(entered) : h("pre", { class: "json", tabindex: "0" }, prettyJson(entered.state)),
+  );
+}
+
+/** What changed from the state entering `other` to the state entering `phase`: how many, then each. */
+function showDiff(output, phase, other, diff) {
+  const changes = diff.changes ?? [];
+  setChildren(
+    output,
+    h(
+      "p",
+      { class: "muted" },
+      changes.length === 0
+        ? `No change: ${phase} was entered with the state ${other} was.`
+        : `${changes.length}${diff.truncated ? "+" : ""} change${changes.length === 1 ? "" : "s"} from the state entering ${other} to the state entering ${phase}:`,
+    ),
+    changes.length ? h("ul", { class: "state-diff", "aria-label": "Changes" }, changes.map(changeLine)) : null,
+    diff.truncated ? h("p", { class: "muted" }, "More changes exist; the list stops there.") : null,
+  );
 }

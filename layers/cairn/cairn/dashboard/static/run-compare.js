@@ -92,6 +92,7 @@ export function runCompare(jobId, signal) {
   );
   let shownKey = null;
 
+  /** The state `phase` was entered with before `before` (null: the newest), if written since `since`; else null. */
   async function entryOf(phase, before, since) {
     const query = before === null ? "" : `?before=${before}`;
     try {
@@ -103,6 +104,7 @@ export function runCompare(jobId, signal) {
     }
   }
 
+  /** Compare the job's last two runs again, unless it is unchanged since the last comparison. */
   async function refresh(job, log) {
     const runs = runStarts(log ?? []);
     element.hidden = runs.length < 2;
@@ -127,40 +129,47 @@ export function runCompare(jobId, signal) {
       body.replaceChildren(h("p", { class: "field-error", role: "alert" }, String(error?.message ?? error)));
       return;
     }
-    const loaded = (log ?? []).find((entry) => LOADED.test(entry.message ?? ""));
-    const { rows, first } = compareRows(phases, older, newer, entries);
-    const titles = [runTitle(runs, a) + (loaded && a === 0 ? " (pulled)" : ""), runTitle(runs, b)];
-    const summary =
-      first < 0
-        ? "No divergence: every phase both runs ran was entered with the same state and ended the same way."
-        : `First divergence at ${rows[first].phase}.`;
-    setChildren(
-      body,
-      loaded ? h("p", { class: "muted loaded-from" }, loaded.message) : null,
-      h("p", { class: "compare-summary" }, summary),
-      h(
-        "table",
-        { class: "run-compare" },
-        h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Phase"), ...titles.map((title) => h("th", { scope: "col" }, title)))),
-        h(
-          "tbody",
-          {},
-          rows.map((row, index) =>
-            h(
-              "tr",
-              {
-                class: `${row.differs ? "differs" : ""} ${index === first ? "first-divergence" : ""}`.trim(),
-                dataset: { phase: row.phase },
-              },
-              h("th", { scope: "row" }, row.phase, index === first ? h("span", { class: "divergence-mark" }, " first divergence") : null),
-              cell(row.sides[0], row.states[0]),
-              cell(row.sides[1], row.states[1]),
-            ),
-          ),
-        ),
-      ),
-    );
+    showComparison(body, log, runs, compareRows(phases, older, newer, entries));
   }
 
   return { element, refresh };
+}
+
+/**
+ * Show the last two `runs` compared in `body`: where the older was pulled from (a job loaded from a file), the
+ * first divergence, and the table of `rows` (compareRows).
+ */
+function showComparison(body, log, runs, { rows, first }) {
+  const [a, b] = [runs.length - 2, runs.length - 1];
+  const loaded = (log ?? []).find((entry) => LOADED.test(entry.message ?? ""));
+  const titles = [runTitle(runs, a) + (loaded && a === 0 ? " (pulled)" : ""), runTitle(runs, b)];
+  const summary =
+    first < 0
+      ? "No divergence: every phase both runs ran was entered with the same state and ended the same way."
+      : `First divergence at ${rows[first].phase}.`;
+  setChildren(
+    body,
+    loaded ? h("p", { class: "muted loaded-from" }, loaded.message) : null,
+    h("p", { class: "compare-summary" }, summary),
+    h(
+      "table",
+      { class: "run-compare" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Phase"), ...titles.map((title) => h("th", { scope: "col" }, title)))),
+      h("tbody", {}, rows.map((row, index) => compareRow(row, index === first))),
+    ),
+  );
+}
+
+/** A phase's row: its name (marked when it is the first divergence), then each run's cell. */
+function compareRow(row, isFirst) {
+  return h(
+    "tr",
+    {
+      class: `${row.differs ? "differs" : ""} ${isFirst ? "first-divergence" : ""}`.trim(),
+      dataset: { phase: row.phase },
+    },
+    h("th", { scope: "row" }, row.phase, isFirst ? h("span", { class: "divergence-mark" }, " first divergence") : null),
+    cell(row.sides[0], row.states[0]),
+    cell(row.sides[1], row.states[1]),
+  );
 }

@@ -25,8 +25,6 @@ const RESTART_ENTRY = /^(Job (started|retried|rerun)|Rerun from phase|Resumed)/;
 export function renderTimeline(container, job, log = [], now = Date.now()) {
   const all = job.phases ?? [];
   const records = all.slice(-MAX_TIMELINE_ROWS);
-  // the code each run's phase ran before, where it changed: read over every record, the older ones not drawn too
-  const changedFrom = codeChanges(all).slice(all.length - records.length);
   const live = currentRun(job, log, now);
   const acted = log.filter((entry) => entry.kind === "action");
   const cut = job.cutShort ?? null; // the run a cancel cut short: its worker could no longer commit
@@ -34,6 +32,29 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
     container.replaceChildren(h("p", { class: "muted" }, "No phase has run yet."));
     return;
   }
+  const axis = timeAxis(job, records, live, cut, acted);
+  const rows = timelineRows(job, all, records, live, cut, axis, runStarts(log));
+  setChildren(
+    container,
+    all.length > records.length
+      ? h("p", { class: "muted" }, `The last ${records.length} of ${all.length} phase runs.`)
+      : null,
+    h("ol", { class: "timeline-rows" }, rows),
+    acted.length ? h("ol", { class: "timeline-marks" }, actionsRow(acted, axis.at)) : null,
+    h(
+      "div",
+      { class: "timeline-axis muted", "aria-hidden": "true" },
+      h("span", {}, formatTime(axis.origin)),
+      h("span", {}, `${formatDuration(axis.span)} in all`),
+    ),
+  );
+}
+
+/**
+ * The shared time axis, from the first thing drawn (or the job's creation) to the last: its `origin` and `span`
+ * (ms), `at(ms)` a time's place on it and `width(ms)` a duration's length, as CSS percentages.
+ */
+function timeAxis(job, records, live, cut, acted) {
   const times = acted.map((entry) => entry.timestamp);
   const starts = records.map((record) => record.startedAt).concat(live ? [live.start] : [], cut ? [cut.startedAt] : [], times);
   const ends = records.map((record) => record.endedAt).concat(live ? [live.end] : [], cut ? [cut.endedAt] : [], times);
@@ -41,8 +62,16 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
   const span = Math.max(Math.max(...ends) - origin, 1);
   const at = (ms) => `${(((ms - origin) / span) * 100).toFixed(3)}%`;
   const width = (ms) => `${Math.max((ms / span) * 100, 0.4).toFixed(3)}%`;
+  return { origin, span, at, width };
+}
 
-  const runs = runStarts(log);
+/**
+ * The timeline's rows: each phase run of `records` (the last of `all`), the run in flight, the run a cancel cut
+ * short; headed by the run (of `runs`) each belongs to when the job has run more than once.
+ */
+function timelineRows(job, all, records, live, cut, axis, runs) {
+  // the code each run's phase ran before, where it changed: read over every record, the older ones not drawn too
+  const changedFrom = codeChanges(all).slice(all.length - records.length);
   const rows = [];
   let shownRun = null;
   const headRun = (startedAt) => {
@@ -53,68 +82,66 @@ export function renderTimeline(container, job, log = [], now = Date.now()) {
   };
   records.forEach((record, index) => {
     headRun(record.startedAt);
-    const previous = findPrevious(records, index);
-    const delay = previous ? record.startedAt - previous.endedAt : 0;
-    const before = index > 0 ? records[index - 1] : null;
-    const waited = waitedBefore(before, record);
-    const duration = record.endedAt - record.startedAt;
-    const outcome = OUTCOME_LABELS[record.outcome] ?? record.outcome;
-    const then = record.outcome === "next" && record.nextPhase ? ` → ${record.nextPhase}` : "";
-    const parts = [`${formatDuration(duration)}`, `${outcome}${then}`];
-    if (delay > 0) parts.push(`after ${formatDuration(delay)} backoff`);
-    else if (waited) parts.push(waited);
-    const gapFrom = delay > 0 ? previous.endedAt : waited ? before.endedAt : null;
-    rows.push(timelineRow({
-      phase: record.phase,
-      attempt: record.attempt,
-      outcome: record.outcome,
-      summary: parts.join(" · "),
-      title: [
-        `${record.phase}, attempt ${record.attempt}: started ${fullFormat.format(new Date(record.startedAt))}`,
-        ...parts,
-        codeTitle(record.codeVersion, changedFrom[index]),
-      ]
-        .filter(Boolean)
-        .join(", "),
-      code: codeLabel(record.codeVersion, changedFrom[index]),
-      error: record.error,
-      failure: record.failure,
-      bar: { left: at(record.startedAt), width: width(duration) },
-      gap: gapFrom != null ? { left: at(gapFrom), width: width(record.startedAt - gapFrom) } : null,
-    }));
+    rows.push(timelineRow(phaseRun(records, index, changedFrom[index], axis)));
   });
   if (live) {
     headRun(live.start);
-    rows.push(timelineRow(live.row(at, width)));
+    rows.push(timelineRow(live.row(axis.at, axis.width)));
   }
   if (cut) {
     headRun(cut.startedAt);
-    rows.push(
-      timelineRow({
-        phase: cut.phase,
-        attempt: job.attempt,
-        outcome: "cut-short",
-        summary: `${formatDuration(cut.endedAt - cut.startedAt)} · cut short by the cancel`,
-        title: `${cut.phase}, attempt ${job.attempt}: started ${fullFormat.format(new Date(cut.startedAt))}, cut short by the cancel at ${fullFormat.format(new Date(cut.endedAt))}`,
-        bar: { left: at(cut.startedAt), width: width(cut.endedAt - cut.startedAt) },
-      }),
-    );
+    rows.push(timelineRow(cutShortRun(job, cut, axis)));
   }
+  return rows;
+}
 
-  setChildren(
-    container,
-    all.length > records.length
-      ? h("p", { class: "muted" }, `The last ${records.length} of ${all.length} phase runs.`)
-      : null,
-    h("ol", { class: "timeline-rows" }, rows),
-    acted.length ? h("ol", { class: "timeline-marks" }, actionsRow(acted, at)) : null,
-    h(
-      "div",
-      { class: "timeline-axis muted", "aria-hidden": "true" },
-      h("span", {}, formatTime(origin)),
-      h("span", {}, `${formatDuration(span)} in all`),
-    ),
-  );
+/**
+ * The row of the phase run `records[index]`: how long, how it ended, the backoff or the wait before it, the code
+ * it ran (`changedFrom`: the code the phase ran before, where it changed), its error and failure.
+ */
+function phaseRun(records, index, changedFrom, { at, width }) {
+  const record = records[index];
+  const previous = findPrevious(records, index);
+  const delay = previous ? record.startedAt - previous.endedAt : 0;
+  const before = index > 0 ? records[index - 1] : null;
+  const waited = waitedBefore(before, record);
+  const duration = record.endedAt - record.startedAt;
+  const outcome = OUTCOME_LABELS[record.outcome] ?? record.outcome;
+  const then = record.outcome === "next" && record.nextPhase ? ` → ${record.nextPhase}` : "";
+  const parts = [`${formatDuration(duration)}`, `${outcome}${then}`];
+  if (delay > 0) parts.push(`after ${formatDuration(delay)} backoff`);
+  else if (waited) parts.push(waited);
+  const gapFrom = delay > 0 ? previous.endedAt : waited ? before.endedAt : null;
+  return {
+    phase: record.phase,
+    attempt: record.attempt,
+    outcome: record.outcome,
+    summary: parts.join(" · "),
+    title: [
+      `${record.phase}, attempt ${record.attempt}: started ${fullFormat.format(new Date(record.startedAt))}`,
+      ...parts,
+      codeTitle(record.codeVersion, changedFrom),
+    ]
+      .filter(Boolean)
+      .join(", "),
+    code: codeLabel(record.codeVersion, changedFrom),
+    error: record.error,
+    failure: record.failure,
+    bar: { left: at(record.startedAt), width: width(duration) },
+    gap: gapFrom != null ? { left: at(gapFrom), width: width(record.startedAt - gapFrom) } : null,
+  };
+}
+
+/** The row of the run a cancel cut short (its worker could no longer commit): from its start to the cancel. */
+function cutShortRun(job, cut, { at, width }) {
+  return {
+    phase: cut.phase,
+    attempt: job.attempt,
+    outcome: "cut-short",
+    summary: `${formatDuration(cut.endedAt - cut.startedAt)} · cut short by the cancel`,
+    title: `${cut.phase}, attempt ${job.attempt}: started ${fullFormat.format(new Date(cut.startedAt))}, cut short by the cancel at ${fullFormat.format(new Date(cut.endedAt))}`,
+    bar: { left: at(cut.startedAt), width: width(cut.endedAt - cut.startedAt) },
+  };
 }
 
 /** The earlier run of the same phase that a retried attempt follows (for the backoff between them). */

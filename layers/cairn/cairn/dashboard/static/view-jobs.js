@@ -5,25 +5,28 @@
 import { announce } from "./alerts.js";
 import { ApiError, api, loadPipelines } from "./api.js";
 import { connectionState, onConnectionChange } from "./connection.js";
-import { byCost, costCell, costHeader } from "./cost.js";
-import { h, heading, setChildren } from "./dom.js";
-import { clockFormat, timeElement } from "./format.js";
-import { statusBadge } from "./icons.js";
-import { JOB_ID_PATTERN } from "./ids.js";
-import { STATUS_LABELS, STATUSES } from "./labels.js";
+import { byCost, costHeader } from "./cost.js";
+import { h, heading } from "./dom.js";
+import { clockFormat } from "./format.js";
+import { renderJobRows } from "./job-rows.js";
+import {
+  anyFilter,
+  apiQuery,
+  fillPipelineSelect,
+  filterControls,
+  filterForm,
+  filtersFrom,
+  ID_PREFIX,
+  rememberFilters,
+} from "./jobs-filters.js";
+import { STATUS_LABELS } from "./labels.js";
 import { listShortcuts } from "./list-keys.js";
 import { listSelection } from "./list-selection.js";
 import { Poller } from "./poller.js";
-import { jsonEqual } from "./schema.js";
 
 const PAGE_SIZE = 50;
-/** What a job id may start with (the API's rule for a job id): a prefix outside it matches nothing. */
-const ID_PREFIX = JOB_ID_PATTERN;
 /** A listing shows what changes with the status only: no phase or attempt (the job's page has them). */
 const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed"];
-/** The created-time filter: jobs created within this long before now (the API's createdFrom). */
-const CREATED_WITHIN = { "": "Any time", "1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days" };
-const WITHIN_MS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000, "30d": 2_592_000_000 };
 /** Requests a refresh may make to fill the first page when a filter skips most entries. */
 const FIRST_PAGE_READS = 5;
 /** The totals per status are read again at most this often (a count reads up to 1,000 entries a shard). */
@@ -39,65 +42,83 @@ const COUNTS_MS = 30_000;
  * @param {{params: URLSearchParams}} route
  */
 export function jobsView(main, route) {
-  const filters = {
-    status: STATUSES.includes(route.params.get("status")) ? route.params.get("status") : "",
-    pipeline: route.params.get("pipeline") ?? "",
-    prefix: ID_PREFIX.test(route.params.get("prefix") ?? "") ? route.params.get("prefix") : "",
-    created: Object.hasOwn(WITHIN_MS, route.params.get("created") ?? "") ? route.params.get("created") : "",
-    sort: route.params.get("sort") === "cost" ? "cost" : "",
+  const page = jobsPage(filtersFrom(route.params));
+  const { ui } = page;
+  main.append(
+    h(
+      "div",
+      { class: "view-head" },
+      heading("Jobs"),
+      h("a", { class: "button primary", href: "#/new" }, "New job"),
+    ),
+    filterForm(ui.controls, ui.liveNote),
+    ui.totals,
+    page.selection.bar,
+    h("div", { class: "table-wrap" }, ui.table),
+    ui.empty,
+    h("div", { class: "more-row" }, ui.moreButton),
+  );
+  listenToControls(page);
+  page.poller = new Poller((signal) => load(page, signal));
+  const stopListening = onConnectionChange(() => showLiveNote(page));
+  const stopShortcuts = listShortcuts({ search: ui.controls.prefixInput, rows: () => [...ui.tbody.rows] });
+  page.poller.start();
+  return {
+    stop: () => {
+      clearTimeout(page.typing); // a search typed just before another view opened (Enter) must not bring the list back
+      stopListening();
+      stopShortcuts();
+      page.poller.stop();
+    },
+    refresh: () => page.poller.now(),
   };
-  const view = {
-    jobs: [],
-    extended: false,
-    wantMore: false,
-    cursor: null,
-    loaded: false,
-    known: new Map(),
-    counts: null,
-    countedAt: 0,
-  };
+}
 
-  const statusSelect = h(
-    "select",
-    { id: "filter-status", name: "status" },
-    h("option", { value: "" }, "Any status"),
-    STATUSES.map((status) => h("option", { value: status }, STATUS_LABELS[status])),
-  );
-  statusSelect.value = filters.status;
-  const pipelineSelect = h(
-    "select",
-    { id: "filter-pipeline", name: "pipeline" },
-    h("option", { value: "" }, "Any pipeline"),
-  );
-  const prefixInput = h("input", {
-    id: "filter-prefix",
-    name: "prefix",
-    type: "search",
-    maxlength: "128",
-    autocomplete: "off",
-    spellcheck: "false",
-    placeholder: "Any id",
-  });
-  prefixInput.value = filters.prefix;
-  const createdSelect = h(
-    "select",
-    { id: "filter-created", name: "created" },
-    Object.entries(CREATED_WITHIN).map(([value, label]) => h("option", { value }, label)),
-  );
-  createdSelect.value = filters.created;
-  const liveNote = h("p", { class: "live-note muted" }, "Loading…");
-  const totals = h("ul", { class: "status-counts", "aria-label": "Job totals", hidden: true });
-  const tbody = h("tbody");
-  const selection = listSelection({
-    tbody,
-    shown: () => view.jobs,
-    query: () => apiQuery(),
+/**
+ * The view's state: its `filters`, what it read (`view`), its elements (`ui`), the selection, the poller (set
+ * once the view starts) and the timer of a prefix being typed.
+ */
+function jobsPage(filters) {
+  const page = {
+    filters,
+    view: {
+      jobs: [],
+      extended: false,
+      wantMore: false,
+      cursor: null,
+      loaded: false,
+      known: new Map(),
+      counts: null,
+      countedAt: 0,
+    },
+    ui: {
+      controls: filterControls(filters),
+      liveNote: h("p", { class: "live-note muted" }, "Loading…"),
+      totals: h("ul", { class: "status-counts", "aria-label": "Job totals", hidden: true }),
+      tbody: h("tbody"),
+    },
+    poller: null,
+    typing: null,
+  };
+  page.selection = listSelection({
+    tbody: page.ui.tbody,
+    shown: () => page.view.jobs,
+    query: () => apiQuery(page.filters),
     acted: () => {
-      view.countedAt = 0;
-      poller.now();
+      page.view.countedAt = 0;
+      page.poller.now();
     },
   });
-  const table = h(
+  page.ui.table = jobsTable(page);
+  page.ui.empty = h("div", { class: "empty", hidden: true });
+  page.ui.moreButton = h("button", { type: "button", class: "more", hidden: true }, "Load more");
+  return page;
+}
+
+/** The table of jobs: the select-all box, a header per column (Cost sorts), the rows' body. */
+function jobsTable(page) {
+  const { filters } = page;
+  return h(
     "table",
     { class: "jobs-table" },
     h("caption", { class: "visually-hidden" }, "Jobs, newest first"),
@@ -107,286 +128,240 @@ export function jobsView(main, route) {
       h(
         "tr",
         {},
-        h("th", { scope: "col", class: "select-cell" }, selection.selectAll),
+        h("th", { scope: "col", class: "select-cell" }, page.selection.selectAll),
         JOB_COLUMNS.map((name) => h("th", { scope: "col" }, name)),
         costHeader(() => filters.sort === "cost", () => {
           filters.sort = filters.sort === "cost" ? "" : "cost";
-          refilter();
+          refilter(page);
         }),
       ),
     ),
-    tbody,
+    page.ui.tbody,
   );
-  const empty = h("div", { class: "empty", hidden: true });
-  const moreButton = h("button", { type: "button", class: "more", hidden: true }, "Load more");
+}
 
-  main.append(
-    h(
-      "div",
-      { class: "view-head" },
-      heading("Jobs"),
-      h("a", { class: "button primary", href: "#/new" }, "New job"),
-    ),
-    h(
-      "form",
-      { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (event) => event.preventDefault() },
-      h("div", { class: "field inline" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
-      h("div", { class: "field inline" }, h("label", { for: "filter-pipeline" }, "Pipeline"), pipelineSelect),
-      h("div", { class: "field inline" }, h("label", { for: "filter-created" }, "Created"), createdSelect),
-      h("div", { class: "field inline" }, h("label", { for: "filter-prefix" }, "Job id starts with"), prefixInput),
-      liveNote,
-    ),
-    totals,
-    selection.bar,
-    h("div", { class: "table-wrap" }, table),
-    empty,
-    h("div", { class: "more-row" }, moreButton),
-  );
-
-  /** Keep the filters in the address (without a navigation) so that a reload or a shared link keeps them. */
-  function rememberFilters() {
-    const params = new URLSearchParams();
-    if (filters.status) params.set("status", filters.status);
-    if (filters.pipeline) params.set("pipeline", filters.pipeline);
-    if (filters.prefix) params.set("prefix", filters.prefix);
-    if (filters.created) params.set("created", filters.created);
-    if (filters.sort) params.set("sort", filters.sort);
-    const query = params.toString();
-    history.replaceState(null, "", `#/${query ? `?${query}` : ""}`);
-  }
-
-  /** Every filter is the API's: a change reads again from the first page. */
-  function refilter() {
-    statusSelect.value = filters.status;
-    showCounts();
-    rememberFilters();
-    view.jobs = [];
-    view.extended = false;
-    view.wantMore = false;
-    view.loaded = false;
-    view.known = new Map();
-    selection.clear();
-    poller.now();
-  }
+/** Each filter control changes its filter (the prefix once typing pauses and it is a valid one); Load more reads on. */
+function listenToControls(page) {
+  const { filters } = page;
+  const { statusSelect, pipelineSelect, createdSelect, prefixInput } = page.ui.controls;
   statusSelect.addEventListener("change", () => {
     filters.status = statusSelect.value;
-    refilter();
+    refilter(page);
   });
   pipelineSelect.addEventListener("change", () => {
     filters.pipeline = pipelineSelect.value;
-    refilter();
+    refilter(page);
   });
   createdSelect.addEventListener("change", () => {
     filters.created = createdSelect.value;
-    refilter();
+    refilter(page);
   });
-  let typing = null;
   prefixInput.addEventListener("input", () => {
-    clearTimeout(typing);
-    typing = setTimeout(() => {
+    clearTimeout(page.typing);
+    page.typing = setTimeout(() => {
       const prefix = prefixInput.value.trim();
       const usable = prefix === "" || ID_PREFIX.test(prefix);
       prefixInput.setCustomValidity(usable ? "" : "A job id has only letters, digits, '.', '_' or '-'");
       prefixInput.reportValidity();
       if (!usable || prefix === filters.prefix) return;
       filters.prefix = prefix;
-      refilter();
+      refilter(page);
     }, 300);
   });
-
+  const { moreButton } = page.ui;
   moreButton.addEventListener("click", async () => {
-    view.wantMore = true;
+    page.view.wantMore = true;
     moreButton.disabled = true;
     moreButton.textContent = "Loading…";
-    await poller.now();
+    await page.poller.now();
   });
+}
 
-  /** The API's query for the filters (createdFrom counted back from now). */
-  function apiQuery() {
-    const query = {};
-    if (filters.status) query.status = filters.status;
-    if (filters.pipeline) query.pipeline = filters.pipeline;
-    if (filters.prefix) query.idPrefix = filters.prefix;
-    if (filters.created) query.createdFrom = new Date(Date.now() - WITHIN_MS[filters.created]).toISOString();
-    if (filters.sort) query.sort = filters.sort;
-    return query;
+/** Every filter is the API's: a change reads again from the first page. */
+function refilter(page) {
+  const { view } = page;
+  page.ui.controls.statusSelect.value = page.filters.status;
+  showCounts(page);
+  rememberFilters(page.filters);
+  view.jobs = [];
+  view.extended = false;
+  view.wantMore = false;
+  view.loaded = false;
+  view.known = new Map();
+  page.selection.clear();
+  page.poller.now();
+}
+
+/** One page from `cursor` (null: the first); {jobs, cursor}. */
+async function readPage(filters, cursor, signal) {
+  const params = new URLSearchParams({ ...apiQuery(filters), limit: String(PAGE_SIZE) });
+  if (cursor) params.set("cursor", cursor);
+  const data = await api(`jobs?${params}`, { signal });
+  return { jobs: data?.jobs ?? [], cursor: data?.cursor ?? data?.nextCursor ?? null };
+}
+
+/**
+ * The first page again (read on while a filter leaves it short), merged in front of the older rows
+ * "Load more" brought; or, after Load more, the next page appended.
+ */
+async function load(page, signal) {
+  const { view } = page;
+  const jobs = view.wantMore && view.cursor ? await readNextPage(page, signal) : await readFirstPage(page, signal);
+  announceChanges(view, jobs);
+  const seen = new Set();
+  view.jobs = jobs.filter((job) => !seen.has(job.jobId) && seen.add(job.jobId));
+  view.loaded = true;
+  show(page);
+  fillPipelines(page);
+  // after the rows are shown: a count reads up to 1,000 entries a shard, the page never waits for it
+  if (Date.now() - view.countedAt >= COUNTS_MS) await loadCounts(page, signal);
+}
+
+/** The rows shown with the next page appended (Load more). */
+async function readNextPage(page, signal) {
+  const { view } = page;
+  const next = await readPage(page.filters, view.cursor, signal);
+  view.wantMore = false;
+  view.extended = true;
+  view.cursor = next.cursor;
+  return [...view.jobs, ...next.jobs];
+}
+
+/** The first page, read on while a filter leaves it short; in front of the older rows Load more brought. */
+async function readFirstPage(page, signal) {
+  const { view } = page;
+  const first = [];
+  let cursor = null;
+  let reads = 0;
+  do {
+    const read = await readPage(page.filters, cursor, signal);
+    first.push(...read.jobs);
+    cursor = read.cursor;
+    reads += 1;
+  } while (cursor && first.length < PAGE_SIZE && reads < FIRST_PAGE_READS);
+  const jobs = view.extended ? mergeFirst(first, view.jobs) : first;
+  if (!view.extended) view.cursor = cursor;
+  return jobs;
+}
+
+/** The caller's totals per status (every job, whatever the filters); none from an API without the route. */
+async function loadCounts(page, signal) {
+  try {
+    page.view.counts = await api("jobs/counts", { signal });
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 404)) throw error;
+    page.view.counts = null;
   }
+  page.view.countedAt = Date.now();
+  showCounts(page);
+}
 
-  /** One page from `cursor` (null: the first); {jobs, cursor}. */
-  async function readPage(cursor, signal) {
-    const params = new URLSearchParams({ ...apiQuery(), limit: String(PAGE_SIZE) });
-    if (cursor) params.set("cursor", cursor);
-    const data = await api(`jobs?${params}`, { signal });
-    return { jobs: data?.jobs ?? [], cursor: data?.cursor ?? data?.nextCursor ?? null };
-  }
+/** Each status with jobs as a button that filters by it (pressed while it does), then the total. */
+function showCounts(page) {
+  const { totals } = page.ui;
+  const data = page.view.counts;
+  totals.hidden = !data;
+  if (!data) return;
+  const atLeast = data.exact === false ? "at least " : "";
+  const title = atLeast ? "More jobs than a count reads: each figure is a lower bound" : null;
+  const numbers = new Intl.NumberFormat();
+  const counted = Object.entries(data.counts ?? {}).filter(([, count]) => count > 0);
+  totals.replaceChildren(
+    ...counted.map(([status, count]) => countBadge(page, status, `${atLeast}${numbers.format(count)}`, title)),
+    h("li", { class: "muted", title }, `Total ${atLeast}${numbers.format(data.total ?? 0)}`),
+  );
+}
 
-  /**
-   * The first page again (read on while a filter leaves it short), merged in front of the older rows
-   * "Load more" brought; or, after Load more, the next page appended.
-   */
-  async function load(signal) {
-    let jobs;
-    if (view.wantMore && view.cursor) {
-      const page = await readPage(view.cursor, signal);
-      view.wantMore = false;
-      view.extended = true;
-      view.cursor = page.cursor;
-      jobs = [...view.jobs, ...page.jobs];
-    } else {
-      const first = [];
-      let cursor = null;
-      let reads = 0;
-      do {
-        const page = await readPage(cursor, signal);
-        first.push(...page.jobs);
-        cursor = page.cursor;
-        reads += 1;
-      } while (cursor && first.length < PAGE_SIZE && reads < FIRST_PAGE_READS);
-      jobs = view.extended ? mergeFirst(first, view.jobs) : first;
-      if (!view.extended) view.cursor = cursor;
+/** A status's total (`figure`) as a button that filters by the status, or stops filtering by it. */
+function countBadge(page, status, figure, title) {
+  const { filters } = page;
+  return h(
+    "li",
+    {},
+    h(
+      "button",
+      {
+        type: "button",
+        class: `badge status-${status}`,
+        title,
+        "aria-pressed": String(filters.status === status),
+        onclick: () => {
+          filters.status = filters.status === status ? "" : status;
+          refilter(page);
+        },
+      },
+      `${STATUS_LABELS[status] ?? status} ${figure}`,
+    ),
+  );
+}
+
+/** Announce new jobs and status changes since the last read (not on the first read). */
+function announceChanges(view, jobs) {
+  const messages = [];
+  if (view.loaded) {
+    const fresh = jobs.filter((job) => !view.known.has(job.jobId));
+    if (fresh.length === 1) messages.push(`New job ${fresh[0].jobId}, ${fresh[0].status}.`);
+    else if (fresh.length > 1) messages.push(`${fresh.length} new jobs.`);
+    const changed = jobs.filter((job) => view.known.has(job.jobId) && view.known.get(job.jobId) !== job.status);
+    if (changed.length > 0 && changed.length <= 3) {
+      for (const job of changed) messages.push(`Job ${job.jobId} is now ${job.status}.`);
+    } else if (changed.length > 3) {
+      messages.push(`${changed.length} jobs changed status.`);
     }
-    announceChanges(jobs);
-    const seen = new Set();
-    view.jobs = jobs.filter((job) => !seen.has(job.jobId) && seen.add(job.jobId));
-    view.loaded = true;
-    show();
-    fillPipelines();
-    // after the rows are shown: a count reads up to 1,000 entries a shard, the page never waits for it
-    if (Date.now() - view.countedAt >= COUNTS_MS) await loadCounts(signal);
   }
+  view.known = new Map(jobs.map((job) => [job.jobId, job.status]));
+  if (messages.length) announce(messages.join(" "));
+}
 
-  /** The caller's totals per status (every job, whatever the filters); none from an API without the route. */
-  async function loadCounts(signal) {
-    try {
-      view.counts = await api("jobs/counts", { signal });
-    } catch (error) {
-      if (!(error instanceof ApiError && error.status === 404)) throw error;
-      view.counts = null;
-    }
-    view.countedAt = Date.now();
-    showCounts();
+/** The pipelines to filter by: the deployment's (the API filters by those), else those the listed jobs name. */
+async function fillPipelines(page) {
+  let names;
+  try {
+    names = (await loadPipelines()).map((pipeline) => pipeline.name);
+  } catch {
+    names = page.view.jobs.map((job) => job.pipeline);
   }
+  fillPipelineSelect(page.ui.controls.pipelineSelect, names, page.filters);
+}
 
-  /** Each status with jobs as a button that filters by it (pressed while it does), then the total. */
-  function showCounts() {
-    const data = view.counts;
-    totals.hidden = !data;
-    if (!data) return;
-    const atLeast = data.exact === false ? "at least " : "";
-    const title = atLeast ? "More jobs than a count reads: each figure is a lower bound" : null;
-    const numbers = new Intl.NumberFormat();
-    const badge = ([status, count]) =>
-      h(
-        "li",
-        {},
-        h(
-          "button",
-          {
-            type: "button",
-            class: `badge status-${status}`,
-            title,
-            "aria-pressed": String(filters.status === status),
-            onclick: () => {
-              filters.status = filters.status === status ? "" : status;
-              refilter();
-            },
-          },
-          `${STATUS_LABELS[status] ?? status} ${atLeast}${numbers.format(count)}`,
-        ),
-      );
-    const counted = Object.entries(data.counts ?? {}).filter(([, count]) => count > 0);
-    totals.replaceChildren(
-      ...counted.map(badge),
-      h("li", { class: "muted", title }, `Total ${atLeast}${numbers.format(data.total ?? 0)}`),
-    );
+/** Render the rows the API listed, the empty message, the selection and the Load more button. */
+function show(page) {
+  const { view, ui } = page;
+  const shown = page.filters.sort === "cost" ? byCost(view.jobs) : view.jobs;
+  renderJobRows(ui.tbody, shown, page.selection.selected);
+  page.selection.show();
+  ui.table.hidden = shown.length === 0;
+  ui.empty.hidden = !view.loaded || shown.length > 0;
+  ui.empty.replaceChildren(...emptyMessage(page));
+  ui.moreButton.hidden = !view.cursor;
+  ui.moreButton.disabled = false;
+  ui.moreButton.textContent = "Load more";
+  const count = `${shown.length} job${shown.length === 1 ? "" : "s"}${view.cursor ? " (more to load)" : ""}`;
+  view.count = count;
+  view.updated = new Date();
+  showLiveNote(page);
+}
+
+/** How many jobs are shown and when they were read; offline, since when the API has not answered. */
+function showLiveNote(page) {
+  const { view } = page;
+  const { liveNote } = page.ui;
+  if (!view.count) return;
+  const offline = connectionState() === "offline";
+  liveNote.dataset.state = offline ? "offline" : "live";
+  liveNote.textContent = offline
+    ? `${view.count} · offline, as read at ${clockFormat.format(view.updated)}`
+    : `${view.count} · live, updated ${clockFormat.format(view.updated)}`;
+}
+
+/** What the table says when it has no row: start a job (no job at all), or no job matches the filters. */
+function emptyMessage(page) {
+  const { view } = page;
+  if (view.jobs.length === 0 && !anyFilter(page.filters) && !view.cursor) {
+    return [h("p", {}, "No jobs yet: ", h("a", { href: "#/new" }, "start one"), " and watch it here.")];
   }
-
-  /** Announce new jobs and status changes since the last read (not on the first read). */
-  function announceChanges(jobs) {
-    const messages = [];
-    if (view.loaded) {
-      const fresh = jobs.filter((job) => !view.known.has(job.jobId));
-      if (fresh.length === 1) messages.push(`New job ${fresh[0].jobId}, ${fresh[0].status}.`);
-      else if (fresh.length > 1) messages.push(`${fresh.length} new jobs.`);
-      const changed = jobs.filter((job) => view.known.has(job.jobId) && view.known.get(job.jobId) !== job.status);
-      if (changed.length > 0 && changed.length <= 3) {
-        for (const job of changed) messages.push(`Job ${job.jobId} is now ${job.status}.`);
-      } else if (changed.length > 3) {
-        messages.push(`${changed.length} jobs changed status.`);
-      }
-    }
-    view.known = new Map(jobs.map((job) => [job.jobId, job.status]));
-    if (messages.length) announce(messages.join(" "));
-  }
-
-  /** The pipelines to filter by: the deployment's (the API filters by those), else those the listed jobs name. */
-  async function fillPipelines() {
-    let names;
-    try {
-      names = (await loadPipelines()).map((pipeline) => pipeline.name);
-    } catch {
-      names = view.jobs.map((job) => job.pipeline);
-    }
-    if (filters.pipeline) names.push(filters.pipeline);
-    const wanted = [...new Set(names)].sort();
-    const present = [...pipelineSelect.options].slice(1).map((option) => option.value);
-    if (jsonEqual(wanted, present)) return;
-    setChildren(
-      pipelineSelect,
-      h("option", { value: "" }, "Any pipeline"),
-      wanted.map((name) => h("option", { value: name }, name)),
-    );
-    pipelineSelect.value = filters.pipeline;
-  }
-
-  /** Render the rows the API listed, the empty message, the selection and the Load more button. */
-  function show() {
-    const shown = filters.sort === "cost" ? byCost(view.jobs) : view.jobs;
-    renderJobRows(tbody, shown, selection.selected);
-    selection.show();
-    table.hidden = shown.length === 0;
-    empty.hidden = !view.loaded || shown.length > 0;
-    empty.replaceChildren(...emptyMessage());
-    moreButton.hidden = !view.cursor;
-    moreButton.disabled = false;
-    moreButton.textContent = "Load more";
-    const count = `${shown.length} job${shown.length === 1 ? "" : "s"}${view.cursor ? " (more to load)" : ""}`;
-    view.count = count;
-    view.updated = new Date();
-    showLiveNote();
-  }
-
-  /** How many jobs are shown and when they were read; offline, since when the API has not answered. */
-  function showLiveNote() {
-    if (!view.count) return;
-    const offline = connectionState() === "offline";
-    liveNote.dataset.state = offline ? "offline" : "live";
-    liveNote.textContent = offline
-      ? `${view.count} · offline, as read at ${clockFormat.format(view.updated)}`
-      : `${view.count} · live, updated ${clockFormat.format(view.updated)}`;
-  }
-
-  function emptyMessage() {
-    if (view.jobs.length === 0 && !filters.status && !filters.pipeline && !filters.prefix && !filters.created && !view.cursor) {
-      return [h("p", {}, "No jobs yet: ", h("a", { href: "#/new" }, "start one"), " and watch it here.")];
-    }
-    const more = view.cursor ? " so far; Load more looks further" : "";
-    return [h("p", {}, `No job matches these filters${more}.`)];
-  }
-
-  const poller = new Poller(load);
-  const stopListening = onConnectionChange(showLiveNote);
-  const stopShortcuts = listShortcuts({ search: prefixInput, rows: () => [...tbody.rows] });
-  poller.start();
-  return {
-    stop: () => {
-      clearTimeout(typing); // a search typed just before another view opened (Enter) must not bring the list back
-      stopListening();
-      stopShortcuts();
-      poller.stop();
-    },
-    refresh: () => poller.now(),
-  };
+  const more = view.cursor ? " so far; Load more looks further" : "";
+  return [h("p", {}, `No job matches these filters${more}.`)];
 }
 
 /**
@@ -398,59 +373,4 @@ function mergeFirst(first, shown) {
   const createdAt = (job) => new Date(job.createdAt).getTime();
   const oldest = first.length ? createdAt(first[first.length - 1]) : Number.POSITIVE_INFINITY;
   return [...first, ...shown.filter((job) => !ids.has(job.jobId) && createdAt(job) < oldest)];
-}
-
-/**
- * Update the table's rows in place, keyed by job id, and in a row only the cells whose content changed:
- * the link to a job (and the row's checkbox) is never rebuilt, so the focus survives a poll.
- * @param {HTMLTableSectionElement} tbody
- * @param {object[]} jobs
- * @param {Set<string>} selected the ids whose checkbox is ticked
- */
-function renderJobRows(tbody, jobs, selected) {
-  const rows = new Map([...tbody.rows].map((row) => [row.dataset.jobId, row]));
-  jobs.forEach((job, index) => {
-    let row = rows.get(job.jobId);
-    rows.delete(job.jobId);
-    if (!row) {
-      const box = h("input", { type: "checkbox", class: "row-select", "aria-label": `Select job ${job.jobId}` });
-      box.checked = selected.has(job.jobId);
-      row = h("tr", { dataset: { jobId: job.jobId } }, h("td", { class: "select-cell" }, box));
-    }
-    const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt, job.costUsd]);
-    if (row.dataset.signature !== signature) {
-      row.dataset.signature = signature;
-      row.dataset.status = job.status;
-      updateCells(row, jobCells(job));
-    }
-    if (tbody.rows[index] !== row) tbody.insertBefore(row, tbody.rows[index] ?? null);
-  });
-  for (const row of rows.values()) row.remove();
-}
-
-/** Put `cells` in `row` after its checkbox, replacing only the cells whose markup differs from the one in their place. */
-function updateCells(row, cells) {
-  cells.forEach((cell, index) => {
-    const present = row.cells[index + 1];
-    if (!present) row.append(cell);
-    else if (present.innerHTML !== cell.innerHTML) present.replaceWith(cell);
-  });
-  while (row.cells.length > cells.length + 1) row.lastElementChild.remove();
-}
-
-/** The cells of a job's row (each with its column's name, shown as a label on a phone). */
-function jobCells(job) {
-  const cell = (label, ...children) => h("td", { "data-label": label }, ...children);
-  return [
-    cell("Job", h("a", { class: "job-link mono", href: `#/jobs/${encodeURIComponent(job.jobId)}` }, job.jobId)),
-    cell("Pipeline", job.pipeline),
-    cell(
-      "Status",
-      statusBadge(job.status),
-      job.corrupt ? h("span", { class: "badge status-error", title: job.error ?? "" }, "unreadable") : null,
-    ),
-    cell("Created", timeElement(job.createdAt)),
-    cell("Status changed", timeElement(job.updatedAt)),
-    costCell(job),
-  ];
 }

@@ -1,0 +1,121 @@
+/**
+ * The jobs list's filters (status, pipeline, created within, the start of the job id, the sort): read from the
+ * address and kept there, their controls, and the API's query for them.
+ */
+
+import { h, setChildren } from "./dom.js";
+import { JOB_ID_PATTERN } from "./ids.js";
+import { STATUS_LABELS, STATUSES } from "./labels.js";
+import { jsonEqual } from "./schema.js";
+
+/** What a job id may start with (the API's rule for a job id): a prefix outside it matches nothing. */
+export const ID_PREFIX = JOB_ID_PATTERN;
+/** The created-time filter: jobs created within this long before now (the API's createdFrom). */
+const CREATED_WITHIN = { "": "Any time", "1h": "Last hour", "24h": "Last 24 hours", "7d": "Last 7 days", "30d": "Last 30 days" };
+const WITHIN_MS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000, "30d": 2_592_000_000 };
+
+/**
+ * The filters the address asks for; one the API would refuse (an unknown status, a prefix no job id has) is none.
+ * @param {URLSearchParams} params
+ */
+export function filtersFrom(params) {
+  return {
+    status: STATUSES.includes(params.get("status")) ? params.get("status") : "",
+    pipeline: params.get("pipeline") ?? "",
+    prefix: ID_PREFIX.test(params.get("prefix") ?? "") ? params.get("prefix") : "",
+    created: Object.hasOwn(WITHIN_MS, params.get("created") ?? "") ? params.get("created") : "",
+    sort: params.get("sort") === "cost" ? "cost" : "",
+  };
+}
+
+/** The filters' controls, set to `filters` (the pipelines are added once known: fillPipelines). */
+export function filterControls(filters) {
+  const statusSelect = h(
+    "select",
+    { id: "filter-status", name: "status" },
+    h("option", { value: "" }, "Any status"),
+    STATUSES.map((status) => h("option", { value: status }, STATUS_LABELS[status])),
+  );
+  statusSelect.value = filters.status;
+  const pipelineSelect = h(
+    "select",
+    { id: "filter-pipeline", name: "pipeline" },
+    h("option", { value: "" }, "Any pipeline"),
+  );
+  const prefixInput = h("input", {
+    id: "filter-prefix",
+    name: "prefix",
+    type: "search",
+    maxlength: "128",
+    autocomplete: "off",
+    spellcheck: "false",
+    placeholder: "Any id",
+  });
+  prefixInput.value = filters.prefix;
+  const createdSelect = h(
+    "select",
+    { id: "filter-created", name: "created" },
+    Object.entries(CREATED_WITHIN).map(([value, label]) => h("option", { value }, label)),
+  );
+  createdSelect.value = filters.created;
+  return { statusSelect, pipelineSelect, prefixInput, createdSelect };
+}
+
+/** The search form: each control with its label, then `liveNote`. */
+export function filterForm(controls, liveNote) {
+  const { statusSelect, pipelineSelect, prefixInput, createdSelect } = controls;
+  return h(
+    "form",
+    { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (event) => event.preventDefault() },
+    h("div", { class: "field inline" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
+    h("div", { class: "field inline" }, h("label", { for: "filter-pipeline" }, "Pipeline"), pipelineSelect),
+    h("div", { class: "field inline" }, h("label", { for: "filter-created" }, "Created"), createdSelect),
+    h("div", { class: "field inline" }, h("label", { for: "filter-prefix" }, "Job id starts with"), prefixInput),
+    liveNote,
+  );
+}
+
+/** Keep the filters in the address (without a navigation) so that a reload or a shared link keeps them. */
+export function rememberFilters(filters) {
+  const params = new URLSearchParams();
+  if (filters.status) params.set("status", filters.status);
+  if (filters.pipeline) params.set("pipeline", filters.pipeline);
+  if (filters.prefix) params.set("prefix", filters.prefix);
+  if (filters.created) params.set("created", filters.created);
+  if (filters.sort) params.set("sort", filters.sort);
+  const query = params.toString();
+  history.replaceState(null, "", `#/${query ? `?${query}` : ""}`);
+}
+
+/** The API's query for the filters (createdFrom counted back from now). */
+export function apiQuery(filters) {
+  const query = {};
+  if (filters.status) query.status = filters.status;
+  if (filters.pipeline) query.pipeline = filters.pipeline;
+  if (filters.prefix) query.idPrefix = filters.prefix;
+  if (filters.created) query.createdFrom = new Date(Date.now() - WITHIN_MS[filters.created]).toISOString();
+  if (filters.sort) query.sort = filters.sort;
+  return query;
+}
+
+/** Whether any filter narrows the list (the sort does not). */
+export function anyFilter(filters) {
+  return Boolean(filters.status || filters.pipeline || filters.prefix || filters.created);
+}
+
+/**
+ * Offer `names` (sorted, once each) in the pipeline filter, with the one filtered by; the select is left as it is
+ * when it offers them already.
+ */
+export function fillPipelineSelect(pipelineSelect, names, filters) {
+  if (filters.pipeline) names.push(filters.pipeline);
+  const wanted = [...new Set(names)].sort();
+  const present = [...pipelineSelect.options].slice(1).map((option) => option.value);
+  if (jsonEqual(wanted, present)) return;
+  setChildren(
+    pipelineSelect,
+    h("option", { value: "" }, "Any pipeline"),
+    wanted.map((name) => h("option", { value: name }, name)),
+  );
+  pipelineSelect.value = filters.pipeline;
+}
