@@ -43,7 +43,7 @@ from benchmarks.common import Result, Table, Target, git_commit, machine, versio
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb.schema import create_table
-from cairn.core.prices import load_prices
+from cairn.features.prices import load_prices
 from cairn.core.registry import PipelineRegistry
 from cairn.testing.stack import LocalStack
 
@@ -78,7 +78,7 @@ PHASES = ("receive", "classify", "extract", "publish")
 BEFORE = Path(__file__).resolve().parent / "results" / "before.json"
 VERSIONED = ("boto3", "botocore", "moto", "pydantic", "aws-lambda-powertools")
 
-#: The shipped price table's us-east-1 on-demand prices (cairn/core/prices.json, whatever CAIRN_PRICES says: the
+#: The shipped price table's us-east-1 on-demand prices (cairn/features/prices.json, whatever CAIRN_PRICES says: the
 #: one home of cairn's prices), here in dollars per million requests, units or transitions.
 SHIPPED_PRICES = load_prices(region=REGION, environ={})
 PRICES = {

@@ -29,7 +29,7 @@ from typing import Any
 from benchmarks.common import Result, Summary, Table, Target, git_commit, machine, versions, write_result
 from benchmarks.cost import progress
 from cairn import Cairn, Done, InlineScheduler, JobStatus, MemoryStorage, PhaseContext, Pipeline
-from cairn.core.metering import LAMBDA_REQUESTS, SHARE_WAIT
+from cairn.features.metering import LAMBDA_REQUESTS, SHARE_WAIT
 
 SUITE = "fair_share"
 JOBS = 6

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cairn.aws.dynamodb.schema import LIST_SHARDS, SWEEP_SHARDS
-from cairn.core.prices import load_prices
+from cairn.features.prices import load_prices
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "SCALE.md"
-#: A DynamoDB on-demand read unit's price, from the shipped price table (cairn/core/prices.json).
+#: A DynamoDB on-demand read unit's price, from the shipped price table (cairn/features/prices.json).
 READ_UNIT_PRICE = load_prices(region="us-east-1", environ={}).prices["dynamodb_read_units"]
 SWEEPS_PER_DAY = 24 * 60 // 5  # the scheduler's rate(5 minutes)
 #: State transitions of the Step Functions driver's loop per phase run (resolve, choose, run, after, follow).

@@ -12,9 +12,9 @@ from typing import Any
 
 from cairn import Done, InlineScheduler, Job, Next, PhaseContext, Pipeline, RetryPolicy, advance_phase, run_pipeline
 from cairn.adapters import LogEntry
-from cairn.core.prices import is_metered
 from cairn.core.storage_port import Storage
-from cairn.core.transition_guard import TRANSITIONS
+from cairn.features.prices import is_metered
+from cairn.features.transition_guard import TRANSITIONS
 from cairn.testing.clock import SkippingClock
 from cairn.testing.faults import SimulatedCrash
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import cairn.core
+import cairn.features
 from cairn import Cairn, Done, InlineScheduler, Next, PhaseContext, Pipeline
 from cairn.agents import ScriptedModel, Usage
-from cairn.core.metering import gb_seconds_meter
 from cairn.core.storage_port import Storage
+from cairn.features.metering import gb_seconds_meter
 from tests.support import FakeClock
 
 JOB = "job-1"
@@ -22,7 +22,7 @@ HAIKU = "anthropic.claude-3-5-haiku-20241022-v1:0"
 
 def shipped() -> dict[str, Any]:
     """The shipped table, read here from the package's file (not through cairn's loader)."""
-    table: dict[str, Any] = json.loads((Path(cairn.core.__file__).parent / "prices.json").read_text())
+    table: dict[str, Any] = json.loads((Path(cairn.features.__file__).parent / "prices.json").read_text())
     region: dict[str, Any] = table["regions"]["us-east-1"]
     return region
 

@@ -1,4 +1,4 @@
-"""A fair share per owner (cairn.core.owner_share): one owner's burst never takes more than its share.
+"""A fair share per owner (cairn.features.owner_share): one owner's burst never takes more than its share.
 
 Measured inside the phase code, on every kind of store. The fairness and ordering tests run on the test
 kit's skipping clock, with Lambda's concurrent invocations modelled on one thread (:class:`Driver`): a
@@ -41,8 +41,8 @@ from cairn import (
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.core.engine.claimed_run import claim_run
 from cairn.core.errors import StorageError
-from cairn.core.owner_share import OwnerShares, ShareTaken, SlotRequest, take_share
 from cairn.core.storage_port import Storage
+from cairn.features.owner_share import OwnerShares, ShareTaken, SlotRequest, take_share
 from cairn.testing.serialised import one_call_at_a_time
 from tests.aws import dynamodb_client, new_table
 from tests.support import FakeClock

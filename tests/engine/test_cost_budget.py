@@ -21,10 +21,10 @@ from cairn import (
     Pipeline,
     RetryPolicy,
 )
-from cairn.core.budgets import BUDGET_STOP
 from cairn.core.errors import PipelineError
-from cairn.core.prices import load_prices, shipped_table
 from cairn.core.settings import PRICE_REGION, PRICES
+from cairn.features.budgets import BUDGET_STOP
+from cairn.features.prices import load_prices, shipped_table
 from tests.support import FakeClock
 
 JOB = "job-1"

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from cairn import Cairn, ConfigurationError, Done, InlineScheduler, JobStatus, MemoryStorage, PhaseContext, Pipeline
-from cairn.core.owner_share import MAX_OWNER_LIMIT, SlotRequest
 from cairn.core.settings import OWNER_CONCURRENCY, PRICE_REGION, PRICES, Settings
 from cairn.core.storage_port import Storage
+from cairn.features.owner_share import MAX_OWNER_LIMIT, SlotRequest
 from cairn.storage.delegating import DelegatingStorage
 from cairn.testing.faults import FaultyStorage
 from cairn.testing.plugin import crash_on

@@ -12,8 +12,8 @@ from cairn import Cairn, Done, InlineScheduler, JobStatus, MemoryStorage, PhaseC
 from cairn.aws.lambda_scheduler import LambdaScheduler
 from cairn.aws.stepfunctions_scheduler import StepFunctionsScheduler, StepRecorder
 from cairn.core.engine.claimed_run import claim_run
-from cairn.core.owner_share import HeldSlot, take_share
 from cairn.core.settings import OWNER_CONCURRENCY, Settings
+from cairn.features.owner_share import HeldSlot, take_share
 from tests.support import FakeClock
 
 HOLDER = "holder"

@@ -26,14 +26,10 @@ from cairn import (
     Sleep,
 )
 from cairn.core.errors import PipelineError
+from cairn.core.pipeline import DEFAULT_MAX_TRANSITIONS
 from cairn.core.settings import MAX_TRANSITIONS, Settings, stack_max_transitions
 from cairn.core.storage_port import Storage
-from cairn.core.transition_guard import (
-    DEFAULT_MAX_TRANSITIONS,
-    GUARD_STOP,
-    TRANSITIONS,
-    transition_limit,
-)
+from cairn.features.transition_guard import GUARD_STOP, TRANSITIONS, transition_limit
 from tests.support import FakeClock, counters, log_messages
 
 JOB = "job-1"

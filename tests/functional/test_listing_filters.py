@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from cairn import InvalidInputError, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.listing import JobFilter
 from cairn.core.engine import pause_job
-from cairn.core.listing import JobFilter
 from tests.functional.api_client import ALICE, Api
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, make_scheduler

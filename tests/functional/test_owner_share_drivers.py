@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline
-from cairn.core import owner_share
-from cairn.core.engine import advancing
-from cairn.core.owner_share import OwnerShares, SlotRequest
 from cairn.core.settings import OWNER_CONCURRENCY
+from cairn.features import owner_share
+from cairn.features.owner_share import OwnerShares, SlotRequest
 from tests.functional.test_waits_drivers import ALICE, DRIVERS, Deploy, direct_driver
 
 
@@ -76,7 +75,7 @@ def test_a_share_of_one_runs_one_phase_of_the_owner_at_a_time_and_every_job_comp
         waits.append(run.job.job_id)
         return original(run, taken, scheduler)
 
-    monkeypatch.setattr(advancing, "wait_for_share", counted)
+    monkeypatch.setattr(owner_share, "wait_for_share", counted)
     overlaps = Overlaps()
     deployment = deploy(overlaps.pipeline())
     jobs = [f"job-{index}" for index in range(3)]

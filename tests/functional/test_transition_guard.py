@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from cairn import JobStatus, Next, PhaseContext, Pipeline
-from cairn.core.transition_guard import GUARD_STOP, TRANSITIONS
+from cairn.features.transition_guard import GUARD_STOP, TRANSITIONS
 from tests.functional.test_waits_drivers import DRIVERS, Deploy, Deployment
 from tests.support import counters
 

@@ -16,11 +16,11 @@ import pytest
 
 from cairn.bundle.templating import resources
 from cairn.core.outcomes import Next
-from cairn.core.owner_share import MAX_OWNER_LIMIT
 from cairn.core.pipeline import Pipeline
 from cairn.core.settings import OWNER_CONCURRENCY, Settings
 from cairn.dev.parameters import ParameterError
 from cairn.dev.parameters import check as check_parameters
+from cairn.features.owner_share import MAX_OWNER_LIMIT
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, load_yaml_template
 from tests.template.stacks import phase_functions, stack

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cairn.aws.listing import JobFilter
 from cairn.core.errors import InvalidInputError
 from cairn.core.ids import JOB_ID_PATTERN, validate_job_id
-from cairn.core.listing import JobFilter
 
 DASHBOARD_IDS = Path(__file__).resolve().parents[2] / "layers" / "cairn" / "cairn" / "dashboard" / "static" / "ids.js"
 

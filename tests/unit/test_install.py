@@ -84,7 +84,7 @@ def test_pip_install_gives_a_library_that_runs_the_readme_without_the_aws_sdk(tm
             "root = pathlib.Path(cairn.__file__).parent\n"
             "print(root.parent.name)\n"
             "print((root / 'py.typed').is_file(), (root / 'aws' / 'pipeline.asl.json').is_file(),"
-            " (root / 'core' / 'prices.json').is_file())\n"
+            " (root / 'features' / 'prices.json').is_file())\n"
             "print(sorted(p.parent.relative_to(root.parent).as_posix() for p in root.rglob('__init__.py')))\n"
             "print(importlib.util.find_spec('boto3'), importlib.util.find_spec('moto'))\n"
             "print(sorted(p.relative_to(root).as_posix() for p in (root / 'dashboard' / 'static').rglob('*')"

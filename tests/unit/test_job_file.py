@@ -10,8 +10,8 @@ import pytest
 
 from cairn import Done, Next, Pipeline
 from cairn.core.errors import InvalidInputError
-from cairn.core.job_file import JobFile, PulledJob, PulledWrite, read_job_file, redact, unmatched
 from cairn.core.models import Checkpoint, JobStatus
+from cairn.storage.job_file import JobFile, PulledJob, PulledWrite, read_job_file, redact, unmatched
 from cairn.testing.plugin import LocalCairns
 
 GOOD = JobFile(

@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.cli import main
-from cairn.core.owner_share import MAX_OWNER_LIMIT
+from cairn.features.owner_share import MAX_OWNER_LIMIT
 from tests.aws import dynamodb_client, new_table
 
 

@@ -1,11 +1,11 @@
-"""The diff between two states (cairn.core.state_diff): JSON Pointer paths, document order, bounded."""
+"""The diff between two states (cairn.aws.state_diff): JSON Pointer paths, document order, bounded."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from cairn.core.state_diff import MAX_DIFF_CHARS, MAX_VALUE_CHARS, diff_states
+from cairn.aws.state_diff import MAX_DIFF_CHARS, MAX_VALUE_CHARS, diff_states
 
 
 def listed(before: Any, after: Any, limit: int = 200) -> list[dict[str, Any]]:

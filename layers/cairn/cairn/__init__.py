@@ -18,7 +18,10 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from . import agents  # noqa: F401  (importing it registers the agent and plan phase kinds; it loads little)
+from . import (
+    agents,  # noqa: F401  (importing it registers the agent and plan phase kinds; it loads little)
+    features,  # noqa: F401  (importing it registers the run-level features: the guard, the budget, ...)
+)
 
 if TYPE_CHECKING:
     from .app import Cairn as Cairn

@@ -12,8 +12,6 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from .core import recovery
-from .core.cost import JobCost, job_cost
 from .core.engine import (
     advance_phase,
     cancel_job,
@@ -34,13 +32,16 @@ from .core.errors import (
 )
 from .core.history_pages import RecentJob
 from .core.models import Checkpoint, Job, JobStatus, MapItem, MapRecord, RetryMode
-from .core.owner_share import check_share
 from .core.pipeline import Pipeline
-from .core.prices import PriceSource, PriceTable, load_prices
 from .core.registry import PipelineRegistry
 from .core.scheduler_port import Scheduler
 from .core.storage_port import ResultLink, StateLink, Storage
 from .core.transitions.history import waits_to_enter
+from .features import priced_features
+from .features.cost import JobCost, job_cost
+from .features.owner_share import check_share
+from .features.prices import PriceSource, PriceTable, load_prices
+from .scheduling import recovery
 from .scheduling.inline import InlineScheduler
 
 NOT_RUN_YET = "it has not run that phase yet (it waits to enter it)"
@@ -60,7 +61,7 @@ class Cairn:
     ``run_until_idle()`` calls first, once its claim has expired.
 
     ``prices`` overrides the shipped price table (a JSON file's path, or its content: see
-    :mod:`cairn.core.prices`), over ``CAIRN_PRICES``: what ``cost()`` shows and budgets are checked at.
+    :mod:`cairn.features.prices`), over ``CAIRN_PRICES``: what ``cost()`` shows and budgets are checked at.
     """
 
     def __init__(
@@ -91,8 +92,10 @@ class Cairn:
             self._inline = scheduler
             self._inline.bind(self.advance, triage=self._triage)
         self.scheduler: Scheduler = scheduler
-        #: The prices jobs' costs are shown and budgets checked at (:mod:`cairn.core.prices`).
+        #: The prices jobs' costs are shown and budgets checked at (:mod:`cairn.features.prices`).
         self.prices = prices if isinstance(prices, PriceTable) else load_prices(overrides=prices)
+        #: The run-level features of this Cairn's runs: the registered ones, the budget at :attr:`prices`.
+        self.features = priced_features(self.prices)
 
     def _triage(self, job_id: str, sequence: int | None) -> Literal["run", "hold", "drop"]:
         """What ``run_until_idle`` does with an advance not due yet: hold a wait's timeout, drop a stale one."""
@@ -214,7 +217,7 @@ class Cairn:
             worker=worker,
             fan_out=fan_out,
             item=item,
-            prices=self.prices,
+            features=self.features,
         )
 
     def pause(self, job_id: str, *, by: str | None = None) -> Job:
@@ -238,7 +241,7 @@ class Cairn:
     def recover(self, *, idle_seconds: float = recovery.DEFAULT_IDLE_SECONDS) -> list[str]:
         """Advance again the jobs a dead worker left ``running``; the ids of those recovered.
 
-        A job is recovered by the rule the sweep applies on AWS (:mod:`cairn.core.recovery`): its claim
+        A job is recovered by the rule the sweep applies on AWS (:mod:`cairn.scheduling.recovery`): its claim
         has expired (a live claim may belong to another worker: it is left alone), no backoff or
         sleep is left to wait out, and it has had no write for ``idle_seconds``. A job of a pipeline
         this object does not run, or with an advance already queued on its inline scheduler, is

@@ -56,7 +56,6 @@ from ..core.errors import (
     TransitionRefusedError,
 )
 from ..core.ids import validate_job_id
-from ..core.listing import JobFilter
 from ..core.models import Job, JobCounts, JobPage, JobStatus
 from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
@@ -90,6 +89,7 @@ from .api_routes import JobIdPath, errors, responses
 from .api_services import ApiServices, checked_input, current_services
 from .api_states import router as states_router
 from .entry import Handler, entry_point
+from .listing import JobFilter
 from .observability import logger, metrics
 from .runtime import Runtime
 

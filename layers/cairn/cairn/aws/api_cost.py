@@ -1,13 +1,13 @@
-"""A job's cost as the API shows it (``cost`` on the job view; :mod:`cairn.core.cost`)."""
+"""A job's cost as the API shows it (``cost`` on the job view; :mod:`cairn.features.cost`)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
 from ..app import Cairn
-from ..core.cost import cost_of, job_cost
 from ..core.models import Job, JobPage, WireModel
-from ..core.prices import PriceTable
+from ..features.cost import cost_of, job_cost
+from ..features.prices import PriceTable
 
 SORT_BY_COST = (
     "cost: the page's jobs with their cost so far (costUsd), dearest first; each job of the page is read for it, "

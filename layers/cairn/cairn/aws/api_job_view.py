@@ -8,8 +8,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..core.models import Job, JobStatus, PhaseRecord, WireModel
-from ..core.prices import PriceTable
 from ..core.storage_port import ObjectLink
+from ..features.prices import PriceTable
 from .api_cost import CostView
 
 

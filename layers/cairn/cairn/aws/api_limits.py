@@ -6,7 +6,7 @@ text that is itself a string in the response's JSON, so escaped twice: a non-ASC
 seven bytes). :data:`MAX_REPLY_BYTES` leaves a margin below the limit.
 
 The routes that can return large values answer within it by themselves (a state is handed over as a
-short-lived link, :mod:`.api_states`; a diff cuts its values, :mod:`cairn.core.state_diff`); any other
+short-lived link, :mod:`.api_states`; a diff cuts its values, :mod:`cairn.aws.state_diff`); any other
 reply past it is turned into a clear error by the handler (:func:`within_limit`).
 """
 

@@ -17,11 +17,11 @@ from pydantic.alias_generators import to_camel
 from ..core.engine import SIGNAL_NAME_PATTERN, validate_signal_name
 from ..core.errors import InvalidInputError
 from ..core.ids import JOB_ID_PATTERN, JOB_ID_PREFIX_PATTERN, validate_job_id
-from ..core.listing import MAX_ID_PREFIX, MAX_TIME_MS
 from ..core.models import LogEntry, PhaseRecord, RetryMode, WireModel
 from ..core.pipeline import NAME_PATTERN, Pipeline
 from ..core.signals import validation_schema
 from .api_job_view import JobView
+from .listing import MAX_ID_PREFIX, MAX_TIME_MS
 
 #: The longest job id (``JOB_ID_PATTERN``: a first character and up to 127 more), declared in the schema.
 JOB_ID_MAX_LENGTH = 128

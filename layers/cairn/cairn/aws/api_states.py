@@ -6,7 +6,7 @@
   A state too large for one reply (:mod:`.api_limits`) is answered as ``stateUrl``, a presigned GET of its
   S3 object valid :data:`LINK_SECONDS`, with ``stateBytes``, ``stateEncoding`` and ``stateUrlExpiresAt``.
 - ``GET /jobs/{jobId}/diff?from=A&to=B``: when each phase was entered and the changes from A's state to B's
-  (:mod:`cairn.core.state_diff`: JSON Pointer paths, at most a bounded number of changes, large values cut).
+  (:mod:`cairn.aws.state_diff`: JSON Pointer paths, at most a bounded number of changes, large values cut).
 
 Registered on the API's resolver by :mod:`cairn.aws.api`; the caller sees only its own jobs.
 """
@@ -22,13 +22,13 @@ from pydantic import Field
 
 from ..app import Cairn
 from ..core.models import WireModel
-from ..core.state_diff import StateChange, diff_states
 from .api_errors import ApiError
 from .api_job_view import LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
 from .api_models import PhaseName
 from .api_redaction import linking_refused
 from .api_routes import JobIdPath, callers_jobs, responses
+from .state_diff import StateChange, diff_states
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 """The routes of this module, included in the API's resolver."""

@@ -24,13 +24,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..core import recovery
 from ..core.engine import record_crash
 from ..core.errors import JobExistsError
 from ..core.failures import reported_failure
 from ..core.models import Failure, Job, JobStatus, RetryMode
 from ..core.registry import PipelineRegistry
 from ..core.scheduler_port import Scheduler
+from ..scheduling import recovery
 from ..scheduling.messages import AdvanceMessage
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import logger, metrics

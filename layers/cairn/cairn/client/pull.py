@@ -1,6 +1,6 @@
 """``cairn jobs pull JOB``: one job read through the API (view, history, log, entry states, maps) into one file.
 
-The file (:mod:`cairn.core.job_file`) is written whole or not at all: to a temporary file beside it,
+The file (:mod:`cairn.storage.job_file`) is written whole or not at all: to a temporary file beside it,
 renamed over the name only once everything was read and redacted. A job the caller cannot read (the
 API shows each caller only its own jobs: another owner's answers 404) writes nothing.
 """
@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import quote
 
 from ..core.errors import InvalidInputError
-from ..core.job_file import SUFFIX, JobFile, PulledJob, PulledWrite, code_versions, redact, signals_of, unmatched
 from ..core.models import Checkpoint, LogEntry, PhaseRecord
+from ..storage.job_file import SUFFIX, JobFile, PulledJob, PulledWrite, code_versions, redact, signals_of, unmatched
 from .errors import ApiError, RequestFailed
 from .http import ApiClient, Json
 from .options import UsageError

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ..core.cost import format_usd
+from ..features.cost import format_usd
 
 Json = Mapping[str, Any]
 _MISSING = "-"
@@ -240,7 +240,7 @@ def job_details(job: Json, now_ms: int) -> str:
         deadline = job.get("waitDeadline")
         until = f" (until {clock_time(deadline)})" if isinstance(deadline, int | float) else ""
         fields.append(("Waiting for", f"{job['waitingFor']}{until}"))
-    if job.get("shareWait"):  # past its owner's fair share (cairn.core.owner_share)
+    if job.get("shareWait"):  # past its owner's fair share (cairn.features.owner_share)
         fields.append(("Held", _text(job["shareWait"])))
     if isinstance(job.get("wakeAt"), int | float):
         fields.append(("Wakes at", clock_time(job["wakeAt"])))

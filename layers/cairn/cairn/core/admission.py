@@ -16,13 +16,15 @@ the record adds only a few levels around the value. The walk uses no recursion, 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from .errors import InvalidInputError
+from .text import shown
 
 #: How deeply arrays and objects may nest in a stored value or a request body (a scalar is 0 deep).
 MAX_JSON_DEPTH = 64
@@ -200,3 +202,12 @@ def json_value(value: Any, what: str = "Value", *, max_bytes: int | None = None)
     The value is walked before it is encoded, so no depth or cycle reaches the encoder.
     """
     return admit(value, what, max_bytes=max_bytes).value
+
+
+def checked_usage(usage: Mapping[str, object]) -> None:
+    """InvalidInputError unless every usage figure is a finite, non-negative number."""
+    for name, figure in usage.items():
+        if isinstance(figure, bool) or not isinstance(figure, int | float) or not math.isfinite(figure) or figure < 0:
+            raise InvalidInputError(
+                f"Invalid usage '{shown(name)}': {shown(figure)} (a usage figure is a finite, non-negative number)"
+            )

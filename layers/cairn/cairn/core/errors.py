@@ -182,7 +182,7 @@ class ModelError(CairnError):
 
 
 class TransitionLimitError(CairnError):
-    """A job reached its limit of transitions (:mod:`cairn.core.transition_guard`): it is stopped in ``error``.
+    """A job reached its limit of transitions (:mod:`cairn.features.transition_guard`): it is stopped in ``error``.
 
     ``limit`` is the limit in force; the message names the setting that gives it and how to go on.
     """
@@ -194,7 +194,7 @@ class TransitionLimitError(CairnError):
 
 
 class BudgetExceededError(CairnError):
-    """A job's next phase would pass its pipeline's budget (:mod:`cairn.core.engine.budget`): stopped in ``error``.
+    """A job's next phase would pass its pipeline's budget (:mod:`cairn.features.budget`): stopped in ``error``.
 
     ``budget`` is the pipeline's ``max_cost_usd``; ``spent`` what the job cost so far; ``phase`` the phase not started.
     """

@@ -37,7 +37,6 @@ from .clock import Clock
 from .context import JournalBuffer, PhaseContext
 from .errors import InvalidInputError, StorageError
 from .failures import describe, failure_of
-from .metering import invocation_usage
 from .models import Checkpoint, FanOut, MapItem, MapMark, MapRecord
 from .outcomes import Done, Fail, Map
 from .pipeline import Pipeline, to_json
@@ -274,7 +273,9 @@ class ItemRun:
         scheduler: ItemScheduler,
         clock: Clock,
         fail_job: Callable[[str], None],
+        metered: Callable[[int, int, int], Mapping[str, float]] = lambda memory, started, ended: {},
     ) -> None:
+        """``metered``: what an item's run adds to its usage, from its memory, start and end (the run's features')."""
         self.pipeline = pipeline
         self.store = store
         self.fan_out = fan_out
@@ -282,6 +283,7 @@ class ItemRun:
         self.scheduler = scheduler
         self.clock = clock
         self.fail_job = fail_job
+        self.metered = metered
 
     def run(self, index: int, worker: str) -> MapItem | None:
         """Advance item ``index``: None when there was nothing to run (done, held, not due, unknown)."""
@@ -403,7 +405,7 @@ class ItemRun:
         now = self.clock()
         token = new_token()
         memory = self.pipeline.get_phase(self.fan_out.phase).function.memory  # the item's invocation, metered
-        usage = merge_usage(usage, invocation_usage(memory, claimed.claimed_at or now, now))
+        usage = merge_usage(usage, self.metered(memory, claimed.claimed_at or now, now))
 
         def rule(item: MapItem) -> MapItem | None:
             if item.write_token == token:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import ttl
 from .errors import InvalidInputError
-from .models import Lesson, LogEntry
+from .models import Lesson
 
 MAX_RECALL = 100
 """The most lessons one ``recall`` returns."""
@@ -41,15 +41,6 @@ def lesson_key(lesson: Lesson) -> str:
     """The identity of a lesson (a hex digest of its job, phase and text)."""
     identity = "\x1f".join((lesson.job_id, lesson.phase or "", lesson.text))
     return hashlib.sha256(identity.encode("utf-8")).hexdigest()[:32]
-
-
-def lessons_in(entries: Iterable[LogEntry], job_id: str) -> list[Lesson]:
-    """The insights among a journal's log entries, as lessons of ``job_id``."""
-    return [
-        Lesson(text=entry.message, job_id=job_id, phase=entry.phase, recorded_at=entry.timestamp)
-        for entry in entries
-        if entry.kind == "insight"
-    ]
 
 
 def checked_limit(limit: int) -> int:

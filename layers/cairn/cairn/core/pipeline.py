@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from .admission import Admitted, admit, json_value
-from .budgets import checked_budget
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .migrations import (
     Migration,
@@ -29,7 +29,6 @@ from .settings import stack_redaction
 from .signals import admit_payload, checked_signal_models
 from .state_fit import read_state
 from .text import validation_problems
-from .transition_guard import DEFAULT_MAX_TRANSITIONS
 
 if TYPE_CHECKING:
     from .context import PhaseContext
@@ -37,6 +36,20 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 PhaseFunction = Callable[["PhaseContext[Any]"], "PhaseResult"]
+
+DEFAULT_MAX_TRANSITIONS = 100_000
+"""Generous: a self-loop of a minute a turn runs for more than two months before it is stopped
+(:mod:`cairn.features.transition_guard`)."""
+
+
+def checked_budget(pipeline: str, value: Any) -> float | None:
+    """``max_cost_usd`` checked: a positive, finite number of dollars, or None (no budget)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise PipelineError(f"Pipeline {pipeline!r}: max_cost_usd must be a positive number of dollars, got {value!r}")
+    return float(value)
+
 
 #: What a pipeline or a phase may be called (matched whole: a trailing newline is not a name).
 NAME_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
@@ -94,11 +107,11 @@ class Pipeline(Generic[S]):
     before a rename still resume. ``signals`` maps a signal's name to the pydantic
     model its payload must fit (:mod:`cairn.core.signals`); other signals take any JSON.
     ``max_transitions`` is how many phase runs and map items a job may take before it is stopped in
-    ``error`` (:mod:`cairn.core.transition_guard`; a stack may lower it with ``CAIRN_MAX_TRANSITIONS``).
+    ``error`` (:mod:`cairn.features.transition_guard`; a stack may lower it with ``CAIRN_MAX_TRANSITIONS``).
     ``state_version`` is the version of the state model (default 1) and ``migrations`` maps each older
     version ``k`` to the function turning its JSON state into version ``k + 1``'s (:mod:`cairn.core.migrations`).
     ``max_cost_usd`` is a job's budget in US dollars: a phase run that would pass it is not started, the job
-    stops in ``error`` (:mod:`cairn.core.engine.budget`; None: no budget). ``redact_patterns`` (regexes) and
+    stops in ``error`` (:mod:`cairn.features.budget`; None: no budget). ``redact_patterns`` (regexes) and
     ``redact_fields`` (dotted paths such as ``state.api_token``) keep secrets out of what is stored, logged and
     served (:mod:`cairn.core.redaction`), with the stack's ``CAIRN_REDACT``.
     """

@@ -33,7 +33,7 @@ class ItemScheduler(Scheduler, Protocol):
 class WakeScheduler(Scheduler, Protocol):
     """A scheduler that can advance a job of any pipeline of its owner: one waiting for its owner's share.
 
-    Optional: a slot given back wakes the oldest job waiting for it (:mod:`cairn.core.owner_share`). Through
+    Optional: a slot given back wakes the oldest job waiting for it (:mod:`cairn.features.owner_share`). Through
     a plain scheduler, only a job of the run's own pipeline is woken (by ``schedule_advance``); the others
     look again on their own.
     """

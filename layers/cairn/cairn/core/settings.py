@@ -190,7 +190,7 @@ def stack_redaction(environ: Mapping[str, str] | None = None) -> Redaction:
 def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | None:
     """``CAIRN_MAX_TRANSITIONS`` (``os.environ`` by default): a positive whole number, or None when it is not set.
 
-    The engine reads it where it claims a run (:func:`cairn.core.transition_guard.transition_limit`), as
+    The engine reads it where it claims a run (:func:`cairn.features.transition_guard.transition_limit`), as
     :meth:`Settings.from_env` does: the engine is handed pipelines, not settings.
     """
     env = os.environ if environ is None else environ
@@ -201,7 +201,7 @@ def stack_max_transitions(environ: Mapping[str, str] | None = None) -> int | Non
 
 def price_settings(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """``CAIRN_PRICES`` and ``CAIRN_PRICE_REGION`` (``os.environ`` by default; None: not set), read where a job's
-    cost is priced (:func:`cairn.core.prices.load_prices`): the file of price overrides, and the region."""
+    cost is priced (:func:`cairn.features.prices.load_prices`): the file of price overrides, and the region."""
     env = os.environ if environ is None else environ
     return env.get(PRICES) or None, env.get(PRICE_REGION) or None
 
@@ -215,7 +215,7 @@ def stepfunctions_driver(environ: Mapping[str, str] | None = None) -> bool:
 def stack_owner_concurrency(environ: Mapping[str, str] | None = None) -> int:
     """``CAIRN_OWNER_CONCURRENCY`` (``os.environ`` by default): the most phases of one owner running at once;
     0 when it is not set (no limit). Read at start-up (:meth:`Settings.from_env`, ``Cairn(...)``) and where a
-    run takes its owner's share (:mod:`cairn.core.owner_share`)."""
+    run takes its owner's share (:mod:`cairn.features.owner_share`)."""
     env = os.environ if environ is None else environ
     raw = env.get(OWNER_CONCURRENCY, "")
     return 0 if raw == "" else owner_limit_of(raw, OWNER_CONCURRENCY)

@@ -1,6 +1,6 @@
 """The owners' shares capability of the storage port: slots, owners' limits and notes of waiting jobs.
 
-A store that keeps a fair share per owner (:mod:`cairn.core.owner_share`) gives an :class:`OwnerShares` from
+A store that keeps a fair share per owner (:mod:`cairn.features.owner_share`) gives an :class:`OwnerShares` from
 :meth:`cairn.Storage.owner_shares`; one that keeps none gives None (the port's default), and a share set
 for it is refused at start-up. The rules every store applies inside its atomic write live here, as pure
 functions: :func:`admit_slot` (take a slot), :func:`note_waiter_in` (note a waiting job) and

@@ -278,13 +278,13 @@ class Storage(ABC):
         raise self._lacks("lessons")
 
     def put_job(self, job: Job, history: Sequence[HistoryItem], *, replace: bool = False) -> Job:
-        """Store a whole job with its history (a job loaded from a file: :mod:`cairn.core.job_loading`).
+        """Store a whole job with its history (a job loaded from a file: :mod:`cairn.storage.job_loading`).
 
         ``history`` is every item of the job's history, oldest first, each linked to the one before it,
         ``job.history_head`` the newest. A live job with the id is refused (JobExistsError) unless
         ``replace``, which drops it first. The job is returned as ``get_job`` reads it. A store that
         cannot load jobs raises ConfigurationError. Every store first checks what it is given
-        (:func:`cairn.core.job_loading.checked_whole_job`: the id as the API takes it, finite non-negative
+        (:func:`cairn.storage.job_loading.checked_whole_job`: the id as the API takes it, finite non-negative
         usage, one history chain): InvalidInputError before anything is written.
         """
         raise ConfigurationError(f"{type(self).__name__} cannot load a job")

@@ -19,12 +19,12 @@ from pydantic import BaseModel
 from ..core import lessons as lesson_rules
 from ..core import transitions
 from ..core.errors import JobExistsError
-from ..core.job_loading import checked_whole_job
 from ..core.lessons import StoredLesson
 from ..core.models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.storage_port import Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from ..core.transitions.changes import changed
+from .job_loading import checked_whole_job
 
 
 class StoredMap(BaseModel):

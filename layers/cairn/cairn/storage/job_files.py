@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 from ..core.errors import InvalidInputError, JobExistsError
-from ..core.job_file import JobFile, read_job_file
-from ..core.job_loading import loaded_job
 from ..core.models import Job
 from ..core.storage_port import Storage
+from .job_file import JobFile, read_job_file
+from .job_loading import loaded_job
 
 
 def read_file(path: str | os.PathLike[str]) -> JobFile:

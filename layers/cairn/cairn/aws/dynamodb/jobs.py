@@ -175,7 +175,7 @@ class Jobs:
             expression.set("claimedAt", request.now_ms)
         expression.set("leaseOwner", request.worker)
         expression.set("leaseExpiresAt", request.lease_expires_at)
-        expression.remove("shareWait")  # a fair share's wait reason (cairn.core.owner_share) ends with the claim
+        expression.remove("shareWait")  # a fair share's wait reason (cairn.features.owner_share) ends with the claim
         expression.set("updatedAt", request.now_ms)
         expression.set("expiresAt", request.expires_at)
         expression.set("writeToken", request.token)

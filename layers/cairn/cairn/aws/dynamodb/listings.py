@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core import recovery
 from ...core.errors import CorruptJobError, InvalidInputError, StorageError
-from ...core.listing import MAX_TIME_MS, JobFilter, with_status
 from ...core.models import Job, JobCounts, JobPage, JobStatus, JobSummary
+from ...scheduling import recovery
+from ..listing import MAX_TIME_MS, JobFilter, with_status
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, location, to_item
 from .cursors import CURSOR_END, decode_cursor, encode_cursor, merge_newest_first, position_of

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from ...core import ttl
 from ...core.errors import JobExistsError
-from ...core.job_loading import checked_whole_job
 from ...core.models import HistoryItem, Job
 from ...core.transitions.changes import changed
+from ...storage.job_loading import checked_whole_job
 from .expressions import Expression
 from .table import ConditionFailed, Table
 

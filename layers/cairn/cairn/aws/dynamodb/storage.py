@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-    from ...core.listing import JobFilter
+    from ..listing import JobFilter
     from .listings import Listings, StalledJob
 
 

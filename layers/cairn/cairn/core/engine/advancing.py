@@ -7,20 +7,18 @@ wait, a map's items) is scheduled once that write has landed.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..context import PhaseContext
-from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError, TransitionLimitError
+from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError
 from ..failures import describe, failure_of, repr_of
 from ..models import Failure, Job, JobStatus
 from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
-from ..owner_share import ShareTaken, take_share, wait_for_share
 from ..pipeline import Phase, Pipeline, to_json
-from ..prices import PriceTable
+from ..run_features import RunFeature, first_stop
 from ..scheduler_port import Scheduler
 from ..storage_port import Storage
-from ..transition_guard import run_refused
-from .budget import over_budget, prices_for_budget
 from .claimed_run import ClaimedRun, claim_run, commit_unknown_phase
 from .map_items import advance_item, items_unfinished, start_map
 from .waits import end_wait_if_due, enter_sleep, enter_wait
@@ -38,7 +36,7 @@ def advance_phase(
     worker: str | None = None,
     fan_out: str | None = None,
     item: int | None = None,
-    prices: PriceTable | None = None,
+    features: Iterable[RunFeature] | None = None,
 ) -> Job | None:
     """Run the phase the checkpoint names, commit its outcome and schedule what follows.
 
@@ -52,37 +50,41 @@ def advance_phase(
     there was nothing to do: the job is not running (paused, finished,
     unknown), the message is stale or a duplicate (the job has moved past its
     sequence), another worker holds the job, or this worker lost its claim
-    before committing. ``prices``: what a budgeted pipeline's runs are checked at (default: the
-    environment's, :mod:`cairn.core.prices`).
+    before committing. ``features``: the run-level features around the run (default: the registered
+    ones, :mod:`cairn.core.run_features`).
     """
     if item is not None or fan_out is not None:
         if item is None or fan_out is None or phase is None:
             raise InvalidInputError("An item advance names its phase, its map (fan_out) and its item")
         return advance_item(
-            job_id, pipeline, storage, scheduler, phase=phase, fan_out=fan_out, item=item, worker=worker
+            job_id,
+            pipeline,
+            storage,
+            scheduler,
+            phase=phase,
+            fan_out=fan_out,
+            item=item,
+            worker=worker,
+            features=features,
         )
-    prices = prices_for_budget(pipeline.max_cost_usd, prices)
-    run = claim_run(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker)
+    run = claim_run(job_id, pipeline, storage, phase=phase, sequence=sequence, worker=worker, features=features)
     if run is None:
         return end_wait_if_due(job_id, pipeline, storage, scheduler, sequence) if sequence is not None else None
-    share = take_share(run, scheduler)  # a fair share per owner (cairn.core.owner_share): past it, the job waits
     try:
-        if isinstance(share, ShareTaken):
-            return wait_for_share(run, share, scheduler)
-        return run_claimed(run, scheduler, prices)
+        waited = first_stop(hooks.admit(run, scheduler) for hooks in run.hooks)
+        return waited if waited is not None else run_claimed(run, scheduler)
     except ClaimLostError:
         logger.warning("Job %s: claim lost during phase %s; nothing committed", job_id, run.phase_name)
         return None
     finally:
-        if share is not None and not isinstance(share, ShareTaken):
-            share.give_back()
+        for hooks in run.hooks:
+            hooks.close(run)
 
 
-def run_claimed(run: ClaimedRun, scheduler: Scheduler, prices: PriceTable | None = None) -> Job:
+def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
     """Run the claimed phase (or take up its map's items) and commit what it returned.
 
-    A job that has counted its limit of transitions is stopped in ``error`` before its phase runs
-    (:mod:`cairn.core.transition_guard`).
+    The run's features may stop the job before its phase runs (:meth:`~cairn.core.run_features.RunHooks.before_phase`).
     """
     pipeline = run.pipeline
     if not pipeline.has_phase(run.phase_name):
@@ -91,10 +93,7 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler, prices: PriceTable | None
     released = items_unfinished(run, scheduler)
     if released is not None:
         return released
-    refused = run_refused(run.job.job_id, run.job.usage, run.limit)
-    if refused is not None:
-        return run.stop(refused)
-    stopped = over_budget(run, prices)  # a phase that would pass the job's budget is not started
+    stopped = first_stop(hooks.before_phase(run) for hooks in run.hooks)
     if stopped is not None:
         return stopped
     results = [item.result for item in run.map_items] if run.map_items is not None else None
@@ -185,8 +184,6 @@ def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Sc
         if isinstance(outcome, Map):
             try:
                 return start_map(run, outcome, scheduler)
-            except TransitionLimitError as exc:
-                return run.stop(exc)
             except InvalidInputError as exc:
                 message = f'Phase "{phase.name}" returned a map that cannot run: {exc}'
                 run.entry(message, level="error", kind="error")

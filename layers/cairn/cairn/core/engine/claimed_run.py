@@ -7,16 +7,13 @@ report took over, a retry fenced it off) can write nothing more.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from .. import ttl
 from ..context import JournalBuffer
-from ..errors import TransitionLimitError, UnknownPhaseError
+from ..errors import UnknownPhaseError
 from ..ids import validate_job_id
-from ..lessons import lessons_in
-from ..metering import run_usage, save_usage
 from ..models import (
     MAX_ERROR_CHARS,
     Checkpoint,
@@ -33,11 +30,10 @@ from ..models import (
 )
 from ..outcomes import WaitFor
 from ..pipeline import FunctionSettings, Pipeline
-from ..prices import is_metered
 from ..redaction import for_run
+from ..run_features import CommitFacts, RunFeature, RunHooks, open_hooks, summed_usage
 from ..storage_port import Storage
-from ..transition_guard import TRANSITION_KINDS, TRANSITIONS, TransitionLimit, stop_usage, transition_limit
-from ..transitions import Claim, Commit, CrashReport, Fence, Journal, Save, merge_usage
+from ..transitions import Claim, Commit, CrashReport, Fence, Save, merge_usage
 from ..versions import code_version
 from .writes import job_expires_at, logger, resolve_write
 
@@ -45,7 +41,7 @@ from .writes import job_expires_at, logger, resolve_write
 class ClaimedRun:
     """One claimed run of one phase: the writes it may make, all fenced by its claim.
 
-    ``limit`` is the job's limit of transitions (:mod:`cairn.core.transition_guard`); a commit that
+    ``limit`` is the job's limit of transitions (:mod:`cairn.features.transition_guard`); a commit that
     leaves the phase counts one.
     """
 
@@ -56,7 +52,7 @@ class ClaimedRun:
         storage: Storage,
         worker: str,
         started_at: int,
-        limit: TransitionLimit,
+        hooks: Sequence[RunHooks] = (),
     ) -> None:
         assert job.checkpoint is not None
         self.job = job
@@ -67,7 +63,7 @@ class ClaimedRun:
         self.started_at = started_at
         self.checkpoint = job.checkpoint
         self.phase_name = job.checkpoint.next_phase
-        self.limit = limit
+        self.hooks = tuple(hooks)
         #: Texts the run stores (log lines, annotations, its error and failure) are redacted with this.
         self.redaction = for_run(pipeline.redaction, job.input, job.checkpoint.state)
         self.journal = JournalBuffer(self.redaction)
@@ -88,18 +84,25 @@ class ClaimedRun:
             LogEntry(message=message, level=level, kind=kind, phase=self.phase_name, timestamp=self.storage.clock())
         )
 
-    def remember_lessons(self) -> None:
-        """Keep the insights recorded since the last write in the pipeline's memory (before that write)."""
-        found = lessons_in(self.journal.peek().log, self.job.job_id)
-        if found:
-            expires = ttl.expires_at(self.storage.clock(), ttl.seconds_of(self.pipeline.memory_ttl))
-            self.storage.remember(self.pipeline.name, found, expires_at=expires)
+    @property
+    def holder(self) -> str:
+        """Who holds the claim: ``<worker>#<claim sequence>``."""
+        return f"{self.fence.worker}#{self.fence.claim_sequence}"
+
+    def _before_write(self) -> None:
+        for hooks in self.hooks:
+            hooks.before_write(self)
+
+    def _add_usage(self, parts: Iterable[Mapping[str, float]]) -> None:
+        usage = summed_usage(list(parts))
+        if usage:
+            self.journal.add_usage(usage)
 
     def save(self, state: Any, lease_seconds: float) -> None:
-        self.remember_lessons()
+        self._before_write()
         now = self.storage.clock()
         checkpoint = self.pipeline.checkpoint(self.phase_name, state, now)
-        self.journal.add_usage(save_usage(checkpoint))
+        self._add_usage(hooks.save_usage(self, checkpoint) for hooks in self.hooks)
         request = Save(
             seen=self.job,
             checkpoint=checkpoint,
@@ -126,22 +129,14 @@ class ClaimedRun:
         failure: Failure | None = None,
         share_wait: str | None = None,
     ) -> Job:
-        """End the run with ``kind``; one that leaves the phase counts a transition (:data:`TRANSITION_KINDS`)."""
-        self.remember_lessons()
+        """End the run with ``kind``, with what the run's features add to it."""
+        self._before_write()
         now = self.storage.clock()
         error = clip_text(self.redaction.text(error), MAX_ERROR_CHARS) if error is not None else None
         phase = self.pipeline.get_phase(self.phase_name) if self.pipeline.has_phase(self.phase_name) else None
         memory = (phase.function if phase is not None else FunctionSettings()).memory
-        self.journal.add_usage(
-            run_usage(
-                memory_mb=memory,
-                started_at=self.started_at,
-                ended_at=now,
-                committed=checkpoint,
-                history=kind != "release",
-                waiting=share_wait is not None,
-            )
-        )
+        facts = CommitFacts(kind, checkpoint, self.started_at, now, memory, fan_out, share_wait)
+        self._add_usage(hooks.commit_usage(self, facts) for hooks in self.hooks)
         metered = merge_usage(self.metered, self.journal.peek().usage)
         record = PhaseRecord(
             phase=self.phase_name,
@@ -153,7 +148,7 @@ class ClaimedRun:
             error=error,
             code_version=code_version(phase.run) if phase is not None else None,
             failure=self.redaction.failure(failure),
-            usage={meter: value for meter, value in metered.items() if is_metered(meter)},
+            usage={meter: value for meter, value in metered.items() if self._kept_on_record(meter)},
         )
         not_before = now + int(delay * 1000) if kind in ("retry", "sleep") or (kind == "release" and delay) else None
         deadline = now + int(wait.timeout * 1000) if wait is not None and wait.timeout is not None else None
@@ -164,7 +159,7 @@ class ClaimedRun:
             # a job lives its TTL past the moment it wakes or its wait times out, never expiring asleep
             expires_at=job_expires_at(self.pipeline, max(now, not_before or now, deadline or now)),
             record=record,
-            journal=self._journal_of(kind),
+            journal=self.journal.peek(),
             checkpoint=checkpoint,
             result=result,
             error=error,
@@ -180,22 +175,8 @@ class ClaimedRun:
         self._written()
         return self.job
 
-    def _journal_of(self, kind: PhaseOutcome) -> Journal:
-        """What the commit hands over: the journal, with the transition counted when the run leaves its phase."""
-        journal = self.journal.peek()
-        if kind not in TRANSITION_KINDS:
-            return journal
-        return Journal(log=journal.log, usage=merge_usage(journal.usage, {TRANSITIONS: 1}))
-
-    def stop(self, refused: TransitionLimitError) -> Job:
-        """Stop the job in ``error``: it reached its limit of transitions (:mod:`cairn.core.transition_guard`).
-
-        The commit records the count the guard stopped at, so that a retry counts from there.
-        """
-        self.entry(refused.message, level="error", kind="error")
-        logger.error("Job %s: %s", self.job.job_id, refused.message)
-        self.journal.add_usage(stop_usage(self.job.usage))
-        return self.commit("error", error=refused.message)
+    def _kept_on_record(self, meter: str) -> bool:
+        return any(hooks.keeps_on_record(meter) for hooks in self.hooks)
 
 
 def lease_for(pipeline: Pipeline[Any], phase: str | None) -> float:
@@ -214,13 +195,17 @@ def claim_run(
     worker: str | None,
     sequence: int | None = None,
     crash: CrashReport | None = None,
+    features: Iterable[RunFeature] | None = None,
 ) -> ClaimedRun | None:
-    """Claim the job for one run of ``phase`` (or take over the claim ``crash`` names); None: not claimable."""
+    """Claim the job for one run of ``phase`` (or take over the claim ``crash`` names); None: not claimable.
+
+    ``features``: the run-level features the run has (default: the registered ones).
+    """
     validate_job_id(job_id)
     _ = pipeline.initial_phase  # an empty pipeline is refused here
     worker = worker or uuid.uuid4().hex
     lease = lease_for(pipeline, phase)
-    limit = transition_limit(pipeline)  # a bad CAIRN_MAX_TRANSITIONS is refused before anything is written
+    hooks = open_hooks(pipeline, features)  # a feature's bad setting is refused before anything is written
     now = storage.clock()
     request = Claim(
         job_id=job_id,
@@ -237,7 +222,7 @@ def claim_run(
     if claimed is None:
         logger.debug("No advance for job %s (phase %s): not claimable", job_id, phase)
         return None
-    return ClaimedRun(claimed, pipeline, storage, worker, claimed.claimed_at or now, limit)
+    return ClaimedRun(claimed, pipeline, storage, worker, claimed.claimed_at or now, hooks)
 
 
 def commit_unknown_phase(run: ClaimedRun) -> Job:

@@ -7,6 +7,7 @@ The rules of the items themselves (their records, their claims, the hand-off) ar
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from .. import ttl
@@ -25,9 +26,9 @@ from ..ids import validate_job_id
 from ..models import Checkpoint, FanOut, Job, JobStatus, MapRecord
 from ..outcomes import Map
 from ..pipeline import Pipeline
+from ..run_features import RunFeature, first_stop, open_hooks, summed_usage
 from ..scheduler_port import ItemScheduler, Scheduler
 from ..storage_port import Storage
-from ..transition_guard import TRANSITIONS, map_refused
 from .claimed_run import ClaimedRun, claim_run
 from .writes import job_ttl_seconds, logger
 
@@ -48,6 +49,7 @@ def advance_item(
     fan_out: str,
     item: int,
     worker: str | None,
+    features: Iterable[RunFeature] | None = None,
 ) -> Job | None:
     """Run one item of the job's map, while the job runs that map; None when there is nothing to run.
 
@@ -62,9 +64,10 @@ def advance_item(
     if route.next_phase is None or route.fan_out.phase != phase or not pipeline.has_phase(phase):
         return None
     next_phase = route.next_phase
+    hooks = open_hooks(pipeline, features)
 
     def fail_job(message: str) -> None:
-        run = claim_run(job_id, pipeline, storage, phase=next_phase, worker=None)
+        run = claim_run(job_id, pipeline, storage, phase=next_phase, worker=None, features=features)
         if run is None:
             logger.warning("Job %s: %s; the job was busy, its next advance runs the item again", job_id, message)
             return
@@ -79,6 +82,9 @@ def advance_item(
         scheduler=scheduler,
         clock=storage.clock,
         fail_job=fail_job,
+        metered=lambda memory, started, ended: summed_usage(
+            [each.item_usage(memory, started, ended) for each in hooks]
+        ),
     )
     if runner.run(item, worker or uuid.uuid4().hex) is None:
         return None
@@ -89,8 +95,8 @@ def advance_item(
 def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
     """Write the map's item records, commit the checkpoint at ``then`` with the map, schedule the first items.
 
-    Each item counts one transition, with that commit; a map whose items and ``then`` would pass the
-    job's limit is refused before anything is written: TransitionLimitError (:mod:`cairn.core.transition_guard`).
+    The run's features may stop the job instead, before anything is written
+    (:meth:`~cairn.core.run_features.RunHooks.before_map`: the transition guard's limit, say).
     """
     if not isinstance(scheduler, ItemScheduler):
         raise InvalidInputError(
@@ -99,9 +105,9 @@ def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
         )
     values = validate_map(outcome, run.pipeline)
     phase = run.pipeline.resolve_name(outcome.phase)
-    refused = map_refused(run.job.job_id, run.job.usage, run.limit, items=len(values), phase=phase)
-    if refused is not None:
-        raise refused
+    stopped = first_stop(hooks.before_map(run, items=len(values), phase=phase) for hooks in run.hooks)
+    if stopped is not None:
+        return stopped
     state = run.pipeline.dump_state(outcome.state) if outcome.state is not None else run.job.checkpoint.state  # type: ignore[union-attr]
     now = run.storage.clock()
     fan_out = FanOut(
@@ -118,7 +124,6 @@ def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
     )
     store.create(items, record)
     run.entry(f'Map of {len(values)} items over phase "{fan_out.phase}", then "{outcome.then}"')
-    run.journal.add_usage({TRANSITIONS: len(values)})  # each item is an invocation of its own
     # a state given now has the current version; the one kept keeps the version it was saved with
     version = run.pipeline.version_stamp if outcome.state is not None else run.job.checkpoint.state_version  # type: ignore[union-attr]
     checkpoint = Checkpoint(next_phase=outcome.then, state=state, created_at=now, state_version=version)

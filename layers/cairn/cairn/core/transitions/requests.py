@@ -217,7 +217,7 @@ class Commit:
     fan_out: FanOut | None = None
     token: str = field(default_factory=new_token)
     share_wait: str | None = None
-    """A ``release`` of a run past its owner's share: why the job waits (:mod:`cairn.core.owner_share`)."""
+    """A ``release`` of a run past its owner's share: why the job waits (:mod:`cairn.features.owner_share`)."""
 
     def __post_init__(self) -> None:
         if self.checkpoint is not None:

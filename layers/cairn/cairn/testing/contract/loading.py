@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from ...core.errors import ConfigurationError, InvalidInputError, JobExistsError, StorageError
-from ...core.job_file import JobFile, PulledJob, PulledWrite
-from ...core.job_loading import loaded_job
 from ...core.models import Checkpoint, HistoryItem, Job, JobStatus, LogEntry, PhaseRecord
 from ...core.storage_port import Storage
+from ...storage.job_file import JobFile, PulledJob, PulledWrite
+from ...storage.job_loading import loaded_job
 from ..clock import SkippingClock
 from .base import JOB, PIPELINE, TTL_SECONDS, ContractBase, claim_request, commit_request, fence_of, stored
 

@@ -36,8 +36,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError
-from .settings import PRICES, price_settings
+from ..core.errors import ConfigurationError
+from ..core.settings import PRICES, price_settings
 
 SHIPPED = "prices.json"
 """The shipped table's file, package data of :mod:`cairn.core`."""

@@ -18,8 +18,8 @@ The rule: before a claimed run executes its phase, a job that has counted its li
 ``error``; a map is refused at its start unless its items and the phase after them fit in what is left.
 
 The limit is :attr:`Pipeline.max_transitions <cairn.core.pipeline.Pipeline>` (default
-:data:`DEFAULT_MAX_TRANSITIONS`), lowered for every pipeline of a stack by ``CAIRN_MAX_TRANSITIONS``
-when that is set (:func:`cairn.core.settings.stack_max_transitions`).
+:data:`~cairn.core.pipeline.DEFAULT_MAX_TRANSITIONS`), lowered for every pipeline of a stack by
+``CAIRN_MAX_TRANSITIONS`` when that is set (:func:`cairn.core.settings.stack_max_transitions`).
 
 A retry after the guard stopped a job: the guard counts from that stop (its commit records the count
 it stopped at, under ``"transitions_at_guard_stop"``), so the retry may take the whole limit again,
@@ -30,19 +30,22 @@ another error, a start over of a complete job.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from .errors import TransitionLimitError
-from .settings import MAX_TRANSITIONS, stack_max_transitions
+from ..core.errors import TransitionLimitError
+from ..core.models import Job
+from ..core.pipeline import Pipeline
+from ..core.run_features import CommitFacts, Run, RunHooks
+from ..core.settings import MAX_TRANSITIONS, stack_max_transitions
 
-DEFAULT_MAX_TRANSITIONS = 100_000
-"""Generous: a self-loop of a minute a turn runs for more than two months before it is stopped."""
 TRANSITIONS = "transitions"
 """The usage counter of a job's transitions: the phase runs that left their phase, and its maps' items."""
 TRANSITION_KINDS = frozenset({"next", "sleep", "wait", "map", "done"})
 """The commits that count a transition: those that leave the phase."""
+logger = logging.getLogger("cairn")
 GUARD_STOP = "transitions_at_guard_stop"
 """The usage counter set to ``transitions`` when the guard last stopped the job: it counts from there."""
 
@@ -117,3 +120,42 @@ def _message(what: str, limit: TransitionLimit) -> str:
         f"is stopped here. Retry the job to allow it {limit.value} more, or raise the limit first if that is "
         "not enough."
     )
+
+
+class TransitionGuard:
+    """The guard as a run-level feature (:mod:`cairn.core.run_features`): counts, and stops, a job's transitions."""
+
+    name = "transition-guard"
+
+    def open(self, pipeline: Pipeline[Any]) -> RunHooks:
+        """The guard for one run: the limit read now, so that a bad ``CAIRN_MAX_TRANSITIONS`` writes nothing."""
+        return GuardHooks(transition_limit(pipeline))
+
+
+@dataclass(frozen=True)
+class GuardHooks(RunHooks):
+    """Stops a job at its limit, refuses a map that would pass it, and counts each transition with its commit."""
+
+    limit: TransitionLimit
+
+    def before_phase(self, run: Run) -> Job | None:
+        refused = run_refused(run.job.job_id, run.job.usage, self.limit)
+        return None if refused is None else stop(run, refused)
+
+    def before_map(self, run: Run, *, items: int, phase: str) -> Job | None:
+        refused = map_refused(run.job.job_id, run.job.usage, self.limit, items=items, phase=phase)
+        return None if refused is None else stop(run, refused)
+
+    def commit_usage(self, run: Run, commit: CommitFacts) -> Mapping[str, float]:
+        if commit.kind not in TRANSITION_KINDS:
+            return {}
+        items = commit.fan_out.count if commit.kind == "map" and commit.fan_out is not None else 0
+        return {TRANSITIONS: 1 + items}  # each map item is an invocation of its own
+
+
+def stop(run: Run, refused: TransitionLimitError) -> Job:
+    """Stop the job in ``error``: it reached its limit; the commit records the count stopped at (a retry counts on)."""
+    run.entry(refused.message, level="error", kind="error")
+    logger.error("Job %s: %s", run.job.job_id, refused.message)
+    run.journal.add_usage(stop_usage(run.job.usage))
+    return run.commit("error", error=refused.message)

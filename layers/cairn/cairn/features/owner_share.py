@@ -26,7 +26,7 @@ The mechanism, built for crashes, duplicates and races:
   and wakes it at once: an advance for the sequence the job was noted at, through the scheduler port
   (:class:`~cairn.core.scheduler_port.WakeScheduler` for a job of another pipeline; a plain scheduler wakes
   only the jobs of its own pipeline). So a freed slot is taken as soon as a message can carry it.
-- A look costs what it costs (:mod:`cairn.core.metering`): its invocation, the claim and the release, the
+- A look costs what it costs (:mod:`cairn.features.metering`): its invocation, the claim and the release, the
   note; the job's cost counts it, its budget never does (waiting is not running).
 - Map items do not count: a map's own ``max_concurrency`` bounds them; the phase that starts the map
   and the one that takes its results (``then``) each count as a phase run.
@@ -45,13 +45,15 @@ import contextlib
 import logging
 import random
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .errors import CairnError, ConfigurationError, StorageError
-from .metering import share_note_usage
-from .scheduler_port import WakeScheduler
-from .settings import MAX_OWNER_LIMIT, OWNER_CONCURRENCY, stack_owner_concurrency
-from .share_port import (
+from ..core.errors import CairnError, ConfigurationError, StorageError
+from ..core.models import Job, JobStatus
+from ..core.pipeline import Pipeline
+from ..core.run_features import Run, RunHooks
+from ..core.scheduler_port import WakeScheduler
+from ..core.settings import MAX_OWNER_LIMIT, OWNER_CONCURRENCY, stack_owner_concurrency
+from ..core.share_port import (
     DEFAULT_SHARE_WAIT_SECONDS,
     UNLIMITED,
     NoteOutcome,
@@ -64,19 +66,20 @@ from .share_port import (
     admit_slot,
     checked_limit,
 )
+from .metering import share_note_usage
 
 if TYPE_CHECKING:
-    from .engine.claimed_run import ClaimedRun
-    from .models import Job
-    from .scheduler_port import Scheduler
-    from .storage_port import Storage
+    from ..core.scheduler_port import Scheduler
+    from ..core.storage_port import Storage
 
 __all__ = [
     "DEFAULT_SHARE_WAIT_SECONDS",
     "MAX_OWNER_LIMIT",
     "UNLIMITED",
     "HeldSlot",
+    "OwnerShare",
     "OwnerShares",
+    "ShareHooks",
     "ShareTaken",
     "Slot",
     "SlotRequest",
@@ -160,7 +163,7 @@ def wake(scheduler: Scheduler, waiter: Waiter) -> None:
         logger.warning("Job %s: could not be woken for its owner's share; it looks again on its own", waiter.job_id)
 
 
-def _default_limit(run: ClaimedRun, shares: OwnerShares | None) -> int:
+def _default_limit(run: Run, shares: OwnerShares | None) -> int:
     """The share's default limit for the run (0: off); a setting that cannot be read gives the claim back first."""
     try:
         if shares is None:
@@ -173,7 +176,7 @@ def _default_limit(run: ClaimedRun, shares: OwnerShares | None) -> int:
         raise
 
 
-def take_share(run: ClaimedRun, scheduler: Scheduler | None = None) -> HeldSlot | ShareTaken | None:
+def take_share(run: Run, scheduler: Scheduler | None = None) -> HeldSlot | ShareTaken | None:
     """Take a slot of the run's owner's share: the slot held, ShareTaken (wait), or None (no limit applies).
 
     ``scheduler`` wakes the next waiting job when the slot is given back (None: nobody is woken).
@@ -184,7 +187,7 @@ def take_share(run: ClaimedRun, scheduler: Scheduler | None = None) -> HeldSlot 
         return None
     owner = shares.share_owner
     job = run.job
-    holder = f"{run.fence.worker}#{run.fence.claim_sequence}"
+    holder = run.holder
     request = SlotRequest(
         owner=owner,
         job_id=job.job_id,
@@ -203,14 +206,12 @@ def take_share(run: ClaimedRun, scheduler: Scheduler | None = None) -> HeldSlot 
     return HeldSlot(shares, owner, job.job_id, holder, scheduler, run.pipeline.name)
 
 
-def wait_for_share(run: ClaimedRun, taken: ShareTaken, scheduler: Scheduler) -> Job:
+def wait_for_share(run: Run, taken: ShareTaken, scheduler: Scheduler) -> Job:
     """Give the claim back with the wait reason, note the job in its owner's share, and have it advanced again.
 
     Noted, the job is woken when a slot is given back; the advance scheduled after a jittered delay is the
     fallback. A slot given back since the look (the note finds room) has the job look again at once.
     """
-    from .models import JobStatus
-
     shares = shares_of(run.storage)
     base = shares.share_wait_seconds if shares is not None else DEFAULT_SHARE_WAIT_SECONDS
     delay = base * (1.0 + random.random())
@@ -226,7 +227,7 @@ def wait_for_share(run: ClaimedRun, taken: ShareTaken, scheduler: Scheduler) -> 
     return job
 
 
-def note(shares: OwnerShares, run: ClaimedRun, job: Job, wait_seconds: float) -> NoteOutcome:
+def note(shares: OwnerShares, run: Run, job: Job, wait_seconds: float) -> NoteOutcome:
     """Note the released ``job`` in its owner's share (what the note did); a store error leaves it unnoted."""
     now = run.storage.clock()
     waiter = Waiter(
@@ -242,3 +243,32 @@ def note(shares: OwnerShares, run: ClaimedRun, job: Job, wait_seconds: float) ->
     except StorageError as exc:
         logger.warning("Job %s: could not note it waits for its owner's share (%s)", job.job_id, exc)
         return "not noted"
+
+
+class OwnerShare:
+    """The fair share as a run-level feature (:mod:`cairn.core.run_features`): a slot taken after the claim."""
+
+    name = "owner-share"
+
+    def open(self, pipeline: Pipeline[Any]) -> RunHooks:
+        """The share of one run (read after the claim, from the store)."""
+        return ShareHooks()
+
+
+@dataclass
+class ShareHooks(RunHooks):
+    """Takes a slot of the owner's share after the claim (or has the job wait for one), gives it back at the end."""
+
+    held: HeldSlot | None = None
+
+    def admit(self, run: Run, scheduler: Scheduler) -> Job | None:
+        share = take_share(run, scheduler)
+        if isinstance(share, ShareTaken):
+            return wait_for_share(run, share, scheduler)
+        self.held = share
+        return None
+
+    def close(self, run: Run) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.give_back()

@@ -1,4 +1,4 @@
-"""What a phase run meters into its job's usage, for its cost (:mod:`cairn.core.cost`).
+"""What a phase run meters into its job's usage, for its cost (:mod:`cairn.features.cost`).
 
 Added to the usage the run's commit hands over (summed once with that write, however often it is
 resent), and kept on the run's phase record (``PhaseRecord.usage``):
@@ -17,7 +17,7 @@ resent), and kept on the run's phase record (``PhaseRecord.usage``):
   state transitions of the state machine's loop around one phase run.
 
 A ``release`` (a run that gives its claim back without running its phase) adds no history item: its
-commit meters no unit for one. A *look* of a job waiting for its owner's share (:mod:`cairn.core.owner_share`)
+commit meters no unit for one. A *look* of a job waiting for its owner's share (:mod:`cairn.features.owner_share`)
 is such a release: it meters what it costs (its invocation, the claim, the release, and the note of the
 job in its owner's share, 1 unit, where the store keeps notes), and the same again under
 ``share_wait:<meter>`` (:func:`waiting_usage`): the part of the job's usage spent waiting, which its cost
@@ -34,10 +34,11 @@ import platform
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import InvalidInputError
-from .models import Checkpoint
-from .settings import stepfunctions_driver
-from .text import shown
+from ..core.models import Checkpoint
+from ..core.pipeline import Pipeline
+from ..core.run_features import CommitFacts, Run, RunHooks
+from ..core.settings import stepfunctions_driver
+from .prices import is_metered
 
 ITEM_OVERHEAD = 600
 """The bytes of a history item besides the state it holds (keys, log entries, phase record): an estimate."""
@@ -131,10 +132,34 @@ def budgeted_usage(usage: Mapping[str, float]) -> dict[str, float]:
     }
 
 
-def checked_usage(usage: Mapping[str, object]) -> None:
-    """InvalidInputError unless every usage figure is a finite, non-negative number."""
-    for name, figure in usage.items():
-        if isinstance(figure, bool) or not isinstance(figure, int | float) or not math.isfinite(figure) or figure < 0:
-            raise InvalidInputError(
-                f"Invalid usage '{shown(name)}': {shown(figure)} (a usage figure is a finite, non-negative number)"
-            )
+class Metering:
+    """Metering as a run-level feature (:mod:`cairn.core.run_features`): what each write and item run meters."""
+
+    name = "metering"
+
+    def open(self, pipeline: Pipeline[Any]) -> RunHooks:
+        """The meters of one run (they read nothing before the claim)."""
+        return MeteringHooks()
+
+
+class MeteringHooks(RunHooks):
+    """Meters a run's saves, its commit and its map's items; the phase record keeps the meters that cost money."""
+
+    def save_usage(self, run: Run, checkpoint: Checkpoint) -> Mapping[str, float]:
+        return save_usage(checkpoint)
+
+    def commit_usage(self, run: Run, commit: CommitFacts) -> Mapping[str, float]:
+        return run_usage(
+            memory_mb=commit.memory_mb,
+            started_at=commit.started_at,
+            ended_at=commit.ended_at,
+            committed=commit.checkpoint,
+            history=commit.kind != "release",
+            waiting=commit.share_wait is not None,
+        )
+
+    def keeps_on_record(self, meter: str) -> bool:
+        return is_metered(meter)
+
+    def item_usage(self, memory_mb: int, started_at: int, ended_at: int) -> Mapping[str, float]:
+        return invocation_usage(memory_mb, started_at, ended_at)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from .errors import InvalidInputError
-from .ids import JOB_ID_PREFIX_PATTERN
-from .models import JobStatus, JobSummary
-from .text import shown
+from ..core.errors import InvalidInputError
+from ..core.ids import JOB_ID_PREFIX_PATTERN
+from ..core.models import JobStatus, JobSummary
+from ..core.text import shown
 
 #: The longest id prefix a filter takes: a job id is at most 128 characters (:mod:`cairn.core.ids`).
 MAX_ID_PREFIX = 128

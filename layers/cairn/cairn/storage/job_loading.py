@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from . import ttl
-from .errors import InvalidInputError
-from .ids import validate_job_id
+from ..core import ttl
+from ..core.admission import checked_usage
+from ..core.errors import InvalidInputError
+from ..core.ids import validate_job_id
+from ..core.models import HistoryItem, Job, LogEntry
+from ..core.transitions import new_token
 from .job_file import JobFile
-from .metering import checked_usage
-from .models import HistoryItem, Job, LogEntry
-from .transitions import new_token
 
 LOADED_PREFIX = "Loaded from "
 """How the log entry that marks a loaded job begins."""

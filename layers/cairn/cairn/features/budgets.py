@@ -1,13 +1,13 @@
 """A job's budget: ``Pipeline(max_cost_usd=...)``, the most a job may cost before it is stopped.
 
-The rule (applied by :mod:`cairn.core.engine.budget` before a claimed run executes its phase): the
+The rule (applied by :mod:`cairn.features.budget` before a claimed run executes its phase): the
 job's cost so far plus what that phase is expected to cost must stay within the budget. The expected
 cost is what the phase's newest run in this job cost (0 when it has not run yet in the job's recent
 history; a budget stop did not run it). Else the phase does not run: the job stops in ``error``, the
 message naming the budget, the cost so far and the phase not started; the stop's phase record names
 the failure :class:`~cairn.core.errors.BudgetExceededError`.
 
-The figures are compared exactly (:mod:`cairn.core.cost`): $0.20 spent and $0.10 expected fit a
+The figures are compared exactly (:mod:`cairn.features.cost`): $0.20 spent and $0.10 expected fit a
 budget of $0.30. The message shows each amount with as many decimals as it takes for what it says
 of them to be true of the figures shown.
 
@@ -18,29 +18,18 @@ job's cost keeps counting everything the job ever cost. Any other (re)start cont
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, localcontext
-from typing import Any
 
+from ..core.errors import BudgetExceededError
+from ..core.models import Failure, PhaseRecord
 from .cost import EXACT, ZERO, cost_of, exact, format_usd
-from .errors import BudgetExceededError, PipelineError
-from .models import Failure, PhaseRecord
 from .prices import PriceTable
 
 BUDGET_STOP = "usd_at_budget_stop"
 """The usage counter set to the job's cost (USD) when the budget last stopped it: the budget counts from there."""
 STOP_TYPE = f"{BudgetExceededError.__module__}.{BudgetExceededError.__qualname__}"
 """The failure type a budget stop's phase record names: a run that did not run its phase."""
-
-
-def checked_budget(pipeline: str, value: Any) -> float | None:
-    """``max_cost_usd`` checked: a positive, finite number of dollars, or None (no budget)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise PipelineError(f"Pipeline {pipeline!r}: max_cost_usd must be a positive number of dollars, got {value!r}")
-    return float(value)
 
 
 def spent(usage: Mapping[str, float], cost_usd: Decimal) -> Decimal:
@@ -115,6 +104,6 @@ def stop_failure() -> Failure:
 def stop_usage(usage: Mapping[str, float], cost_usd: Decimal) -> dict[str, float]:
     """The usage a budget stop adds: :data:`BUDGET_STOP` raised to the job's cost, so a retry counts from here.
 
-    The counter is a float sum, read back to the digits a float holds (:func:`cairn.core.cost.exact`).
+    The counter is a float sum, read back to the digits a float holds (:func:`cairn.features.cost.exact`).
     """
     return {BUDGET_STOP: float(cost_usd) - float(usage.get(BUDGET_STOP, 0.0))}

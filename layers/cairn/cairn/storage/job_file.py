@@ -17,11 +17,11 @@ from typing import Any, Final, Literal, TypeVar
 from pydantic import Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from .errors import InvalidInputError
-from .ids import validate_job_id
-from .metering import checked_usage
-from .models import Checkpoint, JobStatus, LogEntry, PhaseRecord, WireModel
-from .redaction import Redaction, parts_of, redacted_document, values_at
+from ..core.admission import checked_usage
+from ..core.errors import InvalidInputError
+from ..core.ids import validate_job_id
+from ..core.models import Checkpoint, JobStatus, LogEntry, PhaseRecord, WireModel
+from ..core.redaction import Redaction, parts_of, redacted_document, values_at
 
 FORMAT: Final = "cairn-job"
 """The marker every job file carries in ``format``."""

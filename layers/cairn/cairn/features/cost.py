@@ -1,6 +1,6 @@
 """What a job costs: its metered usage times the price table's prices, in US dollars, per job and per phase run.
 
-A job's ``usage`` sums what every write that committed it metered (:mod:`cairn.core.metering`); each
+A job's ``usage`` sums what every write that committed it metered (:mod:`cairn.features.metering`); each
 phase record keeps what its own run metered (``PhaseRecord.usage``). A meter the table prices costs
 ``quantity x price``; a model's tokens without a price cost 0 and are listed as unpriced; counters
 that are not money (``transitions``, ``tool_calls``, the token totals) are left out.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from functools import reduce
 
-from .models import Job, PhaseRecord
+from ..core.models import Job, PhaseRecord
 from .prices import PriceTable, is_metered
 
 

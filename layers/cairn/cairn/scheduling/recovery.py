@@ -6,9 +6,9 @@ store's ``stalled_jobs``) and the local front door (:meth:`cairn.Cairn.recover`)
 
 from __future__ import annotations
 
-from .models import Job, JobStatus
-from .scheduler_port import Scheduler
-from .settings import Settings
+from ..core.models import Job, JobStatus
+from ..core.scheduler_port import Scheduler
+from ..core.settings import Settings
 
 DEFAULT_IDLE_SECONDS: float = Settings.sweep_idle_seconds
 """How long a running job with no live claim goes without a write before it counts as stalled (the

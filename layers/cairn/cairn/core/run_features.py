@@ -1,0 +1,186 @@
+"""The plug-in point for run-level features: what happens around a claimed run.
+
+The engine proper claims a job, runs the phase its checkpoint names, commits what it returned and
+schedules what follows. What happens around that run (the transition guard, the budget, the fair share
+per owner, metering, lessons: :mod:`cairn.features`) plugs in here, the way phase kinds plug into
+:class:`~cairn.core.pipeline.Pipeline`: a :class:`RunFeature` is registered once
+(:func:`register_run_feature`), and for every claim it opens a :class:`RunHooks`, whose hooks the
+engine calls at fixed points of the run. Every hook's default does nothing, so a feature overrides
+only the points it needs, and a feature added later changes no engine file.
+
+The points, in the order a run meets them:
+
+- :meth:`RunFeature.open`, before the claim: a bad setting is refused here, before anything is written;
+- :meth:`RunHooks.admit`, right after the claim (an advance only, not a crash report): a job returned
+  ends the advance there (a run that waits for its owner's share gives its claim back);
+- :meth:`RunHooks.before_phase`, once the map's items (if any) are in and before the state is loaded:
+  a job returned was stopped (the guard's limit, the budget);
+- :meth:`RunHooks.before_map`, when the phase returned a :class:`~cairn.core.outcomes.Map`, before
+  anything of it is written: a job returned was stopped instead;
+- :meth:`RunHooks.before_write`, before each save and the commit (lessons are kept then);
+- :meth:`RunHooks.save_usage` and :meth:`RunHooks.commit_usage`: what the write adds to the job's
+  usage, summed once with the write; :meth:`RunHooks.keeps_on_record` says which counters the phase
+  record keeps; :meth:`RunHooks.item_usage`: what a map item's finish adds to the item's usage;
+- :meth:`RunHooks.close`, after the advance, whatever happened (what the run held is given back).
+
+Hooks see the run through :class:`Run`: its job, pipeline, store and journal, and the two writes a
+feature may make, a log entry and the commit that ends the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import PipelineError
+from .models import Checkpoint, EntryKind, Failure, FanOut, Job, LogLevel, PhaseOutcome
+
+if TYPE_CHECKING:
+    from .context import JournalBuffer
+    from .pipeline import Pipeline
+    from .scheduler_port import Scheduler
+    from .storage_port import Storage
+
+
+class Run(Protocol):
+    """What a hook sees of a claimed run (:class:`cairn.core.engine.claimed_run.ClaimedRun`)."""
+
+    job: Job
+    """The job as the claim (or the run's last write) left it."""
+    pipeline: Pipeline[Any]
+    storage: Storage
+    phase_name: str
+    """The phase the run is for: the checkpoint's ``nextPhase``."""
+    journal: JournalBuffer
+    """What the run's next write hands over: its log entries and usage."""
+
+    @property
+    def holder(self) -> str:
+        """Who holds the claim: ``<worker>#<claim sequence>``."""
+        ...
+
+    def entry(self, message: str, *, level: LogLevel = "info", kind: EntryKind = "log") -> None:
+        """Add a log entry to the run's next write."""
+        ...
+
+    def commit(
+        self,
+        kind: PhaseOutcome,
+        *,
+        error: str | None = None,
+        delay: float = 0.0,
+        failure: Failure | None = None,
+        share_wait: str | None = None,
+    ) -> Job:
+        """End the run with ``kind`` (``error``: stopped; ``release``: the claim given back unrun)."""
+        ...
+
+
+@dataclass(frozen=True)
+class CommitFacts:
+    """What a commit is about to write, for :meth:`RunHooks.commit_usage`."""
+
+    kind: PhaseOutcome
+    checkpoint: Checkpoint | None
+    """The checkpoint the commit writes (None: it keeps the job's, or the job ends)."""
+    started_at: int
+    ended_at: int
+    memory_mb: int
+    """The memory of the phase's function."""
+    fan_out: FanOut | None = None
+    """The map the commit starts, if any."""
+    share_wait: str | None = None
+    """Why the run gave its claim back unrun: it waits for its owner's share (a *look*)."""
+
+
+class RunHooks:
+    """One feature's hooks for one claimed run; every default does nothing."""
+
+    def admit(self, run: Run, scheduler: Scheduler) -> Job | None:
+        """Right after the claim: a job returned ends the advance (the hook committed it)."""
+        return None
+
+    def before_phase(self, run: Run) -> Job | None:
+        """Before the state is loaded and the phase runs: a job returned was stopped (committed) instead."""
+        return None
+
+    def before_map(self, run: Run, *, items: int, phase: str) -> Job | None:
+        """Before a map of ``items`` items over ``phase`` is written: a job returned was stopped instead."""
+        return None
+
+    def before_write(self, run: Run) -> None:
+        """Before each save and the commit, with the journal that write hands over."""
+
+    def save_usage(self, run: Run, checkpoint: Checkpoint) -> Mapping[str, float]:
+        """What a save of ``checkpoint`` adds to the job's usage."""
+        return {}
+
+    def commit_usage(self, run: Run, commit: CommitFacts) -> Mapping[str, float]:
+        """What the commit adds to the job's usage."""
+        return {}
+
+    def keeps_on_record(self, meter: str) -> bool:
+        """Whether the phase record keeps the run's counter ``meter`` (kept when any hook keeps it)."""
+        return False
+
+    def item_usage(self, memory_mb: int, started_at: int, ended_at: int) -> Mapping[str, float]:
+        """What the run of one map item adds to the item's usage, with its finish."""
+        return {}
+
+    def close(self, run: Run) -> None:
+        """After the advance, whatever happened: give back what the run held."""
+
+
+class RunFeature(Protocol):
+    """A run-level feature: opens its hooks for each claimed run."""
+
+    @property
+    def name(self) -> str:
+        """The feature's name, unique among the registered ones."""
+        ...
+
+    def open(self, pipeline: Pipeline[Any]) -> RunHooks | None:
+        """The hooks for one run of ``pipeline`` (None: the feature has nothing to do for it).
+
+        Called before the claim: a setting that cannot be read is refused here, before anything is written.
+        """
+        ...
+
+
+_FEATURES: dict[str, RunFeature] = {}
+
+
+def register_run_feature(feature: RunFeature) -> None:
+    """Plug ``feature`` into every claimed run, after those registered before it.
+
+    Registering a feature again under its name replaces it in its place (a feature configured anew).
+    """
+    if not feature.name or not isinstance(feature.name, str):
+        raise PipelineError(f"A run feature needs a name, got {feature.name!r}")
+    _FEATURES[feature.name] = feature
+
+
+def run_features() -> tuple[RunFeature, ...]:
+    """The registered run features, in the order they run."""
+    return tuple(_FEATURES.values())
+
+
+def open_hooks(pipeline: Pipeline[Any], features: Iterable[RunFeature] | None = None) -> tuple[RunHooks, ...]:
+    """The hooks of ``features`` (default: the registered ones) for one run of ``pipeline``."""
+    chosen = run_features() if features is None else features
+    return tuple(hooks for feature in chosen if (hooks := feature.open(pipeline)) is not None)
+
+
+def first_stop(stops: Iterable[Job | None]) -> Job | None:
+    """The first job a hook returned (it ended the run), evaluating no hook after it; None: none did."""
+    return next((job for job in stops if job is not None), None)
+
+
+def summed_usage(parts: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """The counters of ``parts``, added up."""
+    total: dict[str, float] = {}
+    for part in parts:
+        for meter, value in part.items():
+            total[meter] = total.get(meter, 0) + value
+    return total
