@@ -17,7 +17,7 @@ import pytest
 
 from cairn import JobStatus, Pipeline, run_pipeline
 from cairn.cli import main
-from cairn.client import ops
+from cairn.client.stack_access import Clients
 from cairn.testing.stack import SCHEDULER, SCHEDULER_RETRIES, LocalStack
 from tests.aws import REGION, sqs_client
 from tests.functional.stacks import moto_stack
@@ -86,12 +86,12 @@ def deployed(
             initial_state={},
         )
         stack.run_until_idle()
-        make = ops._Clients.make
+        make = Clients.make
 
-        def clients(self: ops._Clients, service: str) -> Any:
+        def clients(self: Clients, service: str) -> Any:
             return stack.invoker if service == "lambda" else make(self, service)
 
-        monkeypatch.setattr(ops._Clients, "make", clients)
+        monkeypatch.setattr(Clients, "make", clients)
         yield Deployed(stack, pipeline, runs, capsys)
 
 

@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
 
 from ..core.errors import CairnError
 from . import events as bundle_events
 from . import file_set, scaffold, wheel
+from .command_line import Parser, add_subcommand, error
 
 SKELETON = Path(str(resources.files(__package__ or "cairn.bundle") / "skeleton"))
 """The files every bundle starts from (package data): copied, a few of them with the bundle's values filled."""
@@ -43,7 +43,12 @@ PLACEHOLDER_PIPELINE = "my-pipeline"
 RENAMED = {"gitignore.txt": ".gitignore"}
 """Skeleton files stored under another name (a dotfile inside a package would be easy to lose)."""
 _STACK_NAME = re.compile(r"[^A-Za-z0-9-]+")
-_Parser = TypeVar("_Parser", bound=argparse.ArgumentParser)
+SUMMARY = "create a bundle of your own: template, samconfig, functions, layer build, events, tests, README"
+DESCRIPTION = (
+    "Create a new cairn bundle in DIR from the installed cairn: template.yaml, samconfig.toml, "
+    "functions/ (the registry, the API, scheduler and phase entry points, an example pipeline), layers/ "
+    "(built by plain `sam build`), statemachine/, events/, tests/, a README and a .gitignore."
+)
 
 
 class InitError(CairnError):
@@ -227,15 +232,9 @@ def _make(options: Options, staging: Path, sync: scaffold.Sync) -> list[str]:
     return [line.replace(str(staging.resolve()), here) for line in printed.getvalue().splitlines()]
 
 
-def add_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``cairn init DIR`` to the command line."""
-    init = commands.add_parser(
-        "init",
-        help="create a bundle of your own: template, samconfig, functions, layer build, events, tests, README",
-        description="Create a new cairn bundle in DIR from the installed cairn: template.yaml, samconfig.toml, "
-        "functions/ (the registry, the API, scheduler and phase entry points, an example pipeline), layers/ "
-        "(built by plain `sam build`), statemachine/, events/, tests/, a README and a .gitignore.",
-    )
+    init = add_subcommand(commands, "init", run_init, SUMMARY, DESCRIPTION)
     init.add_argument("folder", metavar="DIR", type=Path, help="the new bundle's folder (created; must be empty)")
     init.add_argument(
         "--pipeline", default=DEFAULT_PIPELINE, help=f"the example pipeline's name (default {DEFAULT_PIPELINE})"
@@ -251,7 +250,6 @@ def add_command(commands: argparse._SubParsersAction[_Parser]) -> None:
         action="store_true",
         help="in an existing bundle, rewrite layers/ only: the layer's build and a wheel of this cairn",
     )
-    init.set_defaults(run=run_init)
 
 
 def run_init(arguments: argparse.Namespace) -> int:
@@ -269,11 +267,9 @@ def run_init(arguments: argparse.Namespace) -> int:
         with file_set.sigterm_raises():
             report = init_bundle(options)
     except (InitError, scaffold.ScaffoldError, wheel.WheelError, file_set.PlacementError) as exc:
-        print(f"cairn init: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        return error("cairn init", " ".join(str(exc).split()))
     except OSError as exc:
-        print(f"cairn init: error: {exc}; {as_it_was}", file=sys.stderr)
-        return 2
+        return error("cairn init", f"{exc}; {as_it_was}")
     except file_set.Terminated:
         print(f"cairn init: stopped (SIGTERM); {as_it_was}", file=sys.stderr)
         return 128 + signal.SIGTERM

@@ -13,8 +13,9 @@ import sys
 import time
 from collections.abc import Callable
 from time import sleep
-from typing import Any, TypeVar
+from typing import Any
 
+from ..bundle.command_line import Parser, add_subcommand
 from .bulk import BulkAction, add_selection_options, run_bulk, selects_many
 from .errors import ApiError, ApiUnreachable, RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
@@ -41,8 +42,12 @@ STATUSES = ("idle", "running", "waiting", "paused", "complete", "error", "cancel
 DEFAULT_INTERVAL = 2.0
 FOLLOW_TRIES = 5
 """How many times in a row ``jobs log --follow`` asks while the API fails transiently (5xx, 429, no answer)."""
+SUMMARY = "start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs, and show their states"
+DESCRIPTION = (
+    "Call the jobs HTTP API: a local `cairn dev` server (the default) or a deployed stack "
+    "(--api https://..., signed with your AWS credentials, or --token for a JWT authorizer)."
+)
 
-Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
 Action = Callable[[argparse.Namespace, ApiClient], int]
 
 
@@ -296,19 +301,13 @@ def run_health(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``cairn jobs start|list|count|show|log|retry|restart|rerun|signal|pause|cancel|health`` as subcommands."""
-    jobs = commands.add_parser(
-        "jobs",
-        help="start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs, and show their states",
-        description="Call the jobs HTTP API: a local `cairn dev` server (the default) or a deployed stack "
-        "(--api https://..., signed with your AWS credentials, or --token for a JWT authorizer).",
-    )
+    jobs = add_subcommand(commands, "jobs", None, SUMMARY, DESCRIPTION)
     _connection_options(jobs, defaults=True)
     actions = jobs.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(jobs))
 
     def action(name: str, run: Action, summary: str) -> argparse.ArgumentParser:
-        parser = actions.add_parser(name, help=summary, description=summary[:1].upper() + summary[1:] + ".")
+        parser = add_subcommand(actions, name, _command(run), summary)
         _connection_options(parser, defaults=False)
-        parser.set_defaults(run=_command(run))
         return parser
 
     def job_argument(parser: argparse.ArgumentParser) -> None:

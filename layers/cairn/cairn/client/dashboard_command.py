@@ -4,28 +4,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
-from ..dev.command import port_number
+from ..bundle.command_line import add_subcommand, error, port_number
 
 ENV_API = "CAIRN_API"
 DEFAULT_PORT = 3001
+SUMMARY = "serve the dashboard on 127.0.0.1 for a deployed API, signing its calls with your AWS credentials"
+DESCRIPTION = (
+    "Serve the dashboard on 127.0.0.1 and forward its calls to the deployed jobs API, each signed "
+    "(SigV4) with your AWS credentials (AWS_PROFILE, environment variables, SSO...): for an API with IAM auth. "
+    "`cairn dev` serves the dashboard of the local stack itself."
+)
 
 
 def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     """Register ``cairn dashboard``."""
-    dashboard = commands.add_parser(
-        "dashboard",
-        help="serve the dashboard on 127.0.0.1 for a deployed API, signing its calls with your AWS credentials",
-        description="Serve the dashboard on 127.0.0.1 and forward its calls to the deployed jobs API, each signed "
-        "(SigV4) with your AWS credentials (AWS_PROFILE, environment variables, SSO...): for an API with IAM auth. "
-        "`cairn dev` serves the dashboard of the local stack itself.",
-    )
+    dashboard = add_subcommand(commands, "dashboard", run_dashboard, SUMMARY, DESCRIPTION)
     dashboard.add_argument("--api", metavar="URL", help=f"the deployed API's URL (default: ${ENV_API})")
     dashboard.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     dashboard.add_argument("--region", help="the region to sign for (default: from the URL, else your configuration)")
-    dashboard.set_defaults(run=run_dashboard)
 
 
 def run_dashboard(arguments: argparse.Namespace) -> int:
@@ -56,5 +54,4 @@ def run_dashboard(arguments: argparse.Namespace) -> int:
 
 
 def _error(message: str) -> int:
-    print(f"cairn dashboard: error: {message}", file=sys.stderr)
-    return 2
+    return error("cairn dashboard", message)

@@ -8,37 +8,32 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..bundle.command_line import EXIT_USAGE, add_subcommand, error
 from .options import positive
+from .stack_access import Clients, add_aws_options, aws_error
 
 if TYPE_CHECKING:
     from .redrive import Target
 
-EXIT_USAGE = 2
-ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
+SUMMARY = "operator actions on a deployed stack (redrive the scheduler's dead-letter queue)"
+REDRIVE_SUMMARY = "give the scheduler again the events in its dead-letter queue"
+REDRIVE_DESCRIPTION = (
+    "Receive the on-failure records in the scheduler's dead-letter queue and invoke the scheduler "
+    "with the event each one holds (a crash report, a sweep), deleting a message once the scheduler took it. "
+    "A repeat is harmless: a crash report about a claim that is gone, and an advance for a sequence the job "
+    "moved past, change nothing. Progress on stderr, the summary on stdout; exit 0 when every message was "
+    "applied, 1 when some failed or are malformed (they stay in the queue), 2 on a usage error."
+)
 
 
 def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     """Register ``cairn ops`` and its subcommands."""
-    ops = commands.add_parser(
-        "ops",
-        help="operator actions on a deployed stack (redrive the scheduler's dead-letter queue)",
-        description="Operator actions on a deployed stack.",
-    )
+    ops = add_subcommand(commands, "ops", lambda _: _usage(ops), SUMMARY, "Operator actions on a deployed stack.")
     actions = ops.add_subparsers(dest="action", metavar="ACTION", parser_class=type(ops))
-    ops.set_defaults(run=lambda _: _usage(ops))
-    redrive = actions.add_parser(
-        "redrive",
-        help="give the scheduler again the events in its dead-letter queue",
-        description="Receive the on-failure records in the scheduler's dead-letter queue and invoke the scheduler "
-        "with the event each one holds (a crash report, a sweep), deleting a message once the scheduler took it. "
-        "A repeat is harmless: a crash report about a claim that is gone, and an advance for a sequence the job "
-        "moved past, change nothing. Progress on stderr, the summary on stdout; exit 0 when every message was "
-        "applied, 1 when some failed or are malformed (they stay in the queue), 2 on a usage error.",
-    )
+    redrive = add_subcommand(actions, "redrive", run_redrive, REDRIVE_SUMMARY, REDRIVE_DESCRIPTION)
     where = redrive.add_argument_group("where (a stack, or the queue and the function)")
     where.add_argument(
         "--stack-name",
@@ -47,12 +42,10 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     )
     where.add_argument("--queue-url", metavar="URL", help="the dead-letter queue (instead of --stack-name)")
     where.add_argument("--function", metavar="NAME", help="the scheduler function (instead of --stack-name)")
-    redrive.add_argument("--region", help="the stack's region (default: your configuration)")
-    redrive.add_argument("--endpoint-url", metavar="URL", help=f"an AWS endpoint (default: ${ENDPOINT_VARIABLE})")
+    add_aws_options(redrive)
     redrive.add_argument("--dry-run", action="store_true", help="list the messages (job, phase, when, why) only")
     redrive.add_argument("--max", type=positive(int), metavar="N", help="handle at most N messages")
     redrive.add_argument("--json", action="store_true", help="print the summary as JSON")
-    redrive.set_defaults(run=run_redrive)
     from .owner_limit import add_parser as add_owner_limit
 
     add_owner_limit(actions)
@@ -69,7 +62,7 @@ def run_redrive(arguments: argparse.Namespace) -> int:
     if arguments.stack_name and (arguments.queue_url or arguments.function):
         return _error("give --stack-name, or --queue-url and --function, not both")
     try:
-        clients = _Clients(arguments.region, arguments.endpoint_url or os.environ.get(ENDPOINT_VARIABLE) or None)
+        clients = Clients.of(arguments)
         target = _target(arguments, clients)
         summary = redrive(
             clients.make("sqs"),
@@ -82,9 +75,9 @@ def run_redrive(arguments: argparse.Namespace) -> int:
     except RedriveUsageError as exc:
         return _error(str(exc))
     except Exception as exc:  # credentials, an endpoint that does not answer, a queue that does not exist
-        if type(exc).__module__.startswith(("botocore", "boto3")):
-            return _error(f"{type(exc).__name__}: {exc}")
-        raise
+        if (line := aws_error(exc)) is None:
+            raise
+        return _error(line)
     if arguments.json:
         print(json.dumps({"queueUrl": target.queue_url, "function": target.function, **summary.to_json()}))
     else:
@@ -92,20 +85,7 @@ def run_redrive(arguments: argparse.Namespace) -> int:
     return summary.exit_status
 
 
-class _Clients:
-    """boto3 clients in one region, through one endpoint."""
-
-    def __init__(self, region: str | None, endpoint_url: str | None) -> None:
-        self.region = region
-        self.endpoint_url = endpoint_url
-
-    def make(self, service: str) -> Any:
-        import boto3
-
-        return boto3.client(service, region_name=self.region, endpoint_url=self.endpoint_url)  # type: ignore[call-overload]
-
-
-def _target(arguments: argparse.Namespace, clients: _Clients) -> Target:
+def _target(arguments: argparse.Namespace, clients: Clients) -> Target:
     from .redrive import RedriveUsageError, Target, target_of_stack
 
     if not arguments.stack_name:
@@ -126,5 +106,4 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _error(message: str) -> int:
-    print(f"cairn ops redrive: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return error("cairn ops redrive", message)

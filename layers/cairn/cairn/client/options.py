@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from ..bundle.command_line import number
 from .auth import Auth, BearerAuth, NoAuth, SigV4Auth
 from .http import DEFAULT_API
 
@@ -93,10 +94,7 @@ def positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
     """An argparse ``type``: a number of ``kind`` above 0, else a clear error naming what was given."""
 
     def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        value = number(text, kind, "number")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be above 0: {text!r}")
         return value

@@ -10,34 +10,31 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 from typing import Any
 
-EXIT_USAGE = 2
-ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
+from ..bundle.command_line import add_subcommand, error
+from .stack_access import Clients, add_aws_options, aws_error
+
 TABLE_OUTPUT = "TableName"
+SUMMARY = "show or set one owner's fair share (the most phases of its jobs running at once)"
+DESCRIPTION = (
+    "Show or set one owner's limit of phases running at once, kept in the stack's table: it "
+    "overrides the stack's OwnerConcurrency for that owner. N sets it (0: no limit), --clear drops it, neither "
+    "shows it with the owner's running phases. Exit 0 on success, 2 on a usage error."
+)
 
 
 def add_parser(actions: argparse._SubParsersAction[Any]) -> None:
     """Register ``cairn ops owner-limit``."""
-    command = actions.add_parser(
-        "owner-limit",
-        help="show or set one owner's fair share (the most phases of its jobs running at once)",
-        description="Show or set one owner's limit of phases running at once, kept in the stack's table: it "
-        "overrides the stack's OwnerConcurrency for that owner. N sets it (0: no limit), --clear drops it, neither "
-        "shows it with the owner's running phases. Exit 0 on success, 2 on a usage error.",
-    )
+    command = add_subcommand(actions, "owner-limit", run_owner_limit, SUMMARY, DESCRIPTION)
     command.add_argument("owner", metavar="OWNER", help="the owner (the API's caller id)")
     command.add_argument("limit", metavar="N", nargs="?", type=_limit, help="the owner's limit (0: no limit)")
     command.add_argument("--clear", action="store_true", help="drop the owner's limit (the stack's default applies)")
     where = command.add_mutually_exclusive_group()
     where.add_argument("--stack-name", metavar="NAME", help="read the stack's output TableName")
     where.add_argument("--table", metavar="NAME", help="the checkpoint table (instead of --stack-name)")
-    command.add_argument("--region", help="the stack's region (default: your configuration)")
-    command.add_argument("--endpoint-url", metavar="URL", help=f"an AWS endpoint (default: ${ENDPOINT_VARIABLE})")
+    add_aws_options(command)
     command.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    command.set_defaults(run=run_owner_limit)
 
 
 def _limit(text: str) -> int:
@@ -59,16 +56,10 @@ def run_owner_limit(arguments: argparse.Namespace) -> int:
     from ..aws.dynamodb import DynamoDBStorage
     from ..core.errors import CairnError
 
-    endpoint = arguments.endpoint_url or os.environ.get(ENDPOINT_VARIABLE) or None
+    clients = Clients.of(arguments)
     try:
-        import boto3
-
-        table = arguments.table or _table_of_stack(
-            boto3.client("cloudformation", region_name=arguments.region, endpoint_url=endpoint),
-            arguments.stack_name,
-        )
-        client = boto3.client("dynamodb", region_name=arguments.region, endpoint_url=endpoint)
-        store = DynamoDBStorage(table, owner=arguments.owner, client=client)
+        table = arguments.table or _table_of_stack(clients.make("cloudformation"), arguments.stack_name)
+        store = DynamoDBStorage(table, owner=arguments.owner, client=clients.make("dynamodb"))
         if arguments.clear or arguments.limit is not None:
             store.set_owner_limit(arguments.owner, None if arguments.clear else arguments.limit)
         kept = store.owner_limit(arguments.owner)
@@ -76,9 +67,9 @@ def run_owner_limit(arguments: argparse.Namespace) -> int:
     except (CairnError, LookupError) as exc:
         return _error(str(exc))
     except Exception as exc:  # credentials, an endpoint that does not answer, a table that does not exist
-        if type(exc).__module__.startswith(("botocore", "boto3")):
-            return _error(f"{type(exc).__name__}: {exc}")
-        raise
+        if (line := aws_error(exc)) is None:
+            raise
+        return _error(line)
     if arguments.json:
         print(json.dumps({"owner": arguments.owner, "limit": kept, "running": running}))
     else:
@@ -101,5 +92,4 @@ def _table_of_stack(cloudformation: Any, stack_name: str) -> str:
 
 
 def _error(message: str) -> int:
-    print(f"cairn ops owner-limit: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+    return error("cairn ops owner-limit", message)

@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+from ..bundle.command_line import add_subcommand, error, number, port_number
 from ..core.errors import CairnError
 from ..storage.job_files import read_file
 from ..testing.api_events import LOCAL_IDENTITY
 
 DRIVERS = ("direct", "stepfunctions")
+SUMMARY = "run the template's stack on 127.0.0.1: moto, the functions in worker processes, the HTTP API"
+DESCRIPTION = (
+    "Deploy template.yaml onto a local moto endpoint and serve its HTTP API on 127.0.0.1, "
+    "running each Lambda function in worker processes (timeouts enforced, crashes contained), "
+    "the SQS event sources and schedules, and either driver. No AWS account, no Docker."
+)
 
 
 def _parameter(text: str) -> tuple[str, str]:
@@ -22,32 +28,15 @@ def _parameter(text: str) -> tuple[str, str]:
     return name, value
 
 
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 0 (any free one) to 65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {port}")
-    return port
-
-
 def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    value = number(text, int, "whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    value = number(text, float, "number of seconds")
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds over 0, got {text}")
     return value
@@ -55,13 +44,7 @@ def _seconds(text: str) -> float:
 
 def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     """Register ``cairn dev``."""
-    dev = commands.add_parser(
-        "dev",
-        help="run the template's stack on 127.0.0.1: moto, the functions in worker processes, the HTTP API",
-        description="Deploy template.yaml onto a local moto endpoint and serve its HTTP API on 127.0.0.1, "
-        "running each Lambda function in worker processes (timeouts enforced, crashes contained), "
-        "the SQS event sources and schedules, and either driver. No AWS account, no Docker.",
-    )
+    dev = add_subcommand(commands, "dev", run_dev, SUMMARY, DESCRIPTION)
     dev.add_argument("--template", type=Path, default=Path("template.yaml"), help="default: template.yaml")
     dev.add_argument("--port", type=port_number, default=3000, help="the HTTP API's port (default 3000)")
     dev.add_argument(
@@ -116,7 +99,6 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     dev.add_argument(
         "--replace", action="store_true", help="with --load: replace a local job that has the loaded job's id"
     )
-    dev.set_defaults(run=run_dev)
 
 
 def run_dev(arguments: argparse.Namespace) -> int:
@@ -129,8 +111,7 @@ def run_dev(arguments: argparse.Namespace) -> int:
         try:
             read_file(path)
         except CairnError as exc:
-            print(f"cairn dev: error: --load: {exc}", file=sys.stderr)
-            return 2
+            return error("cairn dev", f"--load: {exc}")
     options = DevOptions(
         template=arguments.template,
         port=arguments.port,
@@ -152,8 +133,7 @@ def run_dev(arguments: argparse.Namespace) -> int:
         try:
             server.start()
         except (DevServerError, CairnError) as exc:  # a port in use, a template it cannot read or deploy
-            print(f"cairn dev: error: {exc}", file=sys.stderr)
-            return 2
+            return error("cairn dev", str(exc))
         except KeyboardInterrupt:
             return 130
         for line in server.banner():

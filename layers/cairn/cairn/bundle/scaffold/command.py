@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 from ...core.naming import resource_id
+from ..command_line import Parser, add_subcommand, error
 from ..templating.state_schemas import schemas_path
 from .files import plan, restore, write
 from .names import PHASES, ScaffoldError, module_name
@@ -21,7 +20,12 @@ NEXT_STEPS = (
     "sam build && sam deploy      build the layer and the functions, then deploy",
 )
 
-_Parser = TypeVar("_Parser", bound=argparse.ArgumentParser)
+SUMMARY = "scaffold a pipeline: its module, test, sample events and registry line, and sync the template"
+DESCRIPTION = (
+    "Scaffold pipeline NAME in the bundle: functions/<module>/ with two phases, its test in "
+    "tests/pipelines/, sample events in events/phases/NAME/, its line in functions/pipelines.py, and "
+    "template.yaml brought in sync."
+)
 #: Syncs the template of the bundle in the folder given; raises ScaffoldError when it cannot.
 Sync = Callable[[Path], None]
 
@@ -92,20 +96,13 @@ def template_sync(root: Path) -> None:
         raise ScaffoldError("cairn template sync failed (see above); nothing was added, run cairn new again once fixed")
 
 
-def add_command(commands: argparse._SubParsersAction[_Parser]) -> None:
+def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``cairn new NAME [--root DIR]`` to the command line's subcommands."""
-    new = commands.add_parser(
-        "new",
-        help="scaffold a pipeline: its module, test, sample events and registry line, and sync the template",
-        description="Scaffold pipeline NAME in the bundle: functions/<module>/ with two phases, its test in "
-        "tests/pipelines/, sample events in events/phases/NAME/, its line in functions/pipelines.py, and "
-        "template.yaml brought in sync.",
-    )
+    new = add_subcommand(commands, "new", run_new, SUMMARY, DESCRIPTION)
     new.add_argument("name", metavar="NAME", help="lowercase letters, digits and '-', starting with a letter")
     new.add_argument(
         "--root", type=Path, default=Path(), help="the bundle's folder, with functions/ and template.yaml (default: .)"
     )
-    new.set_defaults(run=run_new)
 
 
 def run_new(arguments: argparse.Namespace) -> int:
@@ -113,7 +110,6 @@ def run_new(arguments: argparse.Namespace) -> int:
     try:
         lines = new_pipeline(arguments.name, arguments.root, template_sync)
     except ScaffoldError as exc:
-        print(f"cairn: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+        return error("cairn", " ".join(str(exc).split()))
     print("\n".join(lines))
     return 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TypeVar
 
+from ..command_line import Parser, add_subcommand, error
 from .check import check
 from .errors import TemplateError
 from .loading import DEFAULT_FUNCTIONS, DEFAULT_REGISTRY, load_registry
@@ -15,32 +15,28 @@ from .state_schemas import problems as state_schema_problems
 from .sync import sync
 
 EXIT_PROBLEMS = 1
-EXIT_ERROR = 2
-
-
-Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
+SUMMARY = "bring template.yaml in line with the pipeline registry, or check that it is"
+DESCRIPTION = (
+    "The phase functions, log groups, errors alarms and invoke grants of template.yaml follow "
+    "from the pipeline registry: `sync` writes them into the template's generated section (and removes the "
+    "parameters and conditions only the old section used), `check` lists every disagreement and every "
+    "part of the template that cannot work: a handler or a path that does not resolve, a variable cairn "
+    "reads left unset, a parameter or condition nothing uses (exit status 1). `sync` also records each "
+    "pipeline's state schema under its state_version in state-schemas.json beside the template (provisional: "
+    "it follows the model until `check --seal`, which a bundle's sam build runs, fixes it), and `check` refuses "
+    "a state model changed incompatibly without a state_version bump."
+)
 
 
 def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add ``cairn template sync|check [--root] [--template] [--registry] [--functions]``."""
-    template = commands.add_parser(
-        "template",
-        help="bring template.yaml in line with the pipeline registry, or check that it is",
-        description="The phase functions, log groups, errors alarms and invoke grants of template.yaml follow "
-        "from the pipeline registry: `sync` writes them into the template's generated section (and removes the "
-        "parameters and conditions only the old section used), `check` lists every disagreement and every "
-        "part of the template that cannot work: a handler or a path that does not resolve, a variable cairn "
-        "reads left unset, a parameter or condition nothing uses (exit status 1). `sync` also records each "
-        "pipeline's state schema under its state_version in state-schemas.json beside the template (provisional: "
-        "it follows the model until `check --seal`, which a bundle's sam build runs, fixes it), and `check` refuses "
-        "a state model changed incompatibly without a state_version bump.",
-    )
+    template = add_subcommand(commands, "template", None, SUMMARY, DESCRIPTION)
     actions = template.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(template))
     for action, run, summary in (
         ("sync", run_sync, "write the registry's resources into template.yaml and print what changed"),
         ("check", run_check, "print one line per disagreement with the registry and per mistake in template.yaml"),
     ):
-        parser = actions.add_parser(action, help=summary, description=summary[:1].upper() + summary[1:] + ".")
+        parser = add_subcommand(actions, action, run, summary)
         parser.add_argument("--root", type=Path, default=Path(), help="the bundle's folder (default: .)")
         parser.add_argument(
             "--template", type=Path, default=Path("template.yaml"), help="default: template.yaml (under --root)"
@@ -75,7 +71,6 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
                 help="check that every name the template makes from this stack name stays within its limit "
                 "(repeat for more; default: the stack names samconfig.toml saves)",
             )
-        parser.set_defaults(run=run)
 
 
 def _paths(arguments: argparse.Namespace) -> tuple[Path, Path]:
@@ -91,8 +86,7 @@ def run_sync(arguments: argparse.Namespace) -> int:
         changed = sync(template, registry)
         recorded, refused = sync_schemas(template, registry)  # state-schemas.json (cairn.core.migrations)
     except TemplateError as exc:
-        print(f"cairn: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return error("cairn", str(exc))
     count = sum(len(pipeline.phase_names) for pipeline in registry)
     summary = f"{len(registry.names)} pipeline(s), {count} phase(s)"
     for line in recorded:
@@ -119,8 +113,7 @@ def run_check(arguments: argparse.Namespace) -> int:
         problems += state_schema_problems(template, registry)
         sealed = seal_schemas(template, registry) if arguments.seal and not problems else []
     except TemplateError as exc:
-        print(f"cairn: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return error("cairn", str(exc))
     if problems:
         print("\n".join(f"{template}: {problem}" for problem in problems), file=sys.stderr)
         return EXIT_PROBLEMS
