@@ -52,17 +52,17 @@ def load_object(spec: str) -> Any:
         from .core.failures import message_of
 
         raise CliError(f"cannot import module {module_name!r}: {type(exc).__name__}: {message_of(exc)}") from exc
-    target: Any = module
-    for part in attribute.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError as exc:
-            raise CliError(f"module {module_name!r} has no attribute {attribute!r}") from exc
-        except Exception as exc:
-            from .core.failures import message_of
+    from .bundle.templating import loading
+    from .bundle.templating.errors import TemplateError
 
-            raise CliError(f"cannot read {spec!r}: {type(exc).__name__}: {message_of(exc)}") from exc
-    return target
+    try:
+        return loading.attribute(module, attribute)
+    except TemplateError as exc:
+        raise CliError(str(exc)) from exc
+    except Exception as exc:
+        from .core.failures import message_of
+
+        raise CliError(f"cannot read {spec!r}: {type(exc).__name__}: {message_of(exc)}") from exc
 
 
 def describe_pipeline(spec: str) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
@@ -37,12 +38,16 @@ CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 MODES_WITH_PHASE = frozenset({RetryMode.FROM})
 
 
-def _checked_job_id(job_id: str) -> str:
-    """The engine's job-id rule, reported as a validation error of the field."""
-    try:
-        return validate_job_id(job_id)
-    except InvalidInputError as exc:
-        raise ValueError(exc.message) from None
+def _engine_rule(validate: Callable[[str], str]) -> AfterValidator:
+    """The engine's rule ``validate``, its refusal reported as a validation error of the field."""
+
+    def checked(value: str) -> str:
+        try:
+            return validate(value)
+        except InvalidInputError as exc:
+            raise ValueError(exc.message) from None
+
+    return AfterValidator(checked)
 
 
 JobId = Annotated[
@@ -51,18 +56,10 @@ JobId = Annotated[
         description="1-128 letters, digits, '.', '_' or '-', starting with a letter or digit",
         json_schema_extra={"pattern": JOB_ID_PATTERN.pattern, "minLength": 1, "maxLength": JOB_ID_MAX_LENGTH},
     ),
-    AfterValidator(_checked_job_id),
+    _engine_rule(validate_job_id),
 ]
 """A job id as the API accepts it, in a body or a path: checked by :func:`cairn.core.ids.validate_job_id`,
 whose rule the schema declares (pattern and length) so that a generated client never sends another."""
-
-
-def _checked_signal_name(name: str) -> str:
-    """The engine's signal-name rule, reported as a validation error of the field."""
-    try:
-        return validate_signal_name(name)
-    except InvalidInputError as exc:
-        raise ValueError(exc.message) from None
 
 
 SignalName = Annotated[
@@ -75,34 +72,30 @@ SignalName = Annotated[
             "maxLength": SIGNAL_NAME_MAX_LENGTH,
         },
     ),
-    AfterValidator(_checked_signal_name),
+    _engine_rule(validate_signal_name),
 ]
 """A signal's name, as a phase's ``WaitFor`` names it."""
 
+
+def _text(pattern: str, max_length: int, description: str) -> Any:
+    """A field of 1 to ``max_length`` characters that match ``pattern``."""
+    return Field(min_length=1, max_length=max_length, pattern=pattern, description=description)
+
+
 PipelineName = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=PIPELINE_MAX_LENGTH,
-        pattern=NAME_PATTERN.pattern,
-        description="The name of a pipeline this deployment runs",
-    ),
+    str, _text(NAME_PATTERN.pattern, PIPELINE_MAX_LENGTH, "The name of a pipeline this deployment runs")
 ]
 """A pipeline's name: a letter, then up to 63 letters, digits, '_', '.' or '-' (matched whole)."""
 
-PhaseName = Annotated[
-    str,
-    Field(min_length=1, max_length=64, pattern=NAME_PATTERN.pattern, description="The name of a pipeline's phase"),
-]
+PhaseName = Annotated[str, _text(NAME_PATTERN.pattern, 64, "The name of a pipeline's phase")]
 """A phase's name, by the same rule as a pipeline's."""
 
 Cursor = Annotated[
     str,
-    Field(
-        min_length=1,
-        max_length=MAX_CURSOR_CHARS,
-        pattern=CURSOR_PATTERN,
-        description="The cursor of the previous page, as the listing returned it (with the same status filter); "
+    _text(
+        CURSOR_PATTERN,
+        MAX_CURSOR_CHARS,
+        "The cursor of the previous page, as the listing returned it (with the same status filter); "
         "a cursor it did not return is refused (400), which a schema cannot state",
     ),
 ]
@@ -111,11 +104,10 @@ Cursor = Annotated[
 
 IdPrefix = Annotated[
     str,
-    Field(
-        min_length=1,
-        max_length=MAX_ID_PREFIX,
-        pattern=JOB_ID_PREFIX_PATTERN.pattern,
-        description="Only jobs whose id starts with this (a job id's characters, at most 128)",
+    _text(
+        JOB_ID_PREFIX_PATTERN.pattern,
+        MAX_ID_PREFIX,
+        "Only jobs whose id starts with this (a job id's characters, at most 128)",
     ),
 ]
 """A prefix of a job id, by the job id's own rule."""

@@ -100,15 +100,20 @@ def selects_many(arguments: argparse.Namespace) -> bool:
     return filtered
 
 
-def select(client: ApiClient, arguments: argparse.Namespace) -> list[Json]:
-    """The jobs the selection matches, newest first; UsageError when more than ``--max`` match."""
-    filters = {
+def listing_filters(arguments: argparse.Namespace) -> dict[str, Any]:
+    """The listing's filters that ``--status``, ``--pipeline``, ``--since``, ``--until`` and ``--prefix`` give."""
+    return {
         "status": arguments.status,
         "pipeline": arguments.pipeline,
         "createdFrom": arguments.since,
         "createdTo": arguments.until,
         "idPrefix": arguments.prefix,
     }
+
+
+def select(client: ApiClient, arguments: argparse.Namespace) -> list[Json]:
+    """The jobs the selection matches, newest first; UsageError when more than ``--max`` match."""
+    filters = listing_filters(arguments)
     jobs: list[Json] = []
     seen: set[str] = set()
     cursor: str | None = None

@@ -16,7 +16,7 @@ from time import sleep
 from typing import Any
 
 from ..bundle.command_line import Parser, add_subcommand
-from .bulk import BulkAction, add_selection_options, run_bulk, selects_many
+from .bulk import BulkAction, add_selection_options, listing_filters, run_bulk, selects_many
 from .errors import ApiError, ApiUnreachable, RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
@@ -145,14 +145,7 @@ def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs list``: a table of the caller's jobs (one page, or every page with ``--all``)."""
-    filters = {
-        "status": arguments.status,
-        "pipeline": arguments.pipeline,
-        "createdFrom": arguments.since,
-        "createdTo": arguments.until,
-        "idPrefix": arguments.prefix,
-        "sort": arguments.sort,
-    }
+    filters = {**listing_filters(arguments), "sort": arguments.sort}
     if arguments.all:
         page = client.list_all(limit=arguments.limit, **filters)
     else:

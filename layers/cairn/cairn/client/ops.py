@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..bundle.command_line import EXIT_USAGE, add_subcommand, error
 from .options import positive
-from .stack_access import Clients, add_aws_options, aws_error
+from .stack_access import Clients, add_aws_options, on_stack
 
 if TYPE_CHECKING:
     from .redrive import Target
 
+REDRIVE_COMMAND = "cairn ops redrive"
 SUMMARY = "operator actions on a deployed stack (redrive the scheduler's dead-letter queue)"
 REDRIVE_SUMMARY = "give the scheduler again the events in its dead-letter queue"
 REDRIVE_DESCRIPTION = (
@@ -53,7 +54,7 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
 
 def run_redrive(arguments: argparse.Namespace) -> int:
     """``cairn ops redrive``: 0 when every message was applied, 1 when some were not, 2 on a usage error."""
-    from .redrive import RedriveUsageError, redrive
+    from .redrive import RedriveUsageError
 
     if not arguments.stack_name and not (arguments.queue_url and arguments.function):
         if arguments.queue_url or arguments.function:
@@ -61,23 +62,22 @@ def run_redrive(arguments: argparse.Namespace) -> int:
         return _error("say which stack: --stack-name NAME, or --queue-url URL --function NAME")
     if arguments.stack_name and (arguments.queue_url or arguments.function):
         return _error("give --stack-name, or --queue-url and --function, not both")
-    try:
-        clients = Clients.of(arguments)
-        target = _target(arguments, clients)
-        summary = redrive(
-            clients.make("sqs"),
-            clients.make("lambda"),
-            target,
-            dry_run=arguments.dry_run,
-            max_messages=arguments.max,
-            report=lambda handled: print(handled.line(), file=sys.stderr, flush=True),
-        )
-    except RedriveUsageError as exc:
-        return _error(str(exc))
-    except Exception as exc:  # credentials, an endpoint that does not answer, a queue that does not exist
-        if (line := aws_error(exc)) is None:
-            raise
-        return _error(line)
+    return on_stack(REDRIVE_COMMAND, (RedriveUsageError,), lambda: _redrive(arguments))
+
+
+def _redrive(arguments: argparse.Namespace) -> int:
+    from .redrive import redrive
+
+    clients = Clients.of(arguments)
+    target = _target(arguments, clients)
+    summary = redrive(
+        clients.make("sqs"),
+        clients.make("lambda"),
+        target,
+        dry_run=arguments.dry_run,
+        max_messages=arguments.max,
+        report=lambda handled: print(handled.line(), file=sys.stderr, flush=True),
+    )
     if arguments.json:
         print(json.dumps({"queueUrl": target.queue_url, "function": target.function, **summary.to_json()}))
     else:
@@ -106,4 +106,4 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _error(message: str) -> int:
-    return error("cairn ops redrive", message)
+    return error(REDRIVE_COMMAND, message)

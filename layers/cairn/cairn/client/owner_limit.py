@@ -13,8 +13,9 @@ import json
 from typing import Any
 
 from ..bundle.command_line import add_subcommand, error
-from .stack_access import Clients, add_aws_options, aws_error
+from .stack_access import Clients, add_aws_options, on_stack
 
+COMMAND = "cairn ops owner-limit"
 TABLE_OUTPUT = "TableName"
 SUMMARY = "show or set one owner's fair share (the most phases of its jobs running at once)"
 DESCRIPTION = (
@@ -53,23 +54,21 @@ def run_owner_limit(arguments: argparse.Namespace) -> int:
         return _error("say which stack: --stack-name NAME, or --table NAME")
     if arguments.clear and arguments.limit is not None:
         return _error("give N or --clear, not both")
-    from ..aws.dynamodb import DynamoDBStorage
     from ..core.errors import CairnError
 
+    return on_stack(COMMAND, (CairnError, LookupError), lambda: _owner_limit(arguments))
+
+
+def _owner_limit(arguments: argparse.Namespace) -> int:
+    from ..aws.dynamodb import DynamoDBStorage
+
     clients = Clients.of(arguments)
-    try:
-        table = arguments.table or _table_of_stack(clients.make("cloudformation"), arguments.stack_name)
-        store = DynamoDBStorage(table, owner=arguments.owner, client=clients.make("dynamodb"))
-        if arguments.clear or arguments.limit is not None:
-            store.set_owner_limit(arguments.owner, None if arguments.clear else arguments.limit)
-        kept = store.owner_limit(arguments.owner)
-        running = store.running_slots(arguments.owner, store.clock())
-    except (CairnError, LookupError) as exc:
-        return _error(str(exc))
-    except Exception as exc:  # credentials, an endpoint that does not answer, a table that does not exist
-        if (line := aws_error(exc)) is None:
-            raise
-        return _error(line)
+    table = arguments.table or _table_of_stack(clients.make("cloudformation"), arguments.stack_name)
+    store = DynamoDBStorage(table, owner=arguments.owner, client=clients.make("dynamodb"))
+    if arguments.clear or arguments.limit is not None:
+        store.set_owner_limit(arguments.owner, None if arguments.clear else arguments.limit)
+    kept = store.owner_limit(arguments.owner)
+    running = store.running_slots(arguments.owner, store.clock())
     if arguments.json:
         print(json.dumps({"owner": arguments.owner, "limit": kept, "running": running}))
     else:
@@ -92,4 +91,4 @@ def _table_of_stack(cloudformation: Any, stack_name: str) -> str:
 
 
 def _error(message: str) -> int:
-    return error("cairn ops owner-limit", message)
+    return error(COMMAND, message)

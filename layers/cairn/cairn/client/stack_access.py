@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import Any
+
+from ..bundle.command_line import error
 
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL"
 
@@ -37,8 +40,13 @@ class Clients:
         return boto3.client(service, region_name=self.region, endpoint_url=self.endpoint_url)  # type: ignore[call-overload]
 
 
-def aws_error(exc: Exception) -> str | None:
-    """``exc`` in one line when boto3 or botocore raised it; None for any other error."""
-    if type(exc).__module__.startswith(("botocore", "boto3")):
-        return f"{type(exc).__name__}: {exc}"
-    return None
+def on_stack(command: str, expected: tuple[type[Exception], ...], work: Callable[[], int]) -> int:
+    """``work()``'s exit status; an ``expected`` error, or one boto3 raised, is one line on stderr (exit 2)."""
+    try:
+        return work()
+    except expected as exc:
+        return error(command, str(exc))
+    except Exception as exc:  # credentials, an endpoint that does not answer, a stack or resource that does not exist
+        if not type(exc).__module__.startswith(("botocore", "boto3")):
+            raise
+        return error(command, f"{type(exc).__name__}: {exc}")

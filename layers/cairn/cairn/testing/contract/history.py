@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -18,6 +19,15 @@ from .base import JOB, ContractBase, claim_request, commit_request, fence_of, st
 
 #: Phase runs of the job the paging tests read (a start and one commit each: their log entries and records).
 RUNS = 12
+
+
+class _Page(Protocol):
+    @property
+    def cursor(self) -> str | None: ...
+
+
+Page = TypeVar("Page", bound=_Page)
+Item = TypeVar("Item")
 
 
 def run_phase(storage: Storage, clock: SkippingClock, job: Job, note: str, *, job_id: str = JOB) -> Job:
@@ -40,14 +50,21 @@ def grown(storage: Storage, clock: SkippingClock, runs: int = RUNS, *, job_id: s
 
 def every_history_page(storage: Storage, cursor: str | None, limit: int, *, job_id: str = JOB) -> list[list[Any]]:
     """The pages of history from ``cursor`` (the newest without one) to the first write, each newest first."""
-    pages: list[list[Any]] = []
+    return every_page(lambda at: storage.history_page(job_id, at, limit), lambda page: page.items, cursor, "history")
+
+
+def every_page(
+    read: Callable[[str | None], Page | None], items: Callable[[Page], list[Item]], cursor: str | None, what: str
+) -> list[list[Item]]:
+    """The ``items`` of every page ``read`` returns from ``cursor`` on, each page's cursor reading the next."""
+    pages: list[list[Item]] = []
     while True:
-        page = storage.history_page(job_id, cursor, limit)
+        page = read(cursor)
         assert page is not None, "the store lost the job"
-        pages.append(page.items)
+        pages.append(items(page))
         if page.cursor is None:
             return pages
-        assert len(pages) < 1000, "the history pages do not end"
+        assert len(pages) < 1000, f"the {what} pages do not end"
         cursor = page.cursor
 
 
@@ -125,16 +142,7 @@ class HistoryContract(ContractBase):
     @staticmethod
     def every_log_page(storage: Storage, limit: int, *, job_id: str = JOB) -> list[list[LogEntry]]:
         """The pages of the job's log, oldest first."""
-        pages: list[list[LogEntry]] = []
-        cursor: str | None = None
-        while True:
-            page = storage.log_page(job_id, cursor, limit)
-            assert page is not None, "the store lost the job"
-            pages.append(page.entries)
-            if page.cursor is None:
-                return pages
-            assert len(pages) < 1000, "the log pages do not end"
-            cursor = page.cursor
+        return every_page(lambda at: storage.log_page(job_id, at, limit), lambda page: page.entries, None, "log")
 
     def test_log_pages_hold_the_whole_log_oldest_first(self, storage: Storage, clock: SkippingClock) -> None:
         whole = grown(storage, clock)
