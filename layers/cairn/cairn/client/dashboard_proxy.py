@@ -19,8 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from ..dashboard.assets import asset_at, is_dashboard_path, reply
-from ..dev.own_origin import OwnOrigin
-from ..dev.serving import ServedOnThread
+from ..dev.serving import LocalSite
 from . import ApiClient, ApiUnreachable, RequestFailed
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -41,7 +40,7 @@ def is_api_path(path: str) -> bool:
     return path in API_PATHS or path.startswith("/jobs/")
 
 
-class DashboardProxy:
+class DashboardProxy(LocalSite):
     """The dashboard and the API's routes on ``host:port``, forwarded through ``client``."""
 
     def __init__(
@@ -70,17 +69,7 @@ class DashboardProxy:
         server = ThreadingHTTPServer((host, port), Handler)  # OSError when the port is taken
         server.daemon_threads = True
         self.port = int(server.server_address[1])
-        self.url = f"http://{host}:{self.port}"
-        self.own = OwnOrigin.of(host, self.port)
-        self._serving = ServedOnThread(server, "dashboard")
-
-    def start(self) -> None:
-        """Serve on a thread."""
-        self._serving.start()
-
-    def stop(self) -> None:
-        """Stop serving and release the port."""
-        self._serving.stop()
+        self._serve(server, host, self.port, "dashboard")
 
     def serve_forever(self) -> None:
         """Serve until Ctrl-C or SIGTERM, then stop and release the port.

@@ -33,8 +33,7 @@ from ..testing.api_events import http_api_event, iam_caller, response_body
 from .bearer import BadToken, bearer_token, unverified_claims
 from .lambda_service import LambdaService
 from .logs import DevLog
-from .own_origin import OwnOrigin
-from .serving import ServedOnThread
+from .serving import LocalSite
 from .wsgi_server import READ_TIMEOUT, BodyTooLarge, LocalServer, read_body
 
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ class CompiledRoute:
         return f"{self.method} {self.path}"
 
 
-class ApiGateway:
+class ApiGateway(LocalSite):
     """A threaded HTTP server on ``host:port`` in front of the API function."""
 
     def __init__(
@@ -112,17 +111,7 @@ class ApiGateway:
         server = LocalServer(  # OSError when the port is taken
             self.wsgi, host, port, read_timeout=read_timeout, max_header_bytes=MAX_HEADER_BYTES
         )
-        self.url = f"http://{host}:{server.port}"
-        self.own = OwnOrigin.of(host, server.port)
-        self._serving = ServedOnThread(server, "api-gateway")
-
-    def start(self) -> None:
-        """Serve on a thread."""
-        self._serving.start()
-
-    def stop(self) -> None:
-        """Stop serving."""
-        self._serving.stop()
+        self._serve(server, host, server.port, "api-gateway")
 
     def match(self, method: str, path: str) -> tuple[CompiledRoute, dict[str, str]] | None:
         """The route a request takes and its path parameters, or None."""
