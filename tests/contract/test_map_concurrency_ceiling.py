@@ -9,8 +9,8 @@ import pytest
 
 from cairn import Cairn, Done, InlineScheduler, JobStatus, Map, PhaseContext, Pipeline
 from cairn.core.errors import ConfigurationError
-from cairn.core.fan_out import map_concurrency
 from cairn.core.storage_port import Storage
+from cairn.maps.fan_out import map_concurrency
 from tests.support import FakeClock
 
 ITEMS = 6

@@ -54,7 +54,7 @@ class TracingHooks(RunHooks):
         self.trace.calls.append(f"admit {run.phase_name}")
         return None
 
-    def before_phase(self, run: Run) -> Job | None:
+    def before_phase(self, run: Run, scheduler: Scheduler) -> Job | None:
         self.trace.calls.append(f"before_phase {run.phase_name}")
         if run.phase_name == self.stop_before:
             run.entry("quota reached", level="error", kind="error")
@@ -99,7 +99,8 @@ def registered(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_shipped_features_are_registered_in_the_order_they_run() -> None:
-    assert [feature.name for feature in run_features.run_features()[: len(DEFAULT_FEATURES)]] == [
+    assert [feature.name for feature in run_features.run_features()[: len(DEFAULT_FEATURES) + 1]] == [
+        "maps",
         "owner-share",
         "metering",
         "transition-guard",

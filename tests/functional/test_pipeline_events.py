@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-import cairn.core.engine.map_items
+import cairn.maps.map_items
 from cairn import Cairn, Job, JobStatus
 from cairn.aws.api_models import PipelineView
 from cairn.scheduling.messages import AdvanceMessage
@@ -119,7 +119,7 @@ def test_the_phase_event_is_what_the_sample_job_sends_and_it_runs_the_phase(
     pipeline = PIPELINES.get(pipeline_name)
     app = stack.runtime.cairn(message.owner, pipeline)
     if message.fan_out is not None:  # a map's id is random: the sample job's map gets the one the event names
-        monkeypatch.setattr(cairn.core.engine.map_items, "uuid", FixedMapId(message.fan_out))
+        monkeypatch.setattr(cairn.maps.map_items, "uuid", FixedMapId(message.fan_out))
     app.start(pipeline, message.job_id, state=sample_state(pipeline_name, phase))
 
     sent = play_until(stack, app, message)

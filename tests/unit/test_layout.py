@@ -150,11 +150,12 @@ def test_dynamodb_storage_is_available_from_the_package_on_first_use() -> None:
 # A room is a folder (``core``, ``storage``, ...) or a top-level module (``app``, ``cli``, ...);
 # ``__init__`` is the package front, ``cairn`` itself. An arrow not in this table is a finding.
 _BASE = ("core",)
-_PORTS = ("core", "features", "storage", "scheduling", "agents")
+_PORTS = ("core", "maps", "features", "storage", "scheduling", "agents")
 _LIBRARY = (*_PORTS, "app", "dashboard", "aws")
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "core": (),
-    "features": _BASE,  # run-level features: plug into the core's run hooks; the core imports none of them
+    "maps": _BASE,  # the map phase kind: plugs into the core's run hooks
+    "features": ("core", "maps"),  # run-level features: plug into the core's run hooks, after the maps'
     "storage": _BASE,
     "scheduling": _BASE,
     "agents": _BASE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 
 import pytest
@@ -55,3 +56,23 @@ def test_a_front_name_imports_without_a_warning_and_an_unknown_one_is_an_attribu
         assert cairn.Pipeline is not None
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         _ = cairn.Nope
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "name"),
+    [
+        ("cairn.core.prices", "cairn.features.prices", "load_prices"),
+        ("cairn.core.job_loading", "cairn.storage.job_loading", "checked_whole_job"),
+        ("cairn.core.transition_guard", "cairn.features.transition_guard", "transition_limit"),
+        ("cairn.core.fan_out", "cairn.maps.fan_out", "MAX_ITEMS"),
+    ],
+)
+def test_a_module_that_moved_still_imports_by_its_old_path_for_one_release_with_a_warning(
+    old: str, new: str, name: str
+) -> None:
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=rf"'{old}' is deprecated: import {new}"):
+        moved = importlib.import_module(old)
+    assert getattr(moved, name) is getattr(importlib.import_module(new), name)
+    with pytest.raises(AttributeError):
+        _ = moved.no_such_name

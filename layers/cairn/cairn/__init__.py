@@ -14,8 +14,14 @@ still imports from here for one release, with a DeprecationWarning naming its ne
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+import types
 import warnings
+from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, Any
 
 from . import (
@@ -129,6 +135,49 @@ _MOVED = {
 }
 
 __all__ = sorted(_EXPORTS)
+
+#: Modules that moved in this release (the old path the docs showed, and the others of the same move): each
+#: still imports by its old path, with a DeprecationWarning naming its new home, for one release.
+_MOVED_MODULES = {
+    "cairn.core.budgets": "cairn.features.budgets",
+    "cairn.core.cost": "cairn.features.cost",
+    "cairn.core.fan_out": "cairn.maps.fan_out",
+    "cairn.core.job_file": "cairn.storage.job_file",
+    "cairn.core.job_loading": "cairn.storage.job_loading",
+    "cairn.core.listing": "cairn.aws.listing",
+    "cairn.core.metering": "cairn.features.metering",
+    "cairn.core.owner_share": "cairn.features.owner_share",
+    "cairn.core.prices": "cairn.features.prices",
+    "cairn.core.recovery": "cairn.scheduling.recovery",
+    "cairn.core.state_diff": "cairn.aws.state_diff",
+    "cairn.core.transition_guard": "cairn.features.transition_guard",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports a moved module by its old path: a module that hands on every name of its new home, with a warning."""
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
+        return importlib.util.spec_from_loader(fullname, self) if fullname in _MOVED_MODULES else None
+
+    def create_module(self, spec: ModuleSpec) -> types.ModuleType:
+        home = _MOVED_MODULES[spec.name]
+        warnings.warn(
+            f"'{spec.name}' is deprecated: import {home} (this path goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        moved = importlib.import_module(home)
+        alias = types.ModuleType(spec.name, moved.__doc__)
+        alias.__getattr__ = functools.partial(getattr, moved)  # type: ignore[method-assign]
+        return alias
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Nothing to run: the module hands on its new home's names."""
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _MovedModules())
 
 
 def __getattr__(name: str) -> Any:

@@ -13,27 +13,33 @@ The points, in the order a run meets them:
 - :meth:`RunFeature.open`, before the claim: a bad setting is refused here, before anything is written;
 - :meth:`RunHooks.admit`, right after the claim (an advance only, not a crash report): a job returned
   ends the advance there (a run that waits for its owner's share gives its claim back);
-- :meth:`RunHooks.before_phase`, once the map's items (if any) are in and before the state is loaded:
-  a job returned was stopped (the guard's limit, the budget);
-- :meth:`RunHooks.before_map`, when the phase returned a :class:`~cairn.core.outcomes.Map`, before
-  anything of it is written: a job returned was stopped instead;
+- :meth:`RunHooks.before_phase`, before the state is loaded: a job returned ended the run (a map whose
+  items still run gives the claim back; the guard's limit, the budget stop the job);
+- :meth:`RunHooks.outcome`, when the phase returned an outcome the engine does not handle itself (a
+  :class:`~cairn.core.outcomes.Map`): the first hook that returns a job committed it;
+- :meth:`RunHooks.before_map`, when a map is about to start, before anything of it is written: a job
+  returned was stopped instead;
 - :meth:`RunHooks.before_write`, before each save and the commit (lessons are kept then);
 - :meth:`RunHooks.save_usage` and :meth:`RunHooks.commit_usage`: what the write adds to the job's
   usage, summed once with the write; :meth:`RunHooks.keeps_on_record` says which counters the phase
   record keeps; :meth:`RunHooks.item_usage`: what a map item's finish adds to the item's usage;
 - :meth:`RunHooks.close`, after the advance, whatever happened (what the run held is given back).
 
-Hooks see the run through :class:`Run`: its job, pipeline, store and journal, and the two writes a
-feature may make, a log entry and the commit that ends the run.
+Hooks see the run through :class:`Run`: its job, pipeline, store, journal and hooks, what its phase
+will read as ``ctx.results``, and the writes a feature may make: a log entry and the commit that ends
+the run.
+
+Maps plug in here too (:mod:`cairn.maps`): their hooks take up the items' results before ``then`` runs
+and start a map a phase returns, and an advance of one item goes to the :func:`register_item_runner`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import PipelineError
+from .errors import ConfigurationError, PipelineError
 from .models import Checkpoint, EntryKind, Failure, FanOut, Job, LogLevel, PhaseOutcome
 
 if TYPE_CHECKING:
@@ -54,6 +60,12 @@ class Run(Protocol):
     """The phase the run is for: the checkpoint's ``nextPhase``."""
     journal: JournalBuffer
     """What the run's next write hands over: its log entries and usage."""
+    hooks: tuple[RunHooks, ...]
+    """The run's hooks, every feature's, in order."""
+    results: list[Any] | None
+    """What the phase reads as ``ctx.results`` (a map's items' results, for its ``then``)."""
+    after_write: Callable[[], None] | None
+    """Called once the run's next write (a save or the commit) has landed."""
 
     @property
     def holder(self) -> str:
@@ -68,8 +80,10 @@ class Run(Protocol):
         self,
         kind: PhaseOutcome,
         *,
+        checkpoint: Checkpoint | None = None,
         error: str | None = None,
         delay: float = 0.0,
+        fan_out: FanOut | None = None,
         failure: Failure | None = None,
         share_wait: str | None = None,
     ) -> Job:
@@ -101,8 +115,12 @@ class RunHooks:
         """Right after the claim: a job returned ends the advance (the hook committed it)."""
         return None
 
-    def before_phase(self, run: Run) -> Job | None:
-        """Before the state is loaded and the phase runs: a job returned was stopped (committed) instead."""
+    def before_phase(self, run: Run, scheduler: Scheduler) -> Job | None:
+        """Before the state is loaded and the phase runs: a job returned ended the run (the hook committed it)."""
+        return None
+
+    def outcome(self, run: Run, outcome: object, scheduler: Scheduler) -> Job | None:
+        """The phase returned ``outcome``, which the engine does not handle: a job returned, the hook committed it."""
         return None
 
     def before_map(self, run: Run, *, items: int, phase: str) -> Job | None:
@@ -184,3 +202,38 @@ def summed_usage(parts: Sequence[Mapping[str, float]]) -> dict[str, float]:
         for meter, value in part.items():
             total[meter] = total.get(meter, 0) + value
     return total
+
+
+class ItemRunner(Protocol):
+    """Runs one item of a job's map (:func:`cairn.maps.map_items.advance_item`)."""
+
+    def __call__(
+        self,
+        job_id: str,
+        pipeline: Pipeline[Any],
+        storage: Storage,
+        scheduler: Scheduler,
+        *,
+        phase: str,
+        fan_out: str,
+        item: int,
+        worker: str | None,
+        features: Iterable[RunFeature] | None = None,
+    ) -> Job | None:
+        """The job as its view reads it when the item ran; None when there was nothing to run."""
+        ...
+
+
+_ITEM_RUNNER: list[ItemRunner] = []
+
+
+def register_item_runner(runner: ItemRunner) -> None:
+    """Make ``runner`` what an item advance calls (the maps plug-in registers one when imported)."""
+    _ITEM_RUNNER[:] = [runner]
+
+
+def item_runner() -> ItemRunner:
+    """The registered item runner; none registered is a ConfigurationError."""
+    if not _ITEM_RUNNER:
+        raise ConfigurationError("An item advance needs the maps plug-in: import cairn (it registers cairn.maps)")
+    return _ITEM_RUNNER[0]

@@ -244,7 +244,7 @@ class Storage(ABC):
         raise self._lacks("maps")
 
     # Map records: optional. A store that keeps none (the defaults) still runs maps: the engine then reads every
-    # item record to tell whether the map is done (:class:`cairn.core.fan_out.ItemRun`), as before maps kept a
+    # item record to tell whether the map is done (:class:`cairn.maps.fan_out.ItemRun`), as before maps kept a
     # count, and the maps' lanes (``GET /jobs/{id}/maps``) show none.
 
     def create_map(self, job_id: str, record: MapRecord, *, expires_at: int) -> None:

@@ -13,6 +13,7 @@ from ..core.history_pages import VIEW_HISTORY
 from ..core.models import Job
 from ..core.pipeline import Pipeline
 from ..core.run_features import Run, RunHooks
+from ..core.scheduler_port import Scheduler
 from ..core.transitions import merge_usage
 from .budgets import expected_cost, refused, spent, stop_failure, stop_usage
 from .cost import cost_of
@@ -46,11 +47,11 @@ class BudgetHooks(RunHooks):
     budget: float
     prices: PriceTable
 
-    def before_phase(self, run: Run) -> Job | None:
+    def before_phase(self, run: Run, scheduler: Scheduler) -> Job | None:
         """Stop the job in ``error`` when its phase would pass its budget; None: it may run.
 
         The job's cost counts what the run's next write adds too: the usage of the map's items, joined by
-        the phase after the map (:func:`cairn.core.engine.map_items.join_map`), is counted before that phase runs.
+        the phase after the map (:func:`cairn.maps.map_items.join_map`), is counted before that phase runs.
         """
         job = run.job
         usage = merge_usage(job.usage, run.journal.peek().usage)

@@ -39,6 +39,7 @@ from ..core.errors import TransitionLimitError
 from ..core.models import Job
 from ..core.pipeline import Pipeline
 from ..core.run_features import CommitFacts, Run, RunHooks
+from ..core.scheduler_port import Scheduler
 from ..core.settings import MAX_TRANSITIONS, stack_max_transitions
 
 TRANSITIONS = "transitions"
@@ -138,7 +139,7 @@ class GuardHooks(RunHooks):
 
     limit: TransitionLimit
 
-    def before_phase(self, run: Run) -> Job | None:
+    def before_phase(self, run: Run, scheduler: Scheduler) -> Job | None:
         refused = run_refused(run.job.job_id, run.job.usage, self.limit)
         return None if refused is None else stop(run, refused)
 

@@ -7,7 +7,7 @@ conditional write per step.
 
 The parts, one concern each: :mod:`.starting` and :mod:`.rerunning` (start, retry, rerun a job),
 :mod:`.stopping` (pause, cancel), :mod:`.claimed_run` (the claim and the writes made under it),
-:mod:`.advancing` (run the claimed phase, commit its outcome), :mod:`.map_items` (a map's items),
+:mod:`.advancing` (run the claimed phase, commit its outcome),
 :mod:`.waits` (sleeps, signals, wait timeouts), :mod:`.crashes` (crash reports) and :mod:`.writes`
 (what every write shares). This module is the engine's one public face.
 """

@@ -14,13 +14,12 @@ from ..context import PhaseContext
 from ..errors import ClaimLostError, InvalidInputError, PhaseCrashedError, StateTooLargeError
 from ..failures import describe, failure_of, repr_of
 from ..models import Failure, Job, JobStatus
-from ..outcomes import Done, Fail, Map, Next, Sleep, WaitFor
+from ..outcomes import Done, Fail, Next, Sleep, WaitFor
 from ..pipeline import Phase, Pipeline, to_json
-from ..run_features import RunFeature, first_stop
+from ..run_features import RunFeature, first_stop, item_runner
 from ..scheduler_port import Scheduler
 from ..storage_port import Storage
 from .claimed_run import ClaimedRun, claim_run, commit_unknown_phase
-from .map_items import advance_item, items_unfinished, start_map
 from .waits import end_wait_if_due, enter_sleep, enter_wait
 from .writes import logger
 
@@ -41,7 +40,7 @@ def advance_phase(
     """Run the phase the checkpoint names, commit its outcome and schedule what follows.
 
     With ``fan_out`` and ``item`` the advance runs one item of the job's map instead (see
-    :mod:`cairn.core.fan_out`); it returns the job when the item ran (as its view reads it: the
+    :mod:`cairn.maps`); it returns the job when the item ran (as its view reads it: the
     newest history only), else None.
 
     ``phase`` and ``sequence`` come from the message that asked for the
@@ -56,7 +55,8 @@ def advance_phase(
     if item is not None or fan_out is not None:
         if item is None or fan_out is None or phase is None:
             raise InvalidInputError("An item advance names its phase, its map (fan_out) and its item")
-        return advance_item(
+        run_item = item_runner()  # maps plug in (cairn.maps)
+        return run_item(
             job_id,
             pipeline,
             storage,
@@ -90,13 +90,9 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
     if not pipeline.has_phase(run.phase_name):
         return commit_unknown_phase(run)
 
-    released = items_unfinished(run, scheduler)
-    if released is not None:
-        return released
-    stopped = first_stop(hooks.before_phase(run) for hooks in run.hooks)
+    stopped = first_stop(hooks.before_phase(run, scheduler) for hooks in run.hooks)
     if stopped is not None:
         return stopped
-    results = [item.result for item in run.map_items] if run.map_items is not None else None
     phase = pipeline.get_phase(run.phase_name)
     try:
         state = pipeline.load_state(run.checkpoint.state, run.checkpoint.state_version)
@@ -113,7 +109,7 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
         saver=lambda state: run.save(state, phase.lease_seconds),
         journal=run.journal,
         signal=run.job.signal.payload if run.job.signal is not None else None,
-        results=results,
+        results=run.results,
         recaller=lambda limit: run.storage.recall(run.pipeline.name, limit),
     )
     if run.job.signal is not None and run.job.attempt == 1:
@@ -164,7 +160,7 @@ def handle_exception(
 
 
 def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Scheduler) -> Job:
-    """Commit what the phase returned (Next, Done, Fail, Sleep, WaitFor, Map); anything else is an error."""
+    """Commit what the phase returned (Next, Done, Fail, Sleep, WaitFor; a Map through its plug-in); else an error."""
     if isinstance(outcome, Fail):
         run.entry(f'Phase "{phase.name}" failed: {outcome.error}', level="error", kind="error")
         return run.commit("error", error=outcome.error)
@@ -181,13 +177,9 @@ def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Sc
             return enter_sleep(run, outcome, scheduler)
         if isinstance(outcome, WaitFor):
             return enter_wait(run, outcome, scheduler)
-        if isinstance(outcome, Map):
-            try:
-                return start_map(run, outcome, scheduler)
-            except InvalidInputError as exc:
-                message = f'Phase "{phase.name}" returned a map that cannot run: {exc}'
-                run.entry(message, level="error", kind="error")
-                return run.commit("error", error=message)
+        handled = first_stop(hooks.outcome(run, outcome, scheduler) for hooks in run.hooks)
+        if handled is not None:
+            return handled
     except (InvalidInputError, StateTooLargeError) as exc:
         message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
         run.entry(message, level="error", kind="error")

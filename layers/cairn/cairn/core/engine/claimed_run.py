@@ -23,7 +23,6 @@ from ..models import (
     Job,
     LogEntry,
     LogLevel,
-    MapItem,
     PhaseOutcome,
     PhaseRecord,
     clip_text,
@@ -67,7 +66,8 @@ class ClaimedRun:
         #: Texts the run stores (log lines, annotations, its error and failure) are redacted with this.
         self.redaction = for_run(pipeline.redaction, job.input, job.checkpoint.state)
         self.journal = JournalBuffer(self.redaction)
-        self.map_items: list[MapItem] | None = None
+        #: What the phase reads as ``ctx.results`` (set by a hook: a map's items' results, for its ``then``).
+        self.results: list[Any] | None = None
         #: What the run's saves metered so far: with its commit's, the run's usage on its phase record.
         self.metered: dict[str, float] = {}
         #: Called once the run's next write (a save or the commit) has landed: it carried the map's usage.

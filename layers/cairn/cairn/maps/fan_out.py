@@ -33,18 +33,18 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from .clock import Clock
-from .context import JournalBuffer, PhaseContext
-from .errors import InvalidInputError, StorageError
-from .failures import describe, failure_of
-from .models import Checkpoint, FanOut, MapItem, MapMark, MapRecord
-from .outcomes import Done, Fail, Map
-from .pipeline import Pipeline, to_json
-from .redaction import for_run
-from .scheduler_port import ItemScheduler
-from .settings import stack_max_map_concurrency
-from .storage_port import Storage
-from .transitions import merge_usage, new_token
+from ..core.clock import Clock
+from ..core.context import JournalBuffer, PhaseContext
+from ..core.errors import InvalidInputError, StorageError
+from ..core.failures import describe, failure_of
+from ..core.models import Checkpoint, FanOut, MapItem, MapMark, MapRecord
+from ..core.outcomes import Done, Fail, Map
+from ..core.pipeline import Pipeline, to_json
+from ..core.redaction import for_run
+from ..core.scheduler_port import ItemScheduler
+from ..core.settings import stack_max_map_concurrency
+from ..core.storage_port import Storage
+from ..core.transitions import merge_usage, new_token
 
 logger = logging.getLogger("cairn")
 

@@ -1,7 +1,7 @@
-"""The engine's side of a map: starting one, running its items, and ``then`` joining their results.
+"""The run's side of a map: starting one, running its items, and ``then`` joining their results.
 
 The rules of the items themselves (their records, their claims, the hand-off) are
-:mod:`cairn.core.fan_out`.
+:mod:`cairn.maps.fan_out`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,18 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from .. import ttl
-from ..errors import InvalidInputError, StorageError
-from ..fan_out import (
+from ..core import ttl
+from ..core.engine.claimed_run import claim_run
+from ..core.engine.writes import job_ttl_seconds, logger
+from ..core.errors import InvalidInputError, StorageError
+from ..core.ids import validate_job_id
+from ..core.models import Checkpoint, FanOut, Job, JobStatus, MapItem, MapRecord
+from ..core.outcomes import Map
+from ..core.pipeline import Pipeline
+from ..core.run_features import Run, RunFeature, first_stop, open_hooks, summed_usage
+from ..core.scheduler_port import ItemScheduler, Scheduler
+from ..core.storage_port import Storage
+from .fan_out import (
     ItemRun,
     ItemStore,
     collected,
@@ -22,15 +31,6 @@ from ..fan_out import (
     schedule_items,
     validate_map,
 )
-from ..ids import validate_job_id
-from ..models import Checkpoint, FanOut, Job, JobStatus, MapRecord
-from ..outcomes import Map
-from ..pipeline import Pipeline
-from ..run_features import RunFeature, first_stop, open_hooks, summed_usage
-from ..scheduler_port import ItemScheduler, Scheduler
-from ..storage_port import Storage
-from .claimed_run import ClaimedRun, claim_run
-from .writes import job_ttl_seconds, logger
 
 
 def item_store(storage: Storage, pipeline: Pipeline[Any], job_id: str, fan_out: str) -> ItemStore:
@@ -92,7 +92,7 @@ def advance_item(
     return None if view is None else view.job
 
 
-def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
+def start_map(run: Run, outcome: Map, scheduler: Scheduler) -> Job:
     """Write the map's item records, commit the checkpoint at ``then`` with the map, schedule the first items.
 
     The run's features may stop the job instead, before anything is written
@@ -133,7 +133,7 @@ def start_map(run: ClaimedRun, outcome: Map, scheduler: Scheduler) -> Job:
     return job
 
 
-def items_unfinished(run: ClaimedRun, scheduler: Scheduler) -> Job | None:
+def items_unfinished(run: Run, scheduler: Scheduler) -> Job | None:
     """The job after giving its claim back when its map still has items to run (scheduled again); else None.
 
     The one read of every item record the map needs: ``then``'s results, or what a recovery (the sweep,
@@ -154,8 +154,8 @@ def items_unfinished(run: ClaimedRun, scheduler: Scheduler) -> Job | None:
         run.entry(message, level="error", kind="error")
         return run.commit("error", error=message)
     if all(item.status == "done" for item in items):
-        run.map_items = items
-        join_map(run, store)
+        run.results = [item.result for item in items]
+        join_map(run, store, items)
         return None
     job = run.commit("release")
     now = run.storage.clock()
@@ -169,17 +169,16 @@ def items_unfinished(run: ClaimedRun, scheduler: Scheduler) -> Job | None:
     return job
 
 
-def join_map(run: ClaimedRun, store: ItemStore) -> None:
+def join_map(run: Run, store: ItemStore, items: list[MapItem]) -> None:
     """Add the items' usage and log to the job's, with the next write of this run of ``then``: once per map.
 
     A retry of ``then``, or a rerun from it, gets the items' results again, not their usage and log
     (the items did not run again). The map's record is marked once that write has landed.
     """
-    assert run.map_items is not None
     record = store.record()
     if record is not None and record.joined is not None:
         return
-    _, usage, entries = collected(run.map_items)
+    _, usage, entries = collected(items)
     run.journal.add_usage(usage)
     for entry in entries:
         run.journal.add_entry(entry)
