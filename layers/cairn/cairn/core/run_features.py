@@ -204,24 +204,8 @@ def summed_usage(parts: Sequence[Mapping[str, float]]) -> dict[str, float]:
     return total
 
 
-class ItemRunner(Protocol):
-    """Runs one item of a job's map (:func:`cairn.maps.map_items.advance_item`)."""
-
-    def __call__(
-        self,
-        job_id: str,
-        pipeline: Pipeline[Any],
-        storage: Storage,
-        scheduler: Scheduler,
-        *,
-        phase: str,
-        fan_out: str,
-        item: int,
-        worker: str | None,
-        features: Iterable[RunFeature] | None = None,
-    ) -> Job | None:
-        """The job as its view reads it when the item ran; None when there was nothing to run."""
-        ...
+ItemRunner = Callable[..., "Job | None"]
+"""Runs one item of a job's map: :func:`cairn.maps.map_items.advance_item` (its signature is the contract)."""
 
 
 _ITEM_RUNNER: list[ItemRunner] = []
