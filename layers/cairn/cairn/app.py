@@ -155,19 +155,9 @@ class Cairn:
         if wanted == RetryMode.FROM:
             if phase is None:
                 raise InvalidInputError('A rerun (mode "from") names the phase to rerun from')
-            return run_pipeline(
-                job_id,
-                chosen,
-                storage=self.storage,
-                scheduler=self.scheduler,
-                initial_state=state,
-                retry_mode=wanted,
-                initial_phase=phase,
-                actor=by,
-            )
-        if phase is not None:
+        elif phase is not None:
             raise InvalidInputError(f'A phase is only given to rerun from it (mode "from"), not with mode "{wanted}"')
-        if wanted == RetryMode.RESUME and state is not None:
+        elif wanted == RetryMode.RESUME and state is not None:
             saved = usable_checkpoint(job, chosen, self.storage.clock())
             if saved is not None:
                 raise InvalidInputError(
@@ -181,7 +171,8 @@ class Cairn:
             scheduler=self.scheduler,
             initial_state=state,
             retry_mode=wanted,
-            refuse_complete=True,
+            initial_phase=phase,
+            refuse_complete=wanted != RetryMode.FROM,
             actor=by,
         )
 

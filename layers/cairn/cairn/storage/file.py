@@ -25,16 +25,14 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
-from typing import TypeVar
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..core.clock import Clock
 from ..core.errors import CorruptJobError, InvalidInputError, StorageError
@@ -43,6 +41,7 @@ from ..core.lessons import StoredLesson
 from ..core.models import HistoryItem, Job, JobStatus, Lesson, MapItem
 from ..core.pipeline import NAME_PATTERN
 from .document import DocumentStorage, StoredMap
+from .file_io import TEMP_PREFIX, append_line, folder_entries, fsync_directory, read_parsed, read_records, replace_file
 from .owner_shares import FileShareTable, LocalOwnerShares, ShareTable
 
 logger = logging.getLogger(__name__)
@@ -53,8 +52,6 @@ _ITEMS_SUFFIX = ".items.jsonl"
 _MAPS_SUFFIX = ".maps"
 _MAP_FILE = "map.json"
 _MAP_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_Model = TypeVar("_Model", bound=BaseModel)
-_TEMP_PREFIX = ".tmp-"
 _RECOVERABLE = {JobStatus.RUNNING, JobStatus.PAUSED, JobStatus.ERROR, JobStatus.CANCELLED}
 
 
@@ -132,66 +129,25 @@ class FileStorage(DocumentStorage, LocalOwnerShares):
         return self._held(job_id)
 
     def _load(self, job_id: str) -> Job | None:
-        path = self.path_for(job_id)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
-        try:
-            return Job.model_validate(json.loads(raw))
-        except (ValueError, ValidationError, RecursionError) as exc:
-            raise CorruptJobError(str(path), _first_line(exc)) from exc
+        return read_parsed(self.path_for(job_id), lambda raw: Job.model_validate(json.loads(raw)))
 
     def _store(self, job: Job, *, lasting: bool = True) -> None:
-        path = self.path_for(job.job_id)
+        # a claim need not survive a power cut (see DocumentStorage._store): it leaves the folder unflushed
         data = json.dumps(job.to_wire(), separators=(",", ":")).encode()
-        try:
-            fd, temp_name = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{job.job_id}-", dir=self.directory)
-        except OSError as exc:
-            raise StorageError(f"Cannot write job file in {self.directory}: {exc}", retryable=True) from exc
-        try:
-            with os.fdopen(fd, "wb") as temp:
-                temp.write(data)
-                temp.flush()
-                _flush_data(temp.fileno())  # the new file is whole before it takes the job's name
-            os.replace(temp_name, path)
-        except BaseException as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp_name)
-            if isinstance(exc, OSError):
-                raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
-            raise
-        if lasting:  # the rename itself survives a power cut (a claim may not: see DocumentStorage._store)
-            _fsync_directory(self.directory)
+        replace_file(self.path_for(job.job_id), data, lasting=lasting, temp_prefix=f"{TEMP_PREFIX}{job.job_id}-")
 
     def history_path_for(self, job_id: str) -> Path:
         """The file that holds ``job_id``'s history, one JSON item per line."""
         return self.path_for(job_id).with_name(f"{job_id}{_HISTORY_SUFFIX}")
 
-    @staticmethod
-    def _read_lines(path: Path) -> list[bytes]:
-        """The lines of an append-only file (none when it does not exist)."""
-        try:
-            return path.read_bytes().splitlines()
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
-
     def _history(self, job_id: str) -> Mapping[str, HistoryItem]:
-        items: dict[str, HistoryItem] = {}
-        for line in self._read_lines(self.history_path_for(job_id)):
-            try:
-                item = HistoryItem.model_validate_json(line)
-            except (ValueError, ValidationError):
-                continue  # a line torn by a crash mid-append: never linked from the job
-            items[item.token] = item
-        return items
+        # a line torn by a crash mid-append is never linked from the job
+        return {
+            item.token: item for item in read_records(self.history_path_for(job_id), HistoryItem.model_validate_json)
+        }
 
     def _append_history(self, job_id: str, item: HistoryItem) -> None:
-        self._append_line(self.history_path_for(job_id), item.model_dump_json(by_alias=True).encode())
+        append_line(self.history_path_for(job_id), item.model_dump_json(by_alias=True).encode())
 
     def items_path_for(self, job_id: str) -> Path:
         """The one file that held the item records of ``job_id``'s maps before each record had a file of its own."""
@@ -207,87 +163,38 @@ class FileStorage(DocumentStorage, LocalOwnerShares):
         return self.maps_path_for(job_id) / fan_out
 
     def _items(self, job_id: str, fan_out: str) -> dict[int, MapItem]:
-        folder = self._map_folder(job_id, fan_out)
         items: dict[int, MapItem] = {}
-        try:
-            paths = [path for path in folder.iterdir() if path.suffix == _SUFFIX and path.stem.isdigit()]
-        except FileNotFoundError:
-            return items
-        except OSError as exc:
-            raise StorageError(f"Cannot read {folder}: {exc}", retryable=True) from exc
-        for path in paths:
-            item = self._read_model(path, MapItem)
-            if item is not None:
-                items[item.index] = item
+        for path in folder_entries(self._map_folder(job_id, fan_out)):
+            if path.suffix == _SUFFIX and path.stem.isdigit():
+                item = read_parsed(path, MapItem.model_validate_json)
+                if item is not None:
+                    items[item.index] = item
         return items
 
     def _item(self, job_id: str, fan_out: str, index: int) -> MapItem | None:
-        return self._read_model(self._map_folder(job_id, fan_out) / f"{int(index)}{_SUFFIX}", MapItem)
+        return read_parsed(self._map_folder(job_id, fan_out) / f"{int(index)}{_SUFFIX}", MapItem.model_validate_json)
 
     def _put_item(self, job_id: str, fan_out: str, item: MapItem, *, new: bool = False) -> None:
         folder = self._map_folder(job_id, fan_out)
         # a new map's records are made lasting by the flush of the folder when its map record is written
-        self._replace_file(
-            folder / f"{item.index}{_SUFFIX}", item.model_dump_json(by_alias=True).encode(), lasting=not new
-        )
+        replace_file(folder / f"{item.index}{_SUFFIX}", item.model_dump_json(by_alias=True).encode(), lasting=not new)
 
     def _map(self, job_id: str, fan_out: str) -> StoredMap | None:
-        return self._read_model(self._map_folder(job_id, fan_out) / _MAP_FILE, StoredMap)
+        return read_parsed(self._map_folder(job_id, fan_out) / _MAP_FILE, StoredMap.model_validate_json)
 
     def _put_map(self, job_id: str, stored: StoredMap) -> None:
         folder = self._map_folder(job_id, stored.record.fan_out.id)
         path = folder / _MAP_FILE
         first = not path.exists()
-        self._replace_file(path, stored.model_dump_json(by_alias=True).encode(), lasting=True)
+        replace_file(path, stored.model_dump_json(by_alias=True).encode(), lasting=True)
         if first:  # the new folders' names themselves survive a power cut
-            _fsync_directory(folder.parent)
-            _fsync_directory(self.directory)
+            fsync_directory(folder.parent)
+            fsync_directory(self.directory)
 
     def _maps(self, job_id: str) -> list[StoredMap]:
-        try:
-            folders = sorted(path for path in self.maps_path_for(job_id).iterdir() if path.is_dir())
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise StorageError(f"Cannot read {self.maps_path_for(job_id)}: {exc}", retryable=True) from exc
-        found = (self._read_model(folder / _MAP_FILE, StoredMap) for folder in folders)
+        folders = sorted(path for path in folder_entries(self.maps_path_for(job_id)) if path.is_dir())
+        found = (read_parsed(folder / _MAP_FILE, StoredMap.model_validate_json) for folder in folders)
         return [stored for stored in found if stored is not None]
-
-    @staticmethod
-    def _read_model(path: Path, model: type[_Model]) -> _Model | None:
-        """The record a file holds (None when there is no file); CorruptJobError names one that cannot be read."""
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            raise StorageError(f"Cannot read {path}: {exc}", retryable=True) from exc
-        try:
-            return model.model_validate_json(raw)
-        except (ValueError, ValidationError, RecursionError) as exc:
-            raise CorruptJobError(str(path), _first_line(exc)) from exc
-
-    def _replace_file(self, path: Path, data: bytes, *, lasting: bool) -> None:
-        """Write ``path`` whole or not at all: a flushed temporary file renamed over it (and the folder flushed)."""
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp_name = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=path.parent)
-        except OSError as exc:
-            raise StorageError(f"Cannot write in {path.parent}: {exc}", retryable=True) from exc
-        try:
-            with os.fdopen(fd, "wb") as temp:
-                temp.write(data)
-                temp.flush()
-                _flush_data(temp.fileno())
-            os.replace(temp_name, path)
-        except BaseException as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp_name)
-            if isinstance(exc, OSError):
-                raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
-            raise
-        if lasting:
-            _fsync_directory(path.parent)
 
     def memory_path_for(self, pipeline: str) -> Path:
         """The file that holds the lessons of ``pipeline``, one record a line."""
@@ -296,14 +203,8 @@ class FileStorage(DocumentStorage, LocalOwnerShares):
         return self.directory / ".memory" / f"{pipeline}.jsonl"
 
     def _lessons(self, pipeline: str) -> list[StoredLesson]:
-        records = []
-        for line in self._read_lines(self.memory_path_for(pipeline)):
-            try:
-                record = _LessonLine.model_validate_json(line)
-            except (ValueError, ValidationError):
-                continue  # a line torn by a crash mid-append: that write never happened
-            records.append(StoredLesson(record.lesson, record.expires_at))
-        return records
+        records = read_records(self.memory_path_for(pipeline), _LessonLine.model_validate_json)
+        return [StoredLesson(record.lesson, record.expires_at) for record in records]
 
     def _add_lessons(self, pipeline: str, records: Sequence[StoredLesson]) -> None:
         path = self.memory_path_for(pipeline)
@@ -311,22 +212,7 @@ class FileStorage(DocumentStorage, LocalOwnerShares):
         lines = [_LessonLine(lesson=record.lesson, expires_at=record.expires_at) for record in records]
         with self._held_file(f"memory-{pipeline}"):
             for line in lines:
-                self._append_line(path, line.model_dump_json(by_alias=True).encode())
-
-    @staticmethod
-    def _append_line(path: Path, data: bytes) -> None:
-        """Append one line durably; a line torn by an earlier crash is left on a line of its own."""
-        line = data + b"\n"
-        try:
-            with open(path, "a+b") as history:
-                size = os.fstat(history.fileno()).st_size
-                if size > 0 and os.pread(history.fileno(), 1, size - 1) != b"\n":
-                    line = b"\n" + line  # the last append was torn by a crash: start a line of our own
-                history.write(line)
-                history.flush()
-                _flush_data(history.fileno())
-        except OSError as exc:
-            raise StorageError(f"Cannot write {path}: {exc}", retryable=True) from exc
+                append_line(path, line.model_dump_json(by_alias=True).encode())
 
     def _job_ids(self) -> Iterator[str]:
         for path in sorted(self.directory.glob(f"*{_SUFFIX}")):
@@ -398,7 +284,7 @@ class FileStorage(DocumentStorage, LocalOwnerShares):
 
     def _remove_stale_temp_files(self, older_than: float = 3600.0) -> None:
         cutoff = time.time() - older_than
-        for temp in self.directory.glob(f"{_TEMP_PREFIX}*"):
+        for temp in self.directory.glob(f"{TEMP_PREFIX}*"):
             with contextlib.suppress(FileNotFoundError):
                 if temp.stat().st_mtime < cutoff:
                     temp.unlink()
@@ -434,22 +320,3 @@ class FileStorage(DocumentStorage, LocalOwnerShares):
             recommendation=advice,
             unreadable_files=bad,
         )
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def _flush_data(fd: int) -> None:
-    """Force a file's bytes (and its size) to disk: fdatasync where there is one (not macOS), else fsync."""
-    flush = getattr(os, "fdatasync", None) or os.fsync
-    flush(fd)
-
-
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
