@@ -1,6 +1,7 @@
 """What every route module of the API shares: the job id in a path, the OpenAPI responses, the caller's jobs.
 
-The routes live in :mod:`cairn.aws.api` and in routers it includes (:mod:`.api_states`, :mod:`.api_maps`).
+The routes live in :mod:`cairn.aws.api` and in routers it includes (:mod:`.api_jobs`, :mod:`.api_actions`,
+:mod:`.api_states`, :mod:`.api_maps`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,15 @@ def responses(success: HTTPStatus, description: str, *failures: HTTPStatus) -> d
     return {success.value: {"description": description}, **errors(*common, *failures)}
 
 
+def caller(router: BaseRouter) -> str:
+    """The owner the request acts as, named in the log (the handler has already refused a request without one)."""
+    owner = owner_of(router.current_event.raw_event)
+    logger.append_keys(owner=owner)
+    return owner
+
+
 def callers_jobs(router: BaseRouter, job_id: str) -> Cairn:
     """The front door onto the jobs of the request's caller, the caller and ``job_id`` named in the log."""
-    owner = owner_of(router.current_event.raw_event)
-    logger.append_keys(owner=owner, job_id=validate_job_id(job_id))
+    owner = caller(router)
+    logger.append_keys(job_id=validate_job_id(job_id))
     return current_services().cairn(owner)

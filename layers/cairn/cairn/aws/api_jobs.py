@@ -1,0 +1,128 @@
+"""The routes that read the caller's jobs: the list, the counts, one job, its log and its history.
+
+- ``GET /jobs`` lists the caller's jobs, newest first, a page at a time (``status``, ``cursor``, ``limit``).
+- ``GET /jobs/counts`` counts the caller's jobs per status (exact up to a bound, else "at least").
+- ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
+- ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations (a page with ``limit`` or ``cursor``).
+- ``GET /jobs/{jobId}/history`` pages what the job's writes added, newest first (``limit``, ``cursor``).
+
+Registered on the API's resolver by :mod:`cairn.aws.api`; the caller sees only its own jobs.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Annotated, Literal
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from ..core.models import JobCounts, JobPage, JobStatus
+from .api_cost import SORT_BY_COST, sorted_by_cost
+from .api_job_view import JobView
+from .api_models import CreatedTime, Cursor, IdPrefix, JobHistory, JobLog, PipelineName, epoch_ms
+from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view
+from .api_routes import JobIdPath, caller, responses
+from .api_services import current_services
+from .listing import JobFilter
+
+router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
+"""The routes of this module, included in the API's resolver."""
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
+CREATED_TO_FILTER = "Only jobs created at or before this time; a time before createdFrom is refused (400)"
+
+
+@router.get(
+    "/jobs",
+    summary="List jobs, newest first",
+    tags=["jobs"],
+    responses=responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
+)
+def list_jobs(
+    status: Annotated[JobStatus | None, Query(description="Only jobs with this status")] = None,
+    pipeline: Annotated[PipelineName | None, Query(description=PIPELINE_FILTER)] = None,
+    created_from: Annotated[
+        CreatedTime | None, Query(alias="createdFrom", description="Only jobs created at or after this time")
+    ] = None,
+    created_to: Annotated[CreatedTime | None, Query(alias="createdTo", description=CREATED_TO_FILTER)] = None,
+    id_prefix: Annotated[IdPrefix | None, Query(alias="idPrefix", description="Only jobs whose id starts so")] = None,
+    cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page, with the same filter")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
+    sort: Annotated[Literal["cost"] | None, Query(description=SORT_BY_COST)] = None,
+) -> JobPage:
+    services = current_services()
+    if pipeline is not None:
+        services.pipeline(pipeline)  # an unknown pipeline is refused (400), not answered with nothing
+    where = JobFilter(
+        status=status,
+        pipeline=pipeline,
+        created_from=epoch_ms(created_from),
+        created_to=epoch_ms(created_to),
+        id_prefix=id_prefix,
+    )
+    page = services.storage(caller(router)).list_page(cursor=cursor, limit=limit, where=where)
+    return sorted_by_cost(page, services.cairn(caller(router))) if sort == "cost" else page
+
+
+@router.get(
+    "/jobs/counts",
+    summary="How many of your jobs have each status",
+    description="Read from the listing index, not from every job: exact while the caller has up to about 4,000 "
+    "jobs (1,000 a listing shard); above that each count is a lower bound and exact is false.",
+    tags=["jobs"],
+    responses=responses(HTTPStatus.OK, "A count per status; exact says whether each is exact or at least so"),
+)
+def count_jobs() -> JobCounts:
+    return current_services().storage(caller(router)).count_jobs()
+
+
+@router.get(
+    "/jobs/<jobId>",
+    summary="Show a job",
+    tags=["jobs"],
+    responses=responses(HTTPStatus.OK, "The job", HTTPStatus.NOT_FOUND),
+)
+def get_job(
+    job_id: JobIdPath,
+    include_state: Annotated[bool, Query(alias="includeState", description="Include the checkpoint's state")] = False,
+    include_input: Annotated[bool, Query(alias="includeInput", description="Include the job's input")] = False,
+) -> JobView:
+    jobs = current_services().cairn(caller(router))
+    return job_view(jobs, job_id, include_state=include_state, include_input=include_input)
+
+
+@router.get(
+    "/jobs/<jobId>/log",
+    summary="A job's log",
+    tags=["jobs"],
+    responses=responses(
+        HTTPStatus.OK, "Log entries and annotations, oldest first; paged with limit and cursor", HTTPStatus.NOT_FOUND
+    ),
+)
+def get_job_log(
+    job_id: JobIdPath,
+    limit: Annotated[
+        int | None, Query(ge=1, le=MAX_LOG_PAGE, description="Entries a page; without it, the whole log")
+    ] = None,
+    cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page of this job's log")] = None,
+) -> JobLog:
+    return job_log(current_services().cairn(caller(router)), job_id, limit=limit, cursor=cursor)
+
+
+@router.get(
+    "/jobs/<jobId>/history",
+    summary="A job's history, newest first",
+    description="What each of the job's writes added, newest first: its log entries and the record of the phase "
+    "run it ended. A page costs what it holds; GET /jobs/{jobId} holds the newest and historyCursor reads on.",
+    tags=["jobs"],
+    responses=responses(HTTPStatus.OK, "One page of writes; pass its cursor to get older ones", HTTPStatus.NOT_FOUND),
+)
+def get_job_history(
+    job_id: JobIdPath,
+    limit: Annotated[int, Query(ge=1, le=MAX_HISTORY_PAGE, description="Writes a page")] = DEFAULT_HISTORY_PAGE,
+    cursor: Annotated[Cursor | None, Query(description="A cursor this job's history or view returned")] = None,
+) -> JobHistory:
+    return job_history(current_services().cairn(caller(router)), job_id, limit=limit, cursor=cursor)
