@@ -1,4 +1,5 @@
-"""Jobs, history and inputs as DynamoDB items, and back.
+"""Jobs and their inputs as DynamoDB items, and back (history and save items: :mod:`.entry_codec`; maps:
+:mod:`.map_codec`).
 
 Indexable and conditional fields are plain attributes; usage is JSON text, so
 numbers never become Decimals. The checkpoint keeps the seed's shape
@@ -25,8 +26,6 @@ from ...core.models import (
     Job,
     JobStatus,
     LogEntry,
-    MapItem,
-    MapRecord,
     Signal,
 )
 from ...core.transitions import linked_history, shown_log
@@ -34,45 +33,9 @@ from ...core.transitions.changes import changed
 from ..payloads import ITEM_BUDGET, EncodedPayload, MissingPartError, PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason
-
-#: Room an encoded payload's wrapping takes in an item: the map, its names, an S3 reference.
-_PAYLOAD_OVERHEAD = 512
-
-ENTRY_STATES = "states/"
-SAVED_STATES = "saves/"
-
-
-def kept_object(key: str) -> bool:
-    """Whether an S3 object stays when the job item stops referring to it: a phase's entry state does."""
-    return key.startswith(ENTRY_STATES)
-
-
-HISTORY_DROPPED = "{count} earlier log entries of this write were left out: they would not fit in one stored item"
-
-
-def fitting_history(history: HistoryItem) -> str:
-    """The history item's JSON, with its oldest log entries left out (and said so) if it would not fit an item."""
-    text = history.model_dump_json(by_alias=True)
-    room = ITEM_BUDGET - 1024  # the item's keys and TTL
-    if len(text.encode()) <= room:
-        return text
-    note = LogEntry(message=HISTORY_DROPPED.format(count=len(history.log)), level="warning", timestamp=0)
-    room -= len(history.model_copy(update={"log": [note]}).model_dump_json(by_alias=True).encode())
-    kept: list[LogEntry] = []
-    for entry in reversed(history.log):
-        room -= len(entry.model_dump_json(by_alias=True).encode()) + 1
-        if room < 0:
-            break
-        kept.insert(0, entry)
-    first = kept[0] if kept else history.log[-1]
-    note = note.model_copy(
-        update={
-            "message": HISTORY_DROPPED.format(count=len(history.log) - len(kept)),
-            "phase": first.phase,
-            "timestamp": first.timestamp,
-        }
-    )
-    return history.model_copy(update={"log": [note, *kept]}).model_dump_json(by_alias=True)
+from .entry_codec import EntryCodec, stored_checkpoint, versioned
+from .map_codec import MapCodec
+from .owner_codec import PAYLOAD_OVERHEAD, key_of
 
 
 @dataclass
@@ -88,13 +51,6 @@ def state_reference(checkpoint: Checkpoint, state_at: str) -> dict[str, Any]:
     return versioned(
         {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "stateAt": state_at}, checkpoint
     )
-
-
-def versioned(value: dict[str, Any], checkpoint: Checkpoint) -> dict[str, Any]:
-    """A stored checkpoint map with the ``stateVersion`` its state was saved with (none for version 1)."""
-    if checkpoint.state_version is not None:
-        value["stateVersion"] = checkpoint.state_version
-    return value
 
 
 def pending_actions(item: Item) -> list[LogEntry]:
@@ -115,44 +71,13 @@ def state_at(item: Item) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _key_of(encoded: EncodedPayload) -> set[str]:
-    return {encoded.s3_key} if encoded.s3_key else set()
-
-
-class ItemCodec:
-    """Converts between jobs and the items of one owner."""
-
-    def __init__(self, owner: str, payloads: PayloadCodec) -> None:
-        self.owner = owner
-        self.payloads = payloads
-
-    def pk(self, job_id: str) -> str:
-        """The partition key of ``job_id`` for this owner."""
-        return schema.job_pk(self.owner, job_id)
-
-    def owner_key(self, job_id: str) -> str:
-        """The ``Listing`` key of ``job_id`` (the job's own shard)."""
-        return schema.owner_key(self.owner, schema.list_shard(self.owner, job_id))
-
-    def encode_checkpoint(
-        self, job_id: str, checkpoint: Checkpoint, *, token: str, budget: int | None = None, entry: bool = True
-    ) -> tuple[dict[str, Any], set[str]]:
-        """The checkpoint map ``{nextPhase, createdAt, state}``; a large state goes to S3 under the write's token.
-
-        ``budget`` is the room the whole map has in the item. A phase's entry state (``entry``: a
-        start, or a commit entering a phase) goes under ``states/`` and is kept for reruns until the
-        bucket's retention removes it; a state saved mid-phase goes under ``saves/`` and is removed
-        once replaced (see :func:`kept_object` and :meth:`.job_item.JobItem.written`).
-        """
-        room = None if budget is None else budget - _PAYLOAD_OVERHEAD - len(checkpoint.next_phase.encode())
-        key = f"{ENTRY_STATES if entry else SAVED_STATES}{self.owner}/{job_id}/{token}.json"
-        state = self.payloads.encode(checkpoint.state, key=key, budget=room, text=checkpoint.state_json)
-        value = {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "state": state.attribute}
-        return versioned(value, checkpoint), _key_of(state)
+class ItemCodec(EntryCodec, MapCodec):
+    """Converts between jobs and the items of one owner (history and save items: :class:`EntryCodec`; map
+    records: :class:`MapCodec`)."""
 
     def encode_result(self, job_id: str, result: Any, *, token: str, budget: int | None = None) -> EncodedPayload:
         """The attribute map of a job's result (``budget``: the room it has in the item)."""
-        room = None if budget is None else budget - _PAYLOAD_OVERHEAD
+        room = None if budget is None else budget - PAYLOAD_OVERHEAD
         return self.payloads.encode(result, key=f"results/{self.owner}/{job_id}/{token}.json", budget=room)
 
     def encode_job(self, job: Job, *, token: str) -> EncodedJob:
@@ -168,7 +93,7 @@ class ItemCodec:
         s3_keys: set[str] = set()
         if job.result is not None:
             encoded = self.encode_result(job.job_id, job.result, token=token, budget=budget)
-            s3_keys |= _key_of(encoded)
+            s3_keys |= key_of(encoded)
             values["result"] = encoded.attribute
         return EncodedJob(to_item(values), s3_keys)
 
@@ -178,7 +103,7 @@ class ItemCodec:
         for name, value in (("checkpoint", job.checkpoint.state if job.checkpoint else None), ("result", job.result)):
             if value is not None:
                 values[name] = json.dumps(value, separators=(",", ":"))
-        return item_size(to_item(values)) + _PAYLOAD_OVERHEAD * 2
+        return item_size(to_item(values)) + PAYLOAD_OVERHEAD * 2
 
     def _job_values(self, job: Job, *, token: str) -> dict[str, Any]:
         """The job item's attributes, but for the checkpoint and the result."""
@@ -230,118 +155,7 @@ class ItemCodec:
             "input": encoded.attribute,
             "expiresAt": ttl.side_expires_at(job.updated_at, job.ttl_seconds),
         }
-        return to_item(values), _key_of(encoded)
-
-    def history_item(
-        self, job: Job, history: HistoryItem, *, expires_at: int, checkpoint: Checkpoint | None = None
-    ) -> tuple[Item, set[str]]:
-        """The item of what one write added to the history of ``job`` (as the write leaves it), and its S3 keys.
-
-        Its key holds the job's run and sequence (:func:`~cairn.aws.dynamodb.schema.history_sk`).
-        ``checkpoint`` is the checkpoint the write set (a start, or a commit entering a phase): its
-        state is kept here, once, as the item's ``entry`` (in S3 under ``states/`` when the item has
-        no room for it), both for the job item that refers to it and for a rerun from that phase.
-        """
-        job_id = job.job_id
-        values: dict[str, Any] = {
-            "pk": self.pk(job_id),
-            "sk": schema.history_sk(job.run, job.sequence, history.token),
-            "history": fitting_history(history.model_copy(update={"entry": None})),
-            "expiresAt": expires_at,
-        }
-        return self._with_state(to_item(values), job_id, checkpoint, token=history.token, entry=True)
-
-    def save_item(self, job_id: str, checkpoint: Checkpoint, *, token: str, expires_at: int) -> tuple[Item, set[str]]:
-        """The item of a state saved mid-phase (``SAVE#<token>``), and the S3 keys it refers to."""
-        values = {"pk": self.pk(job_id), "sk": schema.save_sk(token), "expiresAt": expires_at}
-        return self._with_state(to_item(values), job_id, checkpoint, token=token, entry=False)
-
-    def _with_state(
-        self, item: Item, job_id: str, checkpoint: Checkpoint | None, *, token: str, entry: bool
-    ) -> tuple[Item, set[str]]:
-        if checkpoint is None:
-            return item, set()
-        room = ITEM_BUDGET - item_size(item) - len("entry")
-        encoded, keys = self.encode_checkpoint(job_id, checkpoint, token=token, budget=room, entry=entry)
-        item.update(to_item({"entry": encoded}))
-        return item, keys
-
-    def map_item(self, job_id: str, fan_out: str, item: MapItem, *, expires_at: int) -> tuple[Item, set[str]]:
-        """The DynamoDB item of a map's item record (a large one goes to S3 under its write token)."""
-        key = f"items/{self.owner}/{job_id}/{fan_out}/{item.index}-{item.write_token or 'new'}.json"
-        encoded = self.payloads.encode(item.model_dump(mode="json", by_alias=True), key=key, budget=ITEM_BUDGET - 1024)
-        values = {
-            "pk": self.pk(job_id),
-            "sk": schema.map_item_sk(fan_out, item.index),
-            "record": encoded.attribute,
-            "version": item.version,
-            "writeToken": item.write_token,
-            "expiresAt": expires_at,
-        }
-        return to_item(values), _key_of(encoded)
-
-    def map_record(self, job_id: str, record: MapRecord, *, expires_at: int) -> Item:
-        """The DynamoDB item of a map's record: what does not change as JSON, the count and marks beside it."""
-        values = {
-            "pk": self.pk(job_id),
-            "sk": schema.map_record_sk(record.fan_out.id),
-            "map": record.model_dump_json(by_alias=True, exclude={"done", "handed_off", "joined"}),
-            "done": record.done,
-            "handedOff": record.handed_off,
-            "joined": record.joined,
-            "expiresAt": expires_at,
-        }
-        return to_item(values)
-
-    def decode_map_record(self, item: Item) -> MapRecord | None:
-        """The map's record an item holds (None for a count without its record: a map started before maps had one)."""
-        values = from_item(item)
-        if "map" not in values:
-            return None
-        try:
-            known = json.loads(values["map"])
-            return MapRecord.model_validate(
-                {
-                    **known,
-                    "done": int(values.get("done", 0)),
-                    "handedOff": values.get("handedOff"),
-                    "joined": values.get("joined"),
-                }
-            )
-        except UNREADABLE as exc:
-            raise CorruptJobError(location(item), unreadable_reason(exc)) from exc
-
-    def decode_map_item(self, item: Item) -> MapItem:
-        """The item record a DynamoDB item holds; CorruptJobError names an unreadable one."""
-        where = location(item)
-        try:
-            return MapItem.model_validate(self.payloads.decode(from_item(item)["record"], where=where))
-        except UNREADABLE as exc:
-            raise CorruptJobError(where, unreadable_reason(exc)) from exc
-
-    def decode_entry(self, item: Item, *, where: str, fetch: bool = True) -> Checkpoint | None:
-        """The checkpoint a history or save item keeps (its state fetched from S3 if it lives there)."""
-        values = from_item(item)
-        raw = values.get("entry")
-        if not isinstance(raw, dict):
-            return None
-        try:
-            state = self.payloads.decode(raw["state"], where=where, fetch=fetch)
-            return Checkpoint(
-                next_phase=raw["nextPhase"],
-                state=state,
-                created_at=raw["createdAt"],
-                state_version=raw.get("stateVersion"),
-            )
-        except UNREADABLE as exc:
-            raise CorruptJobError(where, unreadable_reason(exc)) from exc
-
-    @staticmethod
-    def entry_s3_keys(item: Item | None) -> set[str]:
-        """The S3 object holding the state a history or save item keeps, if it is kept there."""
-        raw = from_item(item).get("entry") if item is not None else None
-        key = PayloadCodec.s3_key_of(raw.get("state")) if isinstance(raw, dict) else None
-        return {key} if key else set()
+        return to_item(values), key_of(encoded)
 
     def _state(self, raw: Mapping[str, Any], where: str, states: Mapping[str, Item], fetch: bool) -> Any:
         """The state of a job item's checkpoint: at ``stateAt``, or inline (as stored before states had items)."""
@@ -380,12 +194,7 @@ class ItemCodec:
             if "checkpoint" in values:
                 raw = values["checkpoint"]
                 state = self._state(raw, where, states, with_payloads)
-                checkpoint = Checkpoint(
-                    next_phase=raw["nextPhase"],
-                    state=state,
-                    created_at=raw["createdAt"],
-                    state_version=raw.get("stateVersion"),
-                )
+                checkpoint = stored_checkpoint(raw, state)
             result = None
             if "result" in values:
                 result = self.payloads.decode(values["result"], where=where, fetch=with_payloads)

@@ -15,7 +15,8 @@ from ...core.models import Job, JobStatus
 from ..payloads import ITEM_BUDGET
 from . import schema
 from .attributes import Item, from_item, item_size
-from .codec import ItemCodec, kept_object, state_at
+from .codec import ItemCodec, state_at
+from .entry_codec import kept_object
 from .expressions import Expression
 from .history import History
 from .rereads import read_current
