@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from cairn.aws.dynamodb.listings import StalledJob
+from cairn.aws.dynamodb.stalled import StalledJob
 from cairn.aws.runtime import Runtime
 from cairn.aws.scheduler_handler import scheduler_handler
 from cairn.core.errors import ConfigurationError

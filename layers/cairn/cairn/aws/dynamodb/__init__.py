@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 from .storage import DynamoDBStorage
 
 if TYPE_CHECKING:
-    from .listings import StalledJob
+    from .stalled import StalledJob
 
 __all__ = ["DynamoDBStorage", "StalledJob"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "StalledJob":
-        from .listings import StalledJob
+        from .stalled import StalledJob
 
         return StalledJob
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

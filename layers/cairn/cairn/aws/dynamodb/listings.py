@@ -1,10 +1,10 @@
-"""Listings, counts and the sweep: jobs found through the sharded indexes.
+"""Listings and counts: one owner's jobs found through the sharded ``Listing`` index.
 
 A listing queries each of the owner's ``Listing`` shards (:mod:`cairn.aws.dynamodb.schema`), merges
 their entries newest first (:mod:`cairn.aws.dynamodb.cursors`) and shows the summary the index
 projects (:mod:`cairn.aws.dynamodb.summaries`), reading a job item only where an entry cannot answer.
-A count reads the same entries up to a bound. The sweep reads the ``Stalled`` index, over every
-owner, and the few fields it needs from the job items.
+A count reads the same entries up to a bound. The sweep's read of every owner's stalled jobs is
+:mod:`cairn.aws.dynamodb.stalled`.
 """
 
 from __future__ import annotations
@@ -16,21 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import CorruptJobError, InvalidInputError, StorageError
+from ...core.errors import CorruptJobError, InvalidInputError
 from ...core.models import Job, JobCounts, JobPage, JobStatus, JobSummary
-from ...scheduling import recovery
 from ..listing import MAX_TIME_MS, JobFilter, with_status
 from . import schema
-from .attributes import UNREADABLE, Item, from_item, location, to_item
+from .attributes import Item, location, to_item
 from .cursors import CURSOR_END, decode_cursor, encode_cursor, merge_newest_first, position_of
-from .expressions import Expression
-from .summaries import Verdict, corrupt_summary, summary_of, triage
-from .table import BATCH_ATTEMPTS, Table
+from .summaries import Verdict, corrupt_summary, summary_items, summary_of, triage
+from .table import Table
 
 logger = logging.getLogger(__name__)
-
-BATCH_GET_LIMIT = 100
-
 
 #: How many times a page of a filtered listing reads the index before it returns what it found.
 MAX_ROUNDS = 8
@@ -73,20 +68,8 @@ class _Listing:
     where: JobFilter
 
 
-@dataclass(frozen=True)
-class StalledJob:
-    """A running job with no live claim that has not been written for a while."""
-
-    owner: str
-    job_id: str
-    pipeline: str
-    next_phase: str | None
-    updated_at: int
-    sequence: int = 0
-
-
 class Listings:
-    """One owner's listings, and the sweep of every owner's stalled jobs."""
+    """One owner's listings and counts."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -279,7 +262,7 @@ class Listings:
                 unread.append(entry["pk"])
             elif verdict is Verdict.LIST:
                 decided.append(summary_of(entry, status=status))
-        items = {str(item["pk"].get("S")): item for item in self.summary_items(unread)}
+        items = {str(item["pk"].get("S")): item for item in summary_items(self.table, unread)}
         summaries = []
         for found in decided:
             if isinstance(found, str):
@@ -340,7 +323,7 @@ class Listings:
                     doubtful.append(entry)
                 elif verdict is Verdict.LIST:
                     statuses[_status_of(entry)] += 1
-        for item in self.summary_items([entry["pk"] for entry in doubtful[:MAX_CONFIRMED]]):
+        for item in summary_items(self.table, [entry["pk"] for entry in doubtful[:MAX_CONFIRMED]]):
             summary = self._item_summary(item, now, None)
             if summary is not None:
                 statuses[None if summary.corrupt else summary.status] += 1
@@ -375,77 +358,3 @@ class Listings:
                 return entries, True
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return entries, False
-
-    def summary_items(self, partition_keys: list[Any]) -> list[Item]:
-        """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out."""
-        found: dict[str, Item] = {}
-        projection = Expression().projection_kwargs(*schema.SUMMARY_ATTRIBUTES)
-        for start in range(0, len(partition_keys), BATCH_GET_LIMIT):
-            keys = [{"pk": pk, "sk": {"S": schema.JOB_SK}} for pk in partition_keys[start : start + BATCH_GET_LIMIT]]
-            request: dict[str, Any] = {self.table.name: {"Keys": keys, "ConsistentRead": True, **projection}}
-            for _ in range(BATCH_ATTEMPTS):
-                response = self.table.call(self.table.client.batch_get_item, RequestItems=request)
-                for item in response.get("Responses", {}).get(self.table.name, []):
-                    found[str(item["pk"].get("S"))] = item
-                request = dict(response.get("UnprocessedKeys") or {})
-                if not request:
-                    break
-            if request:
-                raise StorageError("DynamoDB left part of a listing unread; try again", retryable=True)
-        return [found[str(pk.get("S"))] for pk in partition_keys if str(pk.get("S")) in found]
-
-    def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
-        """Running jobs of every owner with no live claim and no write for ``idle_seconds``.
-
-        A job item that cannot be read is skipped and logged with its key; the sweep goes on.
-        """
-        now = self.table.clock()
-        cutoff = now - int(idle_seconds * 1000)
-        found: list[StalledJob] = []
-        for shard in schema.sweep_keys():
-            kwargs: dict[str, Any] = {
-                "TableName": self.table.name,
-                "IndexName": schema.STALLED_INDEX,
-                "KeyConditionExpression": "sweepKey = :shard",
-                "ExpressionAttributeValues": to_item({":shard": shard}),
-            }
-            while len(found) < limit:
-                page = self.table.call(self.table.client.query, **kwargs)
-                for item in self.summary_items([key["pk"] for key in page.get("Items", [])]):
-                    try:
-                        stalled = self._stalled(item, now, cutoff)
-                    except (CorruptJobError, *UNREADABLE) as exc:
-                        pk = item.get("pk", {}).get("S")
-                        logger.warning("The sweep skipped an unreadable job %s: %s", pk, exc, extra={"key": pk})
-                        continue
-                    if stalled is not None:
-                        found.append(stalled)
-                if not page.get("LastEvaluatedKey"):
-                    break
-                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return found[:limit]
-
-    def _stalled(self, item: Item, now: int, cutoff: int) -> StalledJob | None:
-        """The stalled job an item holds, or None when it is not stalled (not running, claimed, waiting, recent)."""
-        values = from_item(item)
-        if values.get("status") != JobStatus.RUNNING.value or self.table.expired(item, now):
-            return None
-        if not recovery.is_stalled(
-            str(values["status"]),
-            updated_at=int(values["updatedAt"]),
-            lease_expires_at=int(values.get("leaseExpiresAt", 0)),
-            not_before=int(values.get("notBefore", 0)),
-            now_ms=now,
-            cutoff_ms=cutoff,
-        ):
-            return None
-        _, owner, job_id = str(values["pk"]).split("#", 2)
-        next_phase = values.get("nextPhase")
-        return StalledJob(
-            owner,
-            job_id,
-            str(values["pipeline"]),
-            next_phase if isinstance(next_phase, str) else None,
-            int(values["updatedAt"]),
-            int(values.get("sequence", 0)),
-        )

@@ -60,7 +60,8 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
     from ..listing import JobFilter
-    from .listings import Listings, StalledJob
+    from .listings import Listings
+    from .stalled import StalledJob
 
 
 class DynamoDBStorage(Storage, DynamoDBOwnerShares):
@@ -255,8 +256,10 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         return self._listings.count_jobs()
 
     def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
-        """Running jobs of every owner with no live claim and no write for ``idle_seconds``."""
-        return self._listings.stalled_jobs(idle_seconds=idle_seconds, limit=limit)
+        """Running jobs of every owner with no live claim and no write for ``idle_seconds`` (see :mod:`.stalled`)."""
+        from .stalled import stalled_jobs  # imported on first use, as the listings are
+
+        return stalled_jobs(self._table, idle_seconds=idle_seconds, limit=limit)
 
     # -- maps --------------------------------------------------------------------------------
 

@@ -15,10 +15,12 @@ from enum import Enum
 from typing import Any
 
 from ...core import ttl
-from ...core.errors import CorruptJobError
+from ...core.errors import CorruptJobError, StorageError
 from ...core.models import JobStatus, JobSummary
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, location, unreadable_reason
+from .expressions import Expression
+from .table import BATCH_ATTEMPTS, Table
 
 
 class Verdict(Enum):
@@ -113,3 +115,26 @@ def corrupt_summary(item: Item, error: CorruptJobError, *, status: JobStatus | N
         expires_at=number(schema.TTL_ATTRIBUTE, "statusExpiresAt"),
         corrupt=True,
     )
+
+
+#: The most keys one BatchGetItem reads.
+BATCH_GET_LIMIT = 100
+
+
+def summary_items(table: Table, partition_keys: list[Any]) -> list[Item]:
+    """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out."""
+    found: dict[str, Item] = {}
+    projection = Expression().projection_kwargs(*schema.SUMMARY_ATTRIBUTES)
+    for start in range(0, len(partition_keys), BATCH_GET_LIMIT):
+        keys = [{"pk": pk, "sk": {"S": schema.JOB_SK}} for pk in partition_keys[start : start + BATCH_GET_LIMIT]]
+        request: dict[str, Any] = {table.name: {"Keys": keys, "ConsistentRead": True, **projection}}
+        for _ in range(BATCH_ATTEMPTS):
+            response = table.call(table.client.batch_get_item, RequestItems=request)
+            for item in response.get("Responses", {}).get(table.name, []):
+                found[str(item["pk"].get("S"))] = item
+            request = dict(response.get("UnprocessedKeys") or {})
+            if not request:
+                break
+        if request:
+            raise StorageError("DynamoDB left part of a listing unread; try again", retryable=True)
+    return [found[str(pk.get("S"))] for pk in partition_keys if str(pk.get("S")) in found]
