@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from . import naming
 from .errors import ConfigurationError
@@ -94,6 +94,9 @@ DEFAULT_INLINE_STATE_LIMIT = 350_000
 DEFAULT_OFFLOAD_STATE_FROM = 4096
 RetryModeName = Literal["standard", "adaptive"]
 DriverName = Literal["direct", "stepfunctions"]
+_RETRY_MODES: tuple[RetryModeName, ...] = ("standard", "adaptive")
+_DRIVERS: tuple[DriverName, ...] = ("direct", "stepfunctions")
+_Choice = TypeVar("_Choice", bound=str)
 
 
 @dataclass(frozen=True)
@@ -128,22 +131,8 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Settings from the environment (``os.environ`` by default); bad values are named clearly."""
         env = os.environ if environ is None else environ
-        mode: RetryModeName
-        raw_mode = env.get(AWS_RETRY_MODE, "adaptive")
-        if raw_mode == "standard":
-            mode = "standard"
-        elif raw_mode == "adaptive":
-            mode = "adaptive"
-        else:
-            raise ConfigurationError(f"{AWS_RETRY_MODE} must be 'standard' or 'adaptive', got {raw_mode!r}")
-        driver: DriverName
-        raw_driver = env.get(DRIVER, "direct")
-        if raw_driver == "direct":
-            driver = "direct"
-        elif raw_driver == "stepfunctions":
-            driver = "stepfunctions"
-        else:
-            raise ConfigurationError(f"{DRIVER} must be 'direct' or 'stepfunctions', got {raw_driver!r}")
+        mode = _one_of(env, AWS_RETRY_MODE, _RETRY_MODES, default="adaptive")
+        driver = _one_of(env, DRIVER, _DRIVERS, default="direct")
         stack_redaction(env)  # a bad CAIRN_REDACT is refused at start-up, not at the first text it redacts
         return cls(
             driver=driver,
@@ -238,6 +227,15 @@ def stack_max_map_concurrency(environ: Mapping[str, str] | None = None) -> int |
     if not env.get(MAX_MAP_CONCURRENCY):
         return None
     return _positive_int(env, MAX_MAP_CONCURRENCY, 0)
+
+
+def _one_of(env: Mapping[str, str], name: str, choices: tuple[_Choice, ...], *, default: _Choice) -> _Choice:
+    """The value of ``name``, one of ``choices`` (unset: ``default``); any other is refused, naming them."""
+    raw = env.get(name, default)
+    for choice in choices:
+        if raw == choice:
+            return choice
+    raise ConfigurationError(f"{name} must be {' or '.join(repr(choice) for choice in choices)}, got {raw!r}")
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
