@@ -18,7 +18,7 @@ import {
   filtersFrom,
   ID_PREFIX,
   rememberFilters,
-} from "./jobs-filters.js";
+} from "./list-filters.js";
 import { STATUS_LABELS } from "./labels.js";
 import { listShortcuts } from "./list-keys.js";
 import { listSelection } from "./list-selection.js";
