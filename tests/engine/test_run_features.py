@@ -14,9 +14,11 @@ import pytest
 
 from cairn import Cairn, Done, JobStatus, MemoryStorage, Next, PhaseContext, Pipeline
 from cairn.core import run_features
+from cairn.core.errors import StateTooLargeError
 from cairn.core.models import Checkpoint, Job
 from cairn.core.run_features import CommitFacts, Run, RunHooks, register_run_feature
 from cairn.core.scheduler_port import Scheduler
+from cairn.core.transitions import Commit, Fence
 from cairn.features import DEFAULT_FEATURES
 from tests.support import FakeClock
 
@@ -176,3 +178,29 @@ def test_the_engine_runs_alone_with_no_feature_and_meters_nothing() -> None:
     with_features.run_until_idle()
     assert with_features.get("job-1").usage["transitions"] == 2
     assert with_features.get("job-1").usage["lambda_requests"] == 2
+
+
+class RefusesTheFirstNext(MemoryStorage):
+    """A store whose first ``next`` commit is refused as too large (as DynamoDB refuses an item over 400 KB)."""
+
+    refused = False
+
+    def commit(self, job_id: str, fence: Fence, request: Commit) -> Job:
+        if request.kind == "next" and not self.refused:
+            self.refused = True
+            raise StateTooLargeError(500_000, 400_000)
+        return super().commit(job_id, fence, request)
+
+
+def test_a_commit_the_store_refuses_adds_nothing_to_the_commit_that_follows() -> None:
+    storage = RefusesTheFirstNext(clock=FakeClock())
+    app = Cairn(two_phases("refused"), storage=storage)
+    app.start("refused", "job-1", state={"step": 0})
+    app.run_until_idle()
+
+    job = app.get("job-1")
+    assert storage.refused
+    assert job.status == JobStatus.ERROR
+    assert "cannot be stored" in (job.error or "")
+    assert job.usage["lambda_requests"] == 1  # the one run, metered once: with the error that ended it
+    assert "transitions" not in job.usage  # the refused next left no phase

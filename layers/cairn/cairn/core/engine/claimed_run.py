@@ -32,7 +32,7 @@ from ..pipeline import FunctionSettings, Pipeline
 from ..redaction import for_run
 from ..run_features import CommitFacts, RunFeature, RunHooks, open_hooks, summed_usage
 from ..storage_port import Storage
-from ..transitions import Claim, Commit, CrashReport, Fence, Save, merge_usage
+from ..transitions import Claim, Commit, CrashReport, Fence, Journal, Save, merge_usage
 from ..versions import code_version
 from .writes import job_expires_at, logger, resolve_write
 
@@ -40,8 +40,7 @@ from .writes import job_expires_at, logger, resolve_write
 class ClaimedRun:
     """One claimed run of one phase: the writes it may make, all fenced by its claim.
 
-    ``limit`` is the job's limit of transitions (:mod:`cairn.features.transition_guard`); a commit that
-    leaves the phase counts one.
+    ``hooks`` are the run-level features' (:mod:`cairn.core.run_features`): each write asks them what it adds.
     """
 
     def __init__(
@@ -90,26 +89,29 @@ class ClaimedRun:
         return f"{self.fence.worker}#{self.fence.claim_sequence}"
 
     def _before_write(self) -> None:
-        for hooks in self.hooks:
-            hooks.before_write(self)
+        for each in self.hooks:
+            each.before_write(self)
 
-    def _add_usage(self, parts: Iterable[Mapping[str, float]]) -> None:
-        usage = summed_usage(list(parts))
-        if usage:
-            self.journal.add_usage(usage)
+    def _journal_with(self, parts: Iterable[Mapping[str, float]]) -> Journal:
+        """What the next write hands over: the journal, with the usage the features add to this write.
+
+        The buffer itself is left as it is: a write refused before it is sent adds nothing twice.
+        """
+        journal = self.journal.peek()
+        added = summed_usage(list(parts))
+        return Journal(log=journal.log, usage=merge_usage(journal.usage, added)) if added else journal
 
     def save(self, state: Any, lease_seconds: float) -> None:
         self._before_write()
         now = self.storage.clock()
         checkpoint = self.pipeline.checkpoint(self.phase_name, state, now)
-        self._add_usage(hooks.save_usage(self, checkpoint) for hooks in self.hooks)
         request = Save(
             seen=self.job,
             checkpoint=checkpoint,
             now_ms=now,
             lease_expires_at=now + int(lease_seconds * 1000),
             expires_at=job_expires_at(self.pipeline, now),
-            journal=self.journal.peek(),
+            journal=self._journal_with(each.save_usage(self, checkpoint) for each in self.hooks),
         )
         self.job = resolve_write(lambda: self.storage.save(self.job.job_id, self.fence, request))
         self.metered = merge_usage(self.metered, request.journal.usage)
@@ -136,8 +138,8 @@ class ClaimedRun:
         phase = self.pipeline.get_phase(self.phase_name) if self.pipeline.has_phase(self.phase_name) else None
         memory = (phase.function if phase is not None else FunctionSettings()).memory
         facts = CommitFacts(kind, checkpoint, self.started_at, now, memory, fan_out, share_wait)
-        self._add_usage(hooks.commit_usage(self, facts) for hooks in self.hooks)
-        metered = merge_usage(self.metered, self.journal.peek().usage)
+        journal = self._journal_with(each.commit_usage(self, facts) for each in self.hooks)
+        metered = merge_usage(self.metered, journal.usage)
         record = PhaseRecord(
             phase=self.phase_name,
             attempt=self.job.attempt,
@@ -159,7 +161,7 @@ class ClaimedRun:
             # a job lives its TTL past the moment it wakes or its wait times out, never expiring asleep
             expires_at=job_expires_at(self.pipeline, max(now, not_before or now, deadline or now)),
             record=record,
-            journal=self.journal.peek(),
+            journal=journal,
             checkpoint=checkpoint,
             result=result,
             error=error,
@@ -176,7 +178,7 @@ class ClaimedRun:
         return self.job
 
     def _kept_on_record(self, meter: str) -> bool:
-        return any(hooks.keeps_on_record(meter) for hooks in self.hooks)
+        return any(each.keeps_on_record(meter) for each in self.hooks)
 
 
 def lease_for(pipeline: Pipeline[Any], phase: str | None) -> float:
