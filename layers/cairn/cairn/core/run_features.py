@@ -26,8 +26,8 @@ The points, in the order a run meets them:
 - :meth:`RunHooks.close`, after the advance, whatever happened (what the run held is given back).
 
 Hooks see the run through :class:`Run`: its job, pipeline, store, journal and hooks, what its phase
-will read as ``ctx.results``, and the writes a feature may make: a log entry and the commit that ends
-the run.
+will read as ``ctx.results``, and the writes a feature may make: a log entry, and the commit that ends
+the run (``fail`` ends it in ``error``).
 
 Maps plug in here too (:mod:`cairn.maps`): their hooks take up the items' results before ``then`` runs
 and start a map a phase returns, and an advance of one item goes to the :func:`register_item_runner`.
@@ -74,6 +74,10 @@ class Run(Protocol):
 
     def entry(self, message: str, *, level: LogLevel = "info", kind: EntryKind = "log") -> None:
         """Add a log entry to the run's next write."""
+        ...
+
+    def fail(self, message: str, *, failure: Failure | None = None) -> Job:
+        """End the run in ``error``: ``message`` logged as an error entry and kept as the job's error."""
         ...
 
     def commit(

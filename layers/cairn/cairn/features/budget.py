@@ -68,7 +68,6 @@ class BudgetHooks(RunHooks):
         )
         if error is None:
             return None
-        run.entry(error.message, level="error", kind="error")
         logger.error("Job %s: %s", job.job_id, error.message)
         run.journal.add_usage(stop_usage(usage, cost_usd))
-        return run.commit("error", error=error.message, failure=stop_failure())
+        return run.fail(error.message, failure=stop_failure())

@@ -156,7 +156,6 @@ class GuardHooks(RunHooks):
 
 def stop(run: Run, refused: TransitionLimitError) -> Job:
     """Stop the job in ``error``: it reached its limit; the commit records the count stopped at (a retry counts on)."""
-    run.entry(refused.message, level="error", kind="error")
     logger.error("Job %s: %s", run.job.job_id, refused.message)
     run.journal.add_usage(stop_usage(run.job.usage))
-    return run.commit("error", error=refused.message)
+    return run.fail(refused.message)

@@ -44,9 +44,7 @@ class MapHooks(RunHooks):
         try:
             return start_map(run, outcome, scheduler)
         except InvalidInputError as exc:
-            message = f'Phase "{run.phase_name}" returned a map that cannot run: {exc}'
-            run.entry(message, level="error", kind="error")
-            return run.commit("error", error=message)
+            return run.fail(f'Phase "{run.phase_name}" returned a map that cannot run: {exc}')
 
 
 register_run_feature(Maps())

@@ -71,8 +71,7 @@ def advance_item(
         if run is None:
             logger.warning("Job %s: %s; the job was busy, its next advance runs the item again", job_id, message)
             return
-        run.entry(message, level="error", kind="error")
-        run.commit("error", error=message)
+        run.fail(message)
 
     runner = ItemRun(
         pipeline=pipeline,
@@ -151,8 +150,7 @@ def items_unfinished(run: Run, scheduler: Scheduler) -> Job | None:
             f"{fan_out.count - len(items)} of the {fan_out.count} item records of the map over phase "
             f'"{fan_out.phase}"{where} are gone (expired): rerun from the phase that starts the map'
         )
-        run.entry(message, level="error", kind="error")
-        return run.commit("error", error=message)
+        return run.fail(message)
     if all(item.status == "done" for item in items):
         run.results = [item.result for item in items]
         join_map(run, store, items)

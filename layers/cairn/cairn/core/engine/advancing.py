@@ -97,8 +97,7 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
     try:
         state = pipeline.load_state(run.checkpoint.state, run.checkpoint.state_version)
     except InvalidInputError as exc:
-        run.entry(str(exc), level="error", kind="error")
-        return run.commit("error", error=str(exc))
+        return run.fail(str(exc))
     ctx: PhaseContext[Any] = PhaseContext(
         job_id=run.job.job_id,
         phase=phase.name,
@@ -181,9 +180,7 @@ def handle_outcome(run: ClaimedRun, phase: Phase, outcome: object, scheduler: Sc
         if handled is not None:
             return handled
     except (InvalidInputError, StateTooLargeError) as exc:
-        message = f'Phase "{phase.name}" returned output that cannot be stored: {exc}'
-        run.entry(message, level="error", kind="error")
-        return run.commit("error", error=message)
-    message = f'Phase "{phase.name}" returned {repr_of(outcome)}; expected Next, Done, Fail, Sleep, WaitFor or Map'
-    run.entry(message, level="error", kind="error")
-    return run.commit("error", error=message)
+        return run.fail(f'Phase "{phase.name}" returned output that cannot be stored: {exc}')
+    return run.fail(
+        f'Phase "{phase.name}" returned {repr_of(outcome)}; expected Next, Done, Fail, Sleep, WaitFor or Map'
+    )

@@ -83,6 +83,11 @@ class ClaimedRun:
             LogEntry(message=message, level=level, kind=kind, phase=self.phase_name, timestamp=self.storage.clock())
         )
 
+    def fail(self, message: str, *, failure: Failure | None = None, kind: PhaseOutcome = "error") -> Job:
+        """End the run in ``error``: ``message`` logged as an error entry and kept as the job's error."""
+        self.entry(message, level="error", kind="error")
+        return self.commit(kind, error=message, failure=failure)
+
     @property
     def holder(self) -> str:
         """Who holds the claim: ``<worker>#<claim sequence>``."""
@@ -230,5 +235,4 @@ def claim_run(
 def commit_unknown_phase(run: ClaimedRun) -> Job:
     """The checkpoint names a phase the pipeline does not have: ``error``, naming it and the known ones."""
     message = str(UnknownPhaseError(run.phase_name, run.pipeline.phase_names))
-    run.entry(message, level="error", kind="error")
-    return run.commit("unknown-phase", error=message)
+    return run.fail(message, kind="unknown-phase")
