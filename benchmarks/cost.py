@@ -43,8 +43,8 @@ from benchmarks.common import Result, Table, Target, git_commit, machine, versio
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb.schema import create_table
-from cairn.features.prices import load_prices
 from cairn.core.registry import PipelineRegistry
+from cairn.features.prices import load_prices
 from cairn.testing.stack import LocalStack
 
 if TYPE_CHECKING:
