@@ -149,8 +149,8 @@ def test_a_registered_feature_sees_every_point_of_each_run_in_order() -> None:
 def test_a_feature_that_stops_a_job_before_its_phase_ends_the_run_there() -> None:
     ran: list[str] = []
     pipeline = two_phases("stopping", ran)
-    register_run_feature(Quota(Trace(), stop_before="second"))
     app = Cairn(pipeline, storage=MemoryStorage(clock=FakeClock()))
+    register_run_feature(Quota(Trace(), stop_before="second"))  # after the Cairn was made: its next run has it
     app.start(app.pipelines.names[0], "job-1", state={"step": 0})
     app.run_until_idle()
 

@@ -34,6 +34,7 @@ from .core.history_pages import RecentJob
 from .core.models import Checkpoint, Job, JobStatus, MapItem, MapRecord, RetryMode
 from .core.pipeline import Pipeline
 from .core.registry import PipelineRegistry
+from .core.run_features import RunFeature
 from .core.scheduler_port import Scheduler
 from .core.storage_port import ResultLink, StateLink, Storage
 from .core.transitions.history import waits_to_enter
@@ -94,8 +95,8 @@ class Cairn:
         self.scheduler: Scheduler = scheduler
         #: The prices jobs' costs are shown and budgets checked at (:mod:`cairn.features.prices`).
         self.prices = prices if isinstance(prices, PriceTable) else load_prices(overrides=prices)
-        #: The run-level features of this Cairn's runs: the registered ones, the budget at :attr:`prices`.
-        self.features = priced_features(self.prices)
+        #: The run-level features of this Cairn's runs; None: the registered ones, the budget at :attr:`prices`.
+        self.features: tuple[RunFeature, ...] | None = None
 
     def _triage(self, job_id: str, sequence: int | None) -> Literal["run", "hold", "drop"]:
         """What ``run_until_idle`` does with an advance not due yet: hold a wait's timeout, drop a stale one."""
@@ -208,7 +209,7 @@ class Cairn:
             worker=worker,
             fan_out=fan_out,
             item=item,
-            features=self.features,
+            features=self.features if self.features is not None else priced_features(self.prices),
         )
 
     def pause(self, job_id: str, *, by: str | None = None) -> Job:

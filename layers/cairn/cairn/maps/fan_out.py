@@ -31,10 +31,11 @@ import math
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core.clock import Clock
 from ..core.context import JournalBuffer, PhaseContext
+from ..core.engine.writes import resolve_write
 from ..core.errors import InvalidInputError, StorageError
 from ..core.failures import describe, failure_of
 from ..core.models import Checkpoint, FanOut, MapItem, MapMark, MapRecord
@@ -53,7 +54,6 @@ MAX_ITEMS = 10_000
 
 MAX_CONCURRENCY = 1_000
 _WRITE_ATTEMPTS = 5
-_T = TypeVar("_T")
 
 
 def validate_map(outcome: Map, pipeline: Pipeline[Any]) -> list[Any]:
@@ -174,7 +174,7 @@ class ItemStore:
         """Write the records of a new map, then the map's own; one already written (sent again) is left as it is."""
         for item in items:
             self._write(item, expected=None)
-        _resolved(lambda: self.storage.create_map(self.job_id, record, expires_at=self.expires_at))
+        resolve_write(lambda: self.storage.create_map(self.job_id, record, expires_at=self.expires_at), pause=_pause)
 
     def change(self, index: int, rule: Callable[[MapItem], MapItem | None]) -> MapItem | None:
         """Apply ``rule`` to the stored record and write the result, conditioned on the version read.
@@ -199,7 +199,7 @@ class ItemStore:
         A lost response is sent again with the same token.
         """
         token = new_token()
-        return _resolved(lambda: self.storage.mark_map(self.job_id, self.fan_out, mark, token))
+        return resolve_write(lambda: self.storage.mark_map(self.job_id, self.fan_out, mark, token), pause=_pause)
 
     def _write(self, item: MapItem, *, expected: int | None, finishes: bool = False) -> bool:
         """One conditional write, sent again while its outcome is unknown; one that landed is known by its token."""
@@ -226,18 +226,6 @@ class ItemStore:
                 )
                 _pause(attempt)
         raise AssertionError("unreachable")
-
-
-def _resolved(write: Callable[[], _T]) -> _T:
-    """An idempotent write, sent again while a retryable error leaves its outcome unknown."""
-    for attempt in range(1, _WRITE_ATTEMPTS + 1):
-        try:
-            return write()
-        except StorageError as exc:
-            if not exc.retryable or attempt == _WRITE_ATTEMPTS:
-                raise
-            _pause(attempt)
-    raise AssertionError("unreachable")
 
 
 def _pause(attempt: int) -> None:

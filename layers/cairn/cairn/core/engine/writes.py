@@ -19,13 +19,13 @@ WRITE_RESOLVE_ATTEMPTS = 5
 _T = TypeVar("_T")
 
 
-def resolve_write(write: Callable[[], _T]) -> _T:
+def resolve_write(write: Callable[[], _T], *, pause: Callable[[int], None] | None = None) -> _T:
     """Make one storage write, sending it again while its outcome is unknown.
 
     A retryable StorageError (a timeout, a reset connection, throttling) may
     hide a write that landed. The request carries its write token, so sending
     the same request again either applies it once or finds it landed; it is
-    never assumed to have failed.
+    never assumed to have failed. ``pause`` waits before each resend (given the attempt that failed).
     """
     for attempt in range(1, WRITE_RESOLVE_ATTEMPTS + 1):
         try:
@@ -34,6 +34,8 @@ def resolve_write(write: Callable[[], _T]) -> _T:
             if not exc.retryable or attempt == WRITE_RESOLVE_ATTEMPTS:
                 raise
             logger.warning("Write outcome unknown (%s); sending it again (attempt %d)", exc, attempt + 1)
+            if pause is not None:
+                pause(attempt)
     raise AssertionError("unreachable")
 
 
