@@ -717,7 +717,8 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
     )
     result.notes += [
         "Counts are exact and deterministic: the ranges (min-max over every transition of every run) "
-        "show any transition that differed. Read units are estimated from the items returned.",
+        "show any transition that differed. Read units are billed as DynamoDB bills them: a GetItem on the "
+        "whole stored item, a Query on every item it evaluates before its filter.",
         "Lambda invokes: the local Lambda of LocalStack stands in for boto3's Lambda client, so the "
         "direct driver's invoke is counted where the scheduler calls it; each is one Invoke request on "
         "AWS. The finish invokes nothing; the start invokes the first phase.",

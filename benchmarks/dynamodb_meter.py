@@ -7,10 +7,17 @@ it computes the write request units of the table (per item ``ceil(size / 1 KB)``
 larger of the item before and after; twice that in a transaction) and of every secondary index
 (an entry put, deleted, moved or rewritten). The meter's own reads are never counted.
 
+Reads are billed as DynamoDB bills them, whatever the request asked to be returned: a ``GetItem``
+(and every key of a ``BatchGetItem``, every get of a ``TransactGetItems``) on the whole stored item,
+rounded up to 4 KB per item, found or not; a ``Query`` or ``Scan`` on every item it evaluated before
+its filter (from ``ExclusiveStartKey`` up to the ``LastEvaluatedKey`` it returned), summed and then
+rounded up to 4 KB, and for an index on the index's entries. The meter finds those items by reading
+them again through its own client. A strongly consistent read costs 1 unit per 4 KB, an eventually
+consistent one half, a transactional one twice; the figures keep the first two apart.
+
 Sizes follow "DynamoDB item sizes and formats" in the DynamoDB developer guide; a number's size is
-the guide's approximation. Read units are an estimate from the items returned (a ``Query`` or
-``Scan`` with a filter or projection is billed for more). A failed write is charged for the item
-as it stands, with no index writes. The meter is not thread-safe: meter one caller at a time.
+the guide's approximation. A failed write is charged for the item as it stands, with no index
+writes; a failed read is not charged. The meter is not thread-safe: meter one caller at a time.
 """
 
 from __future__ import annotations
@@ -256,8 +263,16 @@ class Figures:
     calls: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     table_units: int = 0
     index_units: int = 0
-    read_units: float = 0.0
+    consistent_read_units: float = 0.0
+    """Read units of strongly consistent and transactional reads."""
+    eventual_read_units: float = 0.0
+    """Read units of eventually consistent reads (half a unit per 4 KB)."""
     records: list[WriteRecord] = field(default_factory=list)
+
+    @property
+    def read_units(self) -> float:
+        """Read request units as DynamoDB bills them, every kind of read together."""
+        return self.consistent_read_units + self.eventual_read_units
 
     @property
     def dynamodb(self) -> Counter[str]:
@@ -420,7 +435,7 @@ class DynamoDBMeter:
                     continue  # not written by this request; the caller sends it again
                 self._price_write(target, failed=failed)
         elif model.name in READ_OPERATIONS and not failed:
-            self._figures.read_units += _read_units(model.name, pending.params, parsed)
+            self._price_read(model.name, pending.params, parsed)
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -491,6 +506,77 @@ class DynamoDBMeter:
         item = response.get("Item")
         return dict(item) if item else None
 
+    # -- reads -----------------------------------------------------------------------------
+
+    def _stored_size(self, table: str, key: Mapping[str, Any]) -> int:
+        """Bytes of the whole item stored under ``key`` (0: none), read through the meter's own client."""
+        try:
+            item = self._reader.get_item(TableName=table, Key=dict(key), ConsistentRead=True).get("Item")
+        except ClientError:
+            return 0
+        return item_size(item)
+
+    def _charge(self, units: float, *, consistent: bool) -> None:
+        if consistent:
+            self._figures.consistent_read_units += units
+        else:
+            self._figures.eventual_read_units += units / 2
+
+    def _price_read(self, operation: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> None:
+        if operation == "GetItem":
+            size = self._stored_size(params["TableName"], params["Key"])
+            self._charge(read_units(size), consistent=bool(params.get("ConsistentRead")))
+        elif operation == "TransactGetItems":
+            for action in params.get("TransactItems", []):
+                get = action["Get"]
+                self._charge(2 * read_units(self._stored_size(get["TableName"], get["Key"])), consistent=True)
+        elif operation == "BatchGetItem":
+            unprocessed = parsed.get("UnprocessedKeys", {})
+            for table, request in params.get("RequestItems", {}).items():
+                left = [_canonical(key) for key in unprocessed.get(table, {}).get("Keys", [])]
+                for key in request.get("Keys", []):
+                    if _canonical(key) not in left:
+                        units = read_units(self._stored_size(table, key))
+                        self._charge(units, consistent=bool(request.get("ConsistentRead")))
+        else:
+            size = sum(item_size(item) for item in self._evaluated(operation, params, parsed))
+            consistent = bool(params.get("ConsistentRead")) and "IndexName" not in params
+            self._charge(read_units(size), consistent=consistent)
+
+    def _evaluated(self, operation: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> list[Item]:
+        """The items (or index entries) a Query or Scan evaluated, whole, before its filter and projection."""
+        request: dict[str, Any] = {
+            name: params[name]
+            for name in ("TableName", "IndexName", "KeyConditionExpression", "ScanIndexForward", "Segment")
+            if name in params
+        }
+        if "TotalSegments" in params:
+            request["TotalSegments"] = params["TotalSegments"]
+        if "KeyConditions" in params:
+            request["KeyConditions"] = params["KeyConditions"]
+        used = str(params.get("KeyConditionExpression", ""))
+        for kind in ("ExpressionAttributeNames", "ExpressionAttributeValues"):
+            kept = {
+                name: value for name, value in params.get(kind, {}).items() if re.search(f"{re.escape(name)}\\b", used)
+            }
+            if kept:
+                request[kind] = kept
+        last = parsed.get("LastEvaluatedKey")
+        start = params.get("ExclusiveStartKey")
+        found: list[Item] = []
+        read = getattr(self._reader, "query" if operation == "Query" else "scan")
+        while True:
+            page = read(**request, **({"ExclusiveStartKey": start} if start else {}))
+            for item in page.get("Items", []):
+                found.append(item)
+                if last is not None and all(_same(item.get(name), value) for name, value in last.items()):
+                    return found
+            start = page.get("LastEvaluatedKey")
+            if start is None:
+                return found
+
+    # -- writes, priced ----------------------------------------------------------------------
+
     def _price_write(self, target: _Target, *, failed: bool) -> None:
         after = target.before if failed else self._read(target)
         size_before, size_after = item_size(target.before), item_size(after)
@@ -514,19 +600,3 @@ class DynamoDBMeter:
                 failed=failed,
             )
         )
-
-
-def _read_units(operation: str, params: Mapping[str, Any], parsed: Mapping[str, Any]) -> float:
-    """Estimated read request units of one read (from the items it returned)."""
-    if operation == "GetItem":
-        return read_units(item_size(parsed.get("Item"))) * (1.0 if params.get("ConsistentRead") else 0.5)
-    if operation == "TransactGetItems":
-        return float(sum(2 * read_units(item_size(entry.get("Item"))) for entry in parsed.get("Responses", [])))
-    if operation == "BatchGetItem":
-        total = 0.0
-        for table, items in parsed.get("Responses", {}).items():
-            factor = 1.0 if params.get("RequestItems", {}).get(table, {}).get("ConsistentRead") else 0.5
-            total += sum(read_units(item_size(item)) * factor for item in items)
-        return total
-    size = sum(item_size(item) for item in parsed.get("Items", []))
-    return read_units(size) * (1.0 if params.get("ConsistentRead") else 0.5)

@@ -117,10 +117,10 @@ def test_the_job_item_stays_small_whatever_the_state(moto: Moto) -> None:
         assert all(max(record.size_before, record.size_after) < KB for record in jobs), _breakdown(figures)
 
 
-def _meter_table(client: DynamoDBClient) -> str:
+def _meter_table(client: DynamoDBClient, name: str = "meter-check") -> str:
     """A table with one GSI (``status``, ``createdAt``) that projects ``title``."""
     client.create_table(
-        TableName="meter-check",
+        TableName=name,
         BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[
             {"AttributeName": "pk", "AttributeType": "S"},
@@ -140,7 +140,7 @@ def _meter_table(client: DynamoDBClient) -> str:
             }
         ],
     )
-    return "meter-check"
+    return name
 
 
 def test_the_meter_prices_writes_from_item_sizes_and_index_changes(moto: Moto) -> None:
@@ -190,6 +190,68 @@ def test_the_meter_prices_writes_from_item_sizes_and_index_changes(moto: Moto) -
     client.get_item(TableName=table, Key=key, ConsistentRead=True)
     read = meter.take()
     assert (read.read_requests, read.write_requests, read.read_units) == (1, 0, 1.0)
+    assert sum(meter.take().dynamodb.values()) == 0  # the meter's own reads are not counted
+
+
+def test_the_meter_bills_reads_on_whole_items_and_on_every_item_a_query_evaluates(moto: Moto) -> None:
+    client = moto.dynamodb
+    table = _meter_table(client, "meter-reads")
+    meter = DynamoDBMeter(client)
+    keys = [{"pk": {"S": "p"}, "sk": {"S": str(number)}} for number in (1, 2, 3)]
+    for key in keys:
+        item = {**key, "status": {"S": "open"}, "createdAt": {"N": "20"}, "title": {"S": "hello"}}
+        client.put_item(TableName=table, Item={**item, "body": {"S": "x" * 5000}})
+    # pk 2+1, sk 2+1, status 6+4, createdAt 9+2, title 5+5, body 4+5000: 2 units per 4 KB started
+    assert item_size(client.get_item(TableName=table, Key=keys[0])["Item"]) == 5041
+    meter.take()
+
+    def bill(call: Any, **params: Any) -> Figures:
+        call(**params)
+        return meter.take()
+
+    one = {"TableName": table, "Key": keys[0]}
+    projected = bill(client.get_item, **one, ProjectionExpression="pk", ConsistentRead=True)
+    assert (projected.consistent_read_units, projected.eventual_read_units) == (2.0, 0.0)  # the whole item
+    assert bill(client.get_item, **one).eventual_read_units == 1.0  # eventually consistent: half
+    missing = bill(client.get_item, TableName=table, Key={"pk": {"S": "none"}, "sk": {"S": "1"}}, ConsistentRead=True)
+    assert missing.read_units == 1.0  # a read that finds nothing still costs a unit
+
+    query = {
+        "TableName": table,
+        "KeyConditionExpression": "pk = :p",
+        "FilterExpression": "title = :t",
+        "ExpressionAttributeValues": {":p": {"S": "p"}, ":t": {"S": "none of them"}},
+        "ConsistentRead": True,
+    }
+    filtered = bill(client.query, **query)
+    assert filtered.consistent_read_units == 4.0  # 3 x 5041 B evaluated, summed, then rounded up: none returned
+    assert bill(client.query, **query, Limit=2).consistent_read_units == 3.0  # 2 evaluated: 10,082 B
+    page = client.query(**query, Limit=2)
+    meter.take()
+    rest = bill(client.query, **query, Limit=2, ExclusiveStartKey=page["LastEvaluatedKey"])
+    assert rest.consistent_read_units == 2.0  # the last item alone
+    on_index = bill(
+        client.query,
+        TableName=table,
+        IndexName="ByStatus",
+        KeyConditionExpression="#s = :s",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":s": {"S": "open"}},
+    )
+    assert (on_index.consistent_read_units, on_index.eventual_read_units) == (0.0, 0.5)  # 3 entries of 37 B
+    scanned = bill(
+        client.scan,
+        TableName=table,
+        FilterExpression="title = :t",
+        ExpressionAttributeValues={":t": {"S": "none of them"}},
+        ConsistentRead=True,
+    )
+    assert scanned.consistent_read_units == 4.0
+
+    batch = {"Keys": [keys[0], keys[1], {"pk": {"S": "none"}, "sk": {"S": "1"}}], "ProjectionExpression": "sk"}
+    assert bill(client.batch_get_item, RequestItems={table: batch}).eventual_read_units == 2.5  # 1 + 1 + 0.5
+    transaction = [{"Get": {"TableName": table, "Key": keys[2], "ProjectionExpression": "sk"}}]
+    assert bill(client.transact_get_items, TransactItems=transaction).consistent_read_units == 4.0  # twice 2
     assert sum(meter.take().dynamodb.values()) == 0  # the meter's own reads are not counted
 
 
