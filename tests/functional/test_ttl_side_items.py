@@ -120,6 +120,39 @@ def test_a_job_retrying_for_days_keeps_its_log_phases_input_and_offloaded_state(
     assert max(expiry.writes.values()) - 1 <= 5, "at most once per TTL (the job ran five TTLs)"
 
 
+def test_a_state_kept_apart_from_a_long_log_is_renewed_with_it_and_a_rerun_finds_it(
+    moto: Moto, clock: FakeClock
+) -> None:
+    expiry = Expiry(moto, clock, ttl_hours=24)
+    pipeline: Pipeline[Any] = Pipeline("chatty", ttl=timedelta(hours=24))
+    wanted = {"note": "x" * 2000}
+
+    @pipeline.phase
+    def talk(ctx: PhaseContext[Any]) -> Next:
+        for number in range(100):
+            ctx.log(f"line {number:03d} " + "y" * 70)
+        return Next("wait", wanted)
+
+    @pipeline.phase(retry=RetryPolicy(max_attempts=4, backoff=20 * 3600, max_delay=20 * 3600, jitter=False))
+    def wait(ctx: PhaseContext[Any]) -> Done:
+        if ctx.attempt < 4:
+            raise RuntimeError("not ready")
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    scheduler = expiry.scheduler(pipeline, storage)
+    run_pipeline(JOB, pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+
+    job = job_of(storage, JOB)
+    assert job.status == JobStatus.COMPLETE and job.result == wanted
+    kinds = {item["sk"]["S"].split("#")[0] for item in moto.dynamodb.scan(TableName=moto.table)["Items"]}
+    assert "ENTRY" in kinds, "the long log put the state it came with in an item of its own"
+    entered = storage.entered(JOB, "wait")  # three days on: renewed with the history that names it
+    assert entered is not None and entered.state == wanted
+    assert len([entry for entry in job.log if entry.message.startswith("line ")]) == 100
+
+
 def test_a_normal_transition_renews_nothing(moto: Moto, clock: FakeClock) -> None:
     expiry = Expiry(moto, clock, ttl_hours=1)
     pipeline: Pipeline[Any] = Pipeline("quick", ttl=timedelta(hours=1))

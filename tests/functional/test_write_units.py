@@ -15,8 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from benchmarks.cost import JobCost, document_state, incompressible_state, measure_job, noop_pipeline
+from benchmarks.cost import (
+    CapturingScheduler,
+    JobCost,
+    document_state,
+    incompressible_state,
+    measure_job,
+    noop_pipeline,
+)
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures, item_size, number_size
+from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from tests.functional.conftest import Moto
 
@@ -106,6 +114,59 @@ def test_the_input_is_not_rewritten_after_the_start(moto: Moto, kind: str, size:
     for figures in [*cost.middle, cost.finish]:
         rewritten = [record.operation for record in figures.records if "input" in record.attributes]
         assert not rewritten, f"writes after the start carry the input: {rewritten}"
+
+
+def _logging_pipeline(lines: int) -> Pipeline[Any]:
+    """``talk`` logs ``lines`` lines of 80 characters and hands the state on; ``listen`` returns it."""
+    pipeline: Pipeline[Any] = Pipeline("state-read-cost")
+
+    @pipeline.phase
+    def talk(ctx: PhaseContext[Any]) -> Next:
+        for number in range(lines):
+            ctx.log(f"{number:06d} " + "x" * 73)
+        return Next("listen", ctx.state)
+
+    @pipeline.phase
+    def listen(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    return pipeline
+
+
+@pytest.mark.parametrize("size", [KB, 4 * KB - 512], ids=["1KB", "3.5KB"])
+@pytest.mark.parametrize("lines", [0, 100, 1000])
+def test_the_state_read_costs_what_the_state_costs_whatever_the_phase_before_logged(
+    moto: Moto, lines: int, size: int
+) -> None:
+    meter = DynamoDBMeter(moto.dynamodb, s3=moto.s3)
+    storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3)
+    state = incompressible_state(size)
+    pipeline = _logging_pipeline(lines)
+    scheduler = CapturingScheduler()
+    job_id = f"logged-{lines}-{size}"
+
+    def advance() -> Figures:
+        _, phase, sequence = scheduler.take()
+        meter.take()
+        advance_phase(job_id, pipeline, storage=storage, scheduler=scheduler, phase=phase, sequence=sequence)
+        return meter.take()
+
+    try:
+        run_pipeline(job_id, pipeline, storage=storage, scheduler=scheduler, initial_state=state)
+        talked = advance()  # talk: logs, enters listen
+        listened = advance()  # listen: reads the state, finishes
+    finally:
+        meter.detach()
+    job = storage.get_job(job_id)
+    assert job is not None and job.status == JobStatus.COMPLETE and job.result == state
+    assert len([entry for entry in job.log if entry.message.endswith("x" * 73)]) == lines
+    assert listened.dynamodb["GetItem"] == 1
+    assert listened.read_units == 1.0, _breakdown(listened)  # the state alone, however long the log before it
+    assert talked.write_requests == 3  # the claim; the history, its state apart when the log is long; the commit
+    apart = _records(talked, "ENTRY#")
+    assert len(apart) == (1 if lines else 0)  # a log that would make the state's read dearer: the state apart
+    history = _records(talked, "H#")[0]
+    assert talked.write_units <= 2 + math.ceil(history.size_after / KB) + math.ceil(size / KB)
 
 
 def test_the_job_item_stays_small_whatever_the_state(moto: Moto) -> None:

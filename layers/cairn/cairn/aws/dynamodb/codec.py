@@ -33,7 +33,7 @@ from ...core.transitions.changes import changed
 from ..payloads import ITEM_BUDGET, EncodedPayload, MissingPartError, PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason
-from .entry_codec import EntryCodec, stored_checkpoint, versioned
+from .entry_codec import EntryCodec, entry_reference, stored_checkpoint, versioned
 from .map_codec import MapCodec
 from .owner_codec import PAYLOAD_OVERHEAD, key_of
 
@@ -252,7 +252,8 @@ class ItemCodec(EntryCodec, MapCodec):
 
     @staticmethod
     def side_items(job_item: Item, partition: Iterable[Item]) -> list[Item]:
-        """The items the job item links to: its input, its saved state and its history chain (from ``historyHead``).
+        """The items the job item links to: its input, its saved state and its history chain (from ``historyHead``),
+        with the ``ENTRY#`` items keeping the states its items entered apart from them.
 
         The chain passes through history items of either form (ordered ``H#`` keys, or ``HIST#`` ones
         written before), each found by its write token.
@@ -272,6 +273,9 @@ class ItemCodec(EntryCodec, MapCodec):
             seen.add(head)
             item = by_token[head]
             linked.append(item)
+            apart = entry_reference(item, where=location(item))
+            if apart is not None and apart[1] in by_sk:  # the state it entered, kept apart from its log
+                linked.append(by_sk[apart[1]])
             try:
                 head = json.loads(from_item(item)["history"]).get("prev")
             except UNREADABLE:

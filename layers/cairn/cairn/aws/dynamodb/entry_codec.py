@@ -6,7 +6,9 @@ history item (as its ``entry``), or a save's ``SAVE#`` item; a state too large f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import CorruptJobError
@@ -18,6 +20,26 @@ from .owner_codec import PAYLOAD_OVERHEAD, OwnerCodec, key_of
 
 ENTRY_STATES = "states/"
 SAVED_STATES = "saves/"
+#: What a strongly consistent read unit covers: a GetItem is billed on the whole stored item, 1 unit per 4 KB.
+READ_UNIT_BYTES = 4096
+
+
+def read_units(item: Item) -> int:
+    """The read units a consistent GetItem of ``item`` costs."""
+    return max(1, math.ceil(item_size(item) / READ_UNIT_BYTES))
+
+
+@dataclass(frozen=True)
+class HistoryWrite:
+    """A commit's history item, and the item keeping its entry's state when that is kept apart (written together).
+
+    ``holder`` is the sort key of the item keeping the state (None: the write set no checkpoint); ``keys`` the
+    S3 objects the items refer to.
+    """
+
+    items: list[Item]
+    holder: str | None
+    keys: set[str]
 
 
 def kept_object(key: str) -> bool:
@@ -108,6 +130,27 @@ class EntryCodec(OwnerCodec):
         }
         return self._with_state(to_item(values), job_id, checkpoint, token=history.token, entry=True)
 
+    def history_write(
+        self, job: Job, history: HistoryItem, *, expires_at: int, checkpoint: Checkpoint | None
+    ) -> HistoryWrite:
+        """A commit's :meth:`history_item`, its entry's state moved to an ``ENTRY#`` item when its log is large.
+
+        The state moves when reading the history item whole (as DynamoDB bills a GetItem) would cost more
+        read units than reading the state alone; the history item's ``entry`` then names where it is
+        (``stateAt``), so a rerun from the phase still finds it (:func:`entry_reference`).
+        """
+        item, keys = self.history_item(job, history, expires_at=expires_at, checkpoint=checkpoint)
+        sk = str(item["sk"]["S"])
+        if checkpoint is None:
+            return HistoryWrite([item], None, keys)
+        apart = schema.entry_sk(history.token)
+        own: Item = {"pk": item["pk"], "sk": {"S": apart}, "expiresAt": item["expiresAt"], "entry": item["entry"]}
+        if read_units(item) <= read_units(own):
+            return HistoryWrite([item], sk, keys)
+        reference = {name: value for name, value in item["entry"]["M"].items() if name != "state"}
+        linked: Item = {**item, "entry": {"M": {**reference, "stateAt": {"S": apart}}}}
+        return HistoryWrite([linked, own], apart, keys)
+
     def save_item(self, job_id: str, checkpoint: Checkpoint, *, token: str, expires_at: int) -> tuple[Item, set[str]]:
         """The item of a state saved mid-phase (``SAVE#<token>``), and the S3 keys it refers to."""
         values = {"pk": self.pk(job_id), "sk": schema.save_sk(token), "expiresAt": expires_at}
@@ -124,10 +167,13 @@ class EntryCodec(OwnerCodec):
         return item, keys
 
     def decode_entry(self, item: Item, *, where: str, fetch: bool = True) -> Checkpoint | None:
-        """The checkpoint a history or save item keeps (its state fetched from S3 if it lives there)."""
+        """The checkpoint a history or save item keeps (its state fetched from S3 if it lives there).
+
+        A history item whose state is kept apart (:func:`entry_reference`) keeps none here: None.
+        """
         values = from_item(item)
         raw = values.get("entry")
-        if not isinstance(raw, dict):
+        if not isinstance(raw, dict) or "state" not in raw:
             return None
         try:
             state = self.payloads.decode(raw["state"], where=where, fetch=fetch)
@@ -141,3 +187,15 @@ class EntryCodec(OwnerCodec):
         raw = from_item(item).get("entry") if item is not None else None
         key = PayloadCodec.s3_key_of(raw.get("state")) if isinstance(raw, dict) else None
         return {key} if key else set()
+
+
+def entry_reference(item: Item, *, where: str) -> tuple[Checkpoint, str] | None:
+    """The checkpoint (its state None) a history item entered and the sort key of the item keeping its state,
+    when that state is kept apart (:meth:`EntryCodec.history_write`); None otherwise."""
+    raw = from_item(item).get("entry")
+    if not isinstance(raw, dict) or "state" in raw or "stateAt" not in raw:
+        return None
+    try:
+        return stored_checkpoint(raw, None), str(raw["stateAt"])
+    except UNREADABLE as exc:
+        raise CorruptJobError(where, unreadable_reason(exc)) from exc

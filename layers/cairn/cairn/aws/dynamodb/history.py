@@ -15,10 +15,11 @@ from ...core.models import Checkpoint
 from ...core.storage_port import StateLink
 from ...core.transitions import StartJob, Written
 from ...core.transitions.history import entered_by
-from ..payloads import PayloadCodec
+from ..payloads import MissingPartError, PayloadCodec
 from . import schema
 from .attributes import Item, from_item
 from .codec import ItemCodec, state_at
+from .entry_codec import entry_reference
 from .expressions import Expression
 from .history_chain import NewestFirst, chain_of
 from .table import ConditionFailed, Table
@@ -90,10 +91,23 @@ class History:
         chain = NewestFirst(table, job_id, run=run, head=head, until=sequence, page=ENTERED_PAGE, strict=False)
         for link in chain:
             where = f"{table.codec.pk(job_id)}/{link.sk}"
-            found = table.codec.decode_entry(link.item, where=where, fetch=False)
+            apart = entry_reference(link.item, where=where)
+            found = apart[0] if apart else table.codec.decode_entry(link.item, where=where, fetch=False)
             if found is not None and found.next_phase == phase and entered_by(found, before):
-                return link.item, where
+                return (link.item, where) if apart is None else self._kept_apart(job_item, apart[1])
         return None
+
+    def _kept_apart(self, job_item: Item, sk: str) -> tuple[Item, str]:
+        """The ``ENTRY#`` item keeping the state a history item entered (one consistent GetItem)."""
+        table = self.table
+        key = {"pk": job_item["pk"], "sk": {"S": sk}}
+        found = table.call(table.client.get_item, TableName=table.name, Key=key, ConsistentRead=True).get("Item")
+        where = f"{job_item['pk'].get('S')}/{sk}"
+        if not found:
+            raise MissingPartError(
+                where, f"the item {sk} holding the state this phase entered with is missing", part=sk
+            )
+        return dict(found), where
 
     def with_renewal(self, written: Written, request: StartJob) -> Written:
         """The started job with its ``historyRenewBy``; a job that keeps side items past it renews them first."""

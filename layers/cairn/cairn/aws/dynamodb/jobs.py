@@ -245,11 +245,7 @@ class Jobs:
                 expression.set("shareWait", request.share_wait)
                 expression.set("notBefore", request.not_before)
         elif request.kind in ("next", "sleep", "wait", "map"):
-            assert request.checkpoint is not None
-            reference = state_reference(
-                request.checkpoint, schema.history_sk(written.job.run, written.job.sequence, request.token)
-            )
-            expression.set("checkpoint", reference)
+            assert request.checkpoint is not None  # its reference is set with the history it is kept in (_fenced)
             expression.set("nextPhase", request.checkpoint.next_phase)
             if request.kind == "sleep":
                 expression.set("notBefore", request.not_before)
@@ -314,20 +310,22 @@ class Jobs:
     ) -> Job:
         """Write the holder's history (with the state of the ``entry`` checkpoint it sets), then its update.
 
-        A refused update means the claim was lost. ``state_keys``: the S3 objects of a state the
-        write set elsewhere (a save's item).
+        The job item's checkpoint names the item the history write kept the entry's state in (the history
+        item, or an ``ENTRY#`` item beside it: :meth:`.entry_codec.EntryCodec.history_write`). A refused
+        update means the claim was lost. ``state_keys``: the S3 objects of a state the write set elsewhere
+        (a save's item).
         """
         token = written.job.write_token
         assert token is not None
         if written.history is not None:
             expires = ttl.side_expires_at(written.job.updated_at, written.job.ttl_seconds)
-            item, entry_keys = self.table.codec.history_item(
-                written.job, written.history, expires_at=expires, checkpoint=entry
-            )
-            self.table.put_items([item])
-            new_keys = new_keys | entry_keys
+            history = self.table.codec.history_write(written.job, written.history, expires_at=expires, checkpoint=entry)
+            self.table.put_items(history.items)
+            new_keys = new_keys | history.keys
             if entry is not None:
-                state_keys = entry_keys
+                assert history.holder is not None
+                expression.set("checkpoint", state_reference(entry, history.holder))
+                state_keys = history.keys
         try:
             item = self.job_item.update(job_id, expression, now_ms=written.job.updated_at, token=token)
         except ConditionFailed as failed:

@@ -3,7 +3,8 @@
 - Job item: ``pk = JOB#<owner>#<jobId>``, ``sk = JOB``.
 - Under the same ``pk``: history items ``sk = H#<run>#<sequence>#<write token>`` (what one write added
   to the log and phase records, linked from the job's ``historyHead``, each naming its predecessor in
-  ``prev``), the input ``sk = INPUT#<write token>``, and a mid-phase save's state ``sk = SAVE#<write token>``.
+  ``prev``), the input ``sk = INPUT#<write token>``, a mid-phase save's state ``sk = SAVE#<write token>``,
+  and a commit's state kept apart from its log ``sk = ENTRY#<write token>`` (below).
 - A history item's key holds the job's run and the sequence the write gives the job (12 digits, zero
   padded), so one run's items sort in the order of its writes, newest last. Reading the newest history
   is one Query of ``H#<run>#`` up to ``H#<run>#<the job item's sequence>#~``, newest first: the chain
@@ -18,6 +19,10 @@
   commit's history item (its ``entry``, the checkpoint the phase was entered with) or a save's
   item. The job item's ``checkpoint`` is ``{nextPhase, createdAt, stateAt}``, ``stateAt`` naming
   that item's sort key, so the job item stays small and its claim and commit cost one write unit.
+  A commit whose phase logged so much that reading its history item would cost more read units than
+  reading the state alone keeps the state in an ``ENTRY#`` item of its own, written in the same
+  request; the history item's ``entry`` then holds ``{nextPhase, createdAt, stateAt}`` naming it. So
+  the next claim's read of the state costs what the state costs, whatever the phase before logged.
 - ``expiresAt`` (epoch seconds) is the TTL attribute on every item but an owner's share item
   (``pk = SHARE#<owner>``, ``sk = SHARE``: its limit and its slots, :mod:`.owner_shares`), which lasts.
 - A job item's status change (and only that) also writes ``statusAt`` (Unix ms of the change) and
@@ -63,6 +68,7 @@ HISTORY_PREFIX = "H#"
 LEGACY_HISTORY_PREFIX = "HIST#"
 INPUT_PREFIX = "INPUT#"
 SAVE_PREFIX = "SAVE#"
+ENTRY_PREFIX = "ENTRY#"
 TTL_ATTRIBUTE = "expiresAt"
 LISTING_INDEX = "Listing"
 STALLED_INDEX = "Stalled"
@@ -172,6 +178,11 @@ def history_sequence(sk: str) -> int | None:
 def save_sk(token: str) -> str:
     """Sort key of the state saved mid-phase by the write ``token``."""
     return f"{SAVE_PREFIX}{token}"
+
+
+def entry_sk(token: str) -> str:
+    """Sort key of the item keeping, apart from its history item, the state a commit by the write ``token`` set."""
+    return f"{ENTRY_PREFIX}{token}"
 
 
 def input_sk(token: str) -> str:
