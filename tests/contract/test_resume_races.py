@@ -28,8 +28,8 @@ class CommitAfterRead(DelegatingStorage):
         self.worker = worker
         self.reads: list[Job | None] = []
 
-    def get_job(self, job_id: str) -> Job | None:
-        job = self.inner.get_job(job_id)
+    def get_current_job(self, job_id: str) -> Job | None:
+        job = self.inner.get_current_job(job_id)  # what a resume reads
         self.reads.append(job)
         if not self.release.is_set():
             self.release.set()

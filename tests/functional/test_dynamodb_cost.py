@@ -54,8 +54,8 @@ def test_each_phase_transition_costs_three_writes_and_one_small_read(moto: Moto,
         assert sum(calls[name] for name in WRITES) == 3, calls
         assert calls["UpdateItem"] == 2  # the claim, which returns the item, and the commit
         assert calls["PutItem"] == 1  # the history the commit adds (its phase record and log entries)
-    # the read that tells a start from a retry, the input and the first history item, the job item
-    assert start == Counter({"Query": 1, "BatchWriteItem": 1, "PutItem": 1})
+    # the read that tells a start from a retry (the job item: none), the input and the first history item, the job
+    assert start == Counter({"GetItem": 1, "BatchWriteItem": 1, "PutItem": 1})
 
     job = job_of(storage, "cost-1")
     assert job.status == JobStatus.COMPLETE

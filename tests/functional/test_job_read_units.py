@@ -13,19 +13,24 @@ transitions are claims and commits through the store.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from moto import mock_aws
 
+from benchmarks.cost import CapturingScheduler
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
+from cairn import Done, PhaseContext, Pipeline, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.core.errors import JobExistsError
 from cairn.core.models import Checkpoint, HistoryItem, Job, LogEntry, PhaseRecord
 from cairn.core.transitions import new_token
 from cairn.testing.clock import SkippingClock
-from cairn.testing.contract.base import START_MS, started
+from cairn.testing.contract.base import PIPELINE, START_MS, TTL_SECONDS, started
 from cairn.testing.contract.history import run_phase
 from tests.aws import dynamodb_client, new_table
 from tests.functional.api_client import ALICE, Api
@@ -184,6 +189,54 @@ def test_a_page_of_history_or_of_the_log_costs_what_it_holds_wherever_it_is(jobs
         log_costs.append(figures.read_units)
     assert max(log_costs) <= 1.5 * min(log_costs)
     assert short <= min(log_costs)  # ten entries cost no more than twenty
+
+
+def _contract_pipeline() -> Pipeline[Any]:
+    """The pipeline of the contract suite's jobs: one phase, ``first``, and their TTL (a longer one renews their
+    history items first, once)."""
+    pipeline: Pipeline[Any] = Pipeline(PIPELINE, ttl=timedelta(seconds=TTL_SECONDS))
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    return pipeline
+
+
+#: What a retry, a rerun from a phase and a start of a known id read, whatever the job's length: the job item,
+#: then its state's and input's items (one BatchGetItem); a rerun also its maps and, from the job item down its
+#: newest history items, the phase's entry; a start of a known id also the job's view, which its refusal shows.
+RESTART_UNITS = {"resume": 3.0, "from": 7.0, "known id": 7.0}
+
+
+def test_retries_reruns_and_starts_of_a_known_id_read_the_same_after_ten_transitions_as_after_three_hundred() -> None:
+    with mock_aws():
+        client = dynamodb_client()
+        clock = SkippingClock(START_MS)
+        storage = DynamoDBStorage(new_table(client), client=client, clock=clock)
+        for count in (10, 300):
+            job_of(storage, clock, f"job-{count}", count)
+        pipeline, scheduler = _contract_pipeline(), CapturingScheduler()
+        meter = DynamoDBMeter(client)
+        measured: dict[str, dict[int, float]] = {kind: {} for kind in RESTART_UNITS}
+        try:
+            for count in (10, 300):
+                job_id = f"job-{count}"
+                restarts: dict[str, dict[str, Any]] = {
+                    "resume": {},
+                    "from": {"retry_mode": "from", "initial_phase": "first"},
+                    "known id": {"create_only": True},
+                }
+                for kind, options in restarts.items():
+                    meter.take()
+                    with contextlib.suppress(JobExistsError):
+                        run_pipeline(job_id, pipeline, storage=storage, scheduler=scheduler, **options)
+                    figures = meter.take()
+                    measured[kind][count] = figures.read_units
+                    assert "Query" not in figures.dynamodb or kind != "resume", dict(figures.dynamodb)
+        finally:
+            meter.detach()
+    assert measured == {kind: {10: units, 300: units} for kind, units in RESTART_UNITS.items()}
 
 
 def test_the_api_shows_a_job_for_the_same_read_units_after_ten_transitions_as_after_a_thousand(

@@ -145,11 +145,13 @@ def test_a_state_kept_apart_from_a_long_log_is_renewed_with_it_and_a_rerun_finds
     scheduler.drain()
 
     job = job_of(storage, JOB)
-    assert job.status == JobStatus.COMPLETE and job.result == wanted
+    assert job.status == JobStatus.COMPLETE
+    assert job.result == wanted
     kinds = {item["sk"]["S"].split("#")[0] for item in moto.dynamodb.scan(TableName=moto.table)["Items"]}
     assert "ENTRY" in kinds, "the long log put the state it came with in an item of its own"
     entered = storage.entered(JOB, "wait")  # three days on: renewed with the history that names it
-    assert entered is not None and entered.state == wanted
+    assert entered is not None
+    assert entered.state == wanted
     assert len([entry for entry in job.log if entry.message.startswith("line ")]) == 100
 
 

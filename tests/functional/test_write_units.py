@@ -158,7 +158,9 @@ def test_the_state_read_costs_what_the_state_costs_whatever_the_phase_before_log
     finally:
         meter.detach()
     job = storage.get_job(job_id)
-    assert job is not None and job.status == JobStatus.COMPLETE and job.result == state
+    assert job is not None
+    assert job.status == JobStatus.COMPLETE
+    assert job.result == state
     assert len([entry for entry in job.log if entry.message.endswith("x" * 73)]) == lines
     assert listened.dynamodb["GetItem"] == 1
     assert listened.read_units == 1.0, _breakdown(listened)  # the state alone, however long the log before it
@@ -277,7 +279,7 @@ def test_the_meter_bills_reads_on_whole_items_and_on_every_item_a_query_evaluate
     missing = bill(client.get_item, TableName=table, Key={"pk": {"S": "none"}, "sk": {"S": "1"}}, ConsistentRead=True)
     assert missing.read_units == 1.0  # a read that finds nothing still costs a unit
 
-    query = {
+    query: dict[str, Any] = {
         "TableName": table,
         "KeyConditionExpression": "pk = :p",
         "FilterExpression": "title = :t",

@@ -150,7 +150,9 @@ class Cairn:
         ``mode="from"`` continues the job at ``phase`` with ``state``, or else with the state it had
         when it last entered ``phase``. The log's line for the retry names who asked, ``by``, when given.
         """
-        job = self.get(job_id)
+        job = self.storage.get_current_job(validate_job_id(job_id))
+        if job is None:
+            raise JobNotFoundError(job_id)
         chosen = self.pipelines.get(job.pipeline)
         wanted = parse_retry_mode(mode)
         if wanted == RetryMode.FROM:

@@ -28,9 +28,16 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from aws_lambda_powertools.metrics import MetricUnit
 
 from ..app import Cairn
-from ..core.errors import AlreadyCancelledError, InvalidInputError, SchedulingError, TransitionRefusedError
+from ..core.errors import (
+    AlreadyCancelledError,
+    InvalidInputError,
+    JobNotFoundError,
+    SchedulingError,
+    TransitionRefusedError,
+)
 from ..core.ids import validate_job_id
 from ..core.models import Job, JobStatus
+from ..core.storage_port import Route
 from .api_errors import ApiError
 from .api_job_view import JobView
 from .api_models import CreateJobRequest, RetryRequest, SignalName
@@ -66,10 +73,14 @@ def _started_anyway(jobs: Cairn, job_id: str, exc: SchedulingError) -> Job:
     return job
 
 
-def existing(jobs: Cairn, job_id: str) -> Job:
-    """The caller's job; 404 when it is absent (or another owner's)."""
+def existing(jobs: Cairn, job_id: str) -> Route:
+    """The caller's job's pipeline and status (one small read of the job item); 404 when it is absent (or
+    another owner's)."""
     logger.append_keys(job_id=validate_job_id(job_id))
-    return jobs.get(job_id)
+    route = jobs.storage.get_route(job_id)
+    if route is None:
+        raise JobNotFoundError(job_id)
+    return route
 
 
 @router.post(
@@ -113,8 +124,7 @@ def retry_job(job_id: JobIdPath, request: Annotated[RetryRequest | None, Body()]
     services = current_services()
     owner = caller(router)
     retry = request or RetryRequest()
-    job = existing(services.cairn(owner), job_id)
-    pipeline = services.pipeline_of(job)
+    pipeline = services.pipeline_of(job_id, existing(services.cairn(owner), job_id).pipeline)
     jobs = services.cairn(owner, pipeline)
     state = checked_input(retry.state)
     if retry.phase is not None and not pipeline.has_phase(retry.phase) and _deployment_has_phase(retry.phase):
@@ -197,8 +207,7 @@ def send_signal(
 ) -> Response[JobView]:
     services = current_services()
     owner = caller(router)
-    job = existing(services.cairn(owner), job_id)
-    jobs = services.cairn(owner, services.pipeline_of(job))
+    jobs = services.cairn(owner, services.pipeline_of(job_id, existing(services.cairn(owner), job_id).pipeline))
     logger.append_keys(job_id=job_id, signal=name)
     try:
         job = jobs.signal(job_id, name, checked_input(payload), by=owner)

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 
 from ..app import Cairn
 from ..core.errors import ConfigurationError, InvalidInputError
-from ..core.models import Job
 from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
 from .api_errors import ApiError
@@ -76,12 +75,12 @@ class ApiServices:
         """The pipeline called ``name``; an unknown name is the caller's error (400)."""
         return self.pipelines.get(name)
 
-    def pipeline_of(self, job: Job) -> Pipeline[Any]:
-        """The pipeline a stored job belongs to; 409 when this deployment no longer runs it."""
+    def pipeline_of(self, job_id: str, pipeline: str) -> Pipeline[Any]:
+        """The pipeline named ``pipeline`` of stored job ``job_id``; 409 when this deployment no longer runs it."""
         try:
-            return self.pipelines.get(job.pipeline)
+            return self.pipelines.get(pipeline)
         except InvalidInputError as exc:
-            raise ApiError(HTTPStatus.CONFLICT, "conflict", f'Job "{job.job_id}": {exc.message}') from exc
+            raise ApiError(HTTPStatus.CONFLICT, "conflict", f'Job "{job_id}": {exc.message}') from exc
 
     def storage(self, owner: str) -> DynamoDBStorage:
         """The job store as ``owner`` sees it (``owner`` is already validated): for listing and the health check."""

@@ -76,6 +76,28 @@ class HistoryReads:
             return None
         return dict(item)
 
+    # -- the job as it stands --------------------------------------------------------------------
+
+    def current(self, job_id: str) -> Job | None:
+        """The job without its log and phase records: the job item, then the items holding its state and input.
+
+        A save that lands between the reads may remove the item holding the state the job item named: the
+        job is read again (:func:`.rereads.read_current`).
+        """
+        return read_current(lambda _: self._current(job_id))
+
+    def _current(self, job_id: str) -> Job | None:
+        job_item = self._job_item(job_id)
+        if job_item is None:
+            return None
+        holder = state_at(job_item)
+        input_token = job_item.get("inputToken", {}).get("S")
+        items = self._get(job_id, [sk for sk in (holder, schema.input_sk(input_token) if input_token else None) if sk])
+        state_item = items.get(holder) if holder else None
+        job = self.table.codec.decode_job(job_item, state_item=state_item)
+        self.job_item.remember(job_id, job_item, state_item)
+        return job.model_copy(update={"input": self._input(job, items)})
+
     # -- the job view ----------------------------------------------------------------------------
 
     def view(self, job_id: str, history: int) -> RecentJob | None:

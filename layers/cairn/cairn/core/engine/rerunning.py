@@ -27,11 +27,13 @@ def rerun_from(
     """Continue ``job_id`` at ``phase`` with ``given_state``, or the state it had when it last entered ``phase``."""
     for _ in range(START_ATTEMPTS):
         now = storage.clock()
-        existing = storage.get_job(job_id)
+        existing = storage.get_current_job(job_id)
         if existing is None:
             raise JobNotFoundError(job_id)
         maps = storage.get_maps(job_id)
-        refuse_item_phase(existing, phase, maps, pipeline.resolve_name)  # a phase run only as a map's items
+        if any(pipeline.resolve_name(record.fan_out.phase) == pipeline.resolve_name(phase) for record in maps):
+            # a phase a map ran as its items: refused if it never ran as a phase of its own (its records tell)
+            refuse_item_phase(storage.get_job(job_id) or existing, phase, maps, pipeline.resolve_name)
         follows_map = any(pipeline.resolve_name(record.then) == pipeline.resolve_name(phase) for record in maps)
         kept = storage.entered(job_id, phase) if given_state is None or follows_map else None
         state, source = given_state, "the state given"

@@ -102,9 +102,10 @@ def run_pipeline(
 
     for _ in range(START_ATTEMPTS):
         now = storage.clock()
-        existing = storage.get_job(job_id)
+        existing = storage.get_current_job(job_id)
         if create_only and existing is not None:
-            raise JobExistsError(job_id, existing)
+            shown = storage.get_job_view(job_id)  # the job as its view shows it: its newest history too
+            raise JobExistsError(job_id, shown.job if shown is not None else existing)
         if refuse_complete and existing is not None and not existing.is_expired(now):
             check_retry(existing, mode)
         if mode == RetryMode.RESUME and existing is not None and existing.status == JobStatus.WAITING:

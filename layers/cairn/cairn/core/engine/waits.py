@@ -31,7 +31,7 @@ def end_wait_if_due(
     request = WaitExpiry(sequence=sequence, now_ms=now)
     job = resolve_write(partial(storage.expire_wait, job_id, request))
     if job is None:
-        waiting = storage.get_job(job_id)
+        waiting = storage.get_current_job(job_id)
         deadline = waiting.wait_deadline if waiting is not None and waiting.sequence == sequence else None
         if waiting is not None and waiting.status == JobStatus.WAITING and deadline is not None and deadline > now:
             # the timeout came early (clock skew between hosts): send it again for when it is due

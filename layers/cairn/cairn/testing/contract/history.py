@@ -107,6 +107,19 @@ class HistoryContract(ContractBase):
         log, phases = oldest_first(pages)
         assert (log + view.job.log, phases + view.job.phases) == (whole.log, whole.phases)
 
+    def test_the_current_job_is_the_whole_job_but_for_its_log_and_phase_records(
+        self, storage: Storage, clock: SkippingClock
+    ) -> None:
+        whole = grown(storage, clock)
+
+        current = storage.get_current_job(JOB)
+
+        assert current is not None
+        assert current.model_dump(exclude={"log", "phases"}) == whole.model_dump(
+            exclude={"log", "phases"}
+        )  # state, input
+        assert storage.get_current_job("nobody") is None
+
     def test_history_pages_hold_every_write_once_newest_first(self, storage: Storage, clock: SkippingClock) -> None:
         whole = grown(storage, clock)
 
