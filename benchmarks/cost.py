@@ -725,7 +725,7 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
         "The state is written once per transition, in the commit's history item (the job item names "
         "it): the claim and the commit of the small job item cost one write unit each, the history item "
         "one per KB of state and log, and the claim is followed by one consistent read of the state "
-        "(one read unit up to 4 KB). Above the break-even size (CAIRN_OFFLOAD_STATE_FROM, 4 KB "
+        "(one read unit up to 4 KB). Above the break-even size (CAIRN_OFFLOAD_STATE_FROM, 8 KB "
         "compressed) the state is gzipped (level 1) into S3 and the history item keeps a reference.",
     ]
     documents = [label for label in labels if not label.endswith(INCOMPRESSIBLE)]  # one point per size

@@ -544,7 +544,7 @@ def build_result(figures: dict[str, Any], repeats: int, load: dict[str, Any]) ->
         )
     if "10 MB" in figures:
         result.notes.append(
-            "Above 4 KB compressed cairn gzips the state (level 1) before its S3 PUT, so at 10 MB moto handles "
+            "Above 8 KB compressed cairn puts the state in S3, gzipped (level 1), so at 10 MB moto handles "
             "about a fifth of the floor's bytes: its time inside moto is below the floor's."
         )
     if "10 MB" in figures or "1 MB" in figures:
@@ -553,10 +553,10 @@ def build_result(figures: dict[str, Any], repeats: int, load: dict[str, Any]) ->
         result.notes.append(
             "Where a large state's time goes: admission (cairn/core/admission.py) walks the phase's output's "
             "containers once (its depth, and whether it is plain JSON data already) and serialises it once "
-            "(json.dumps); the store writes that text (gzip and SHA-256 above 4 KB compressed, S3 above the "
-            "offload size), and the next claim reads it back (S3 GET, SHA-256, gunzip, json.loads). The floor does "
-            f"one json.dumps and, for the read + write floor, one json.loads. Admission is {share:.0%} of a cairn "
-            f"transition at {_size_label(big['state_bytes'])}."
+            "(json.dumps); the store writes that text (gzip above 256 bytes; SHA-256 and S3 above the offload "
+            "size, 8 KB compressed), and the next claim reads it back (S3 GET, SHA-256, gunzip, json.loads). "
+            "The floor does one json.dumps and, for the read + write floor, one json.loads. "
+            f"Admission is {share:.0%} of a cairn transition at {_size_label(big['state_bytes'])}."
         )
     result.notes += [
         "Moto's share is measured by wrapping moto.core.botocore_stubber.BotocoreStubber.__call__, the "

@@ -5,7 +5,7 @@ with :class:`~cairn.aws.dynamodb.DynamoDBStorage` on in-process moto, at 1 KB, 1
 and 10 MB of state, two ways: inline (the state in the job item: ``offload_state_from`` raised to the
 inline limit, so it stays in the item while it fits the room the item has left) and through S3
 (``inline_limit=1``, so every state goes to the bucket). cairn's own choice (the default settings:
-S3 above 4 KB compressed) is marked. Per transition: wall time, CPU time (``time.process_time``; moto
+S3 above 8 KB compressed) is marked. Per transition: wall time, CPU time (``time.process_time``; moto
 runs in-process, so its CPU is split off with the stubber's clock of :mod:`benchmarks.overhead`) and
 the bytes written (the DynamoDB items as billed, the larger of before and after, plus the S3 bodies).
 
@@ -246,7 +246,7 @@ def build_result(found: dict[str, Any], repeats: int) -> Result:
             "Median (min-max) of the runs; a run is the mean of a batch of transitions. DynamoDB bytes: the size "
             "of every item written (history item and job item, twice for the claim and the commit of the job "
             "item), the larger of before and after, as DynamoDB bills it; S3 bytes: the gzipped state's body. "
-            "'(default)' marks what cairn chooses with its default settings (S3 above 4 KB compressed). Inline "
+            "'(default)' marks what cairn chooses with its default settings (S3 above 8 KB compressed). Inline "
             "is not possible where the compressed state does not fit the room the job item has left: the value "
             "replaced counts too, so a state that fits only while the one before it is in S3 alternates."
         ),

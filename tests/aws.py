@@ -146,9 +146,12 @@ def canned_response(url: str, status: int, body: bytes, content_type: str) -> AW
 
 
 def stored_state(client: DynamoDBClient, table: str, pk: str) -> dict[str, Any]:
-    """The raw encoded state of the job item at ``pk``: read from the item its checkpoint's ``stateAt`` names."""
+    """The raw encoded state of the job item at ``pk``: read from the item its checkpoint's ``stateAt`` names, or
+    from the job item itself when it keeps a small state too."""
     key = {"pk": {"S": pk}, "sk": {"S": "JOB"}}
     checkpoint = client.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["checkpoint"]["M"]
+    if "state" in checkpoint:
+        return dict(checkpoint["state"]["M"])
     holder = {"pk": {"S": pk}, "sk": checkpoint["stateAt"]}
     entry = client.get_item(TableName=table, Key=holder, ConsistentRead=True)["Item"]["entry"]["M"]
     return dict(entry["state"]["M"])

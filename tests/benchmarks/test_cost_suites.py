@@ -123,7 +123,7 @@ def test_the_state_size_suite_reports_time_bytes_and_where_the_state_went(result
     sizes = written["data"]["sizes"]
     assert list(sizes) == ["1 KB", "10 KB"]
     for label, entry in sizes.items():
-        assert entry["default"] == "inline"  # under 4 KB compressed
+        assert entry["default"] == "inline"  # under 8 KB compressed
         inline, through_s3 = entry["inline"], entry["S3"]
         assert inline["possible"]
         assert through_s3["possible"]

@@ -190,7 +190,7 @@ def stored_state(moto: Moto, job_id: str) -> dict[str, Any]:
 
 
 def test_a_state_above_the_break_even_size_goes_to_s3_only_when_there_is_a_bucket(moto: Moto, clock: FakeClock) -> None:
-    blob = incompressible_text(8 * 1024)  # above the 4 KB break-even, far below the item limit
+    blob = incompressible_text(16 * 1024)  # above the 8 KB break-even, far below the item limit
     with_bucket = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
     without_bucket = DynamoDBStorage(moto.table, owner="other", client=moto.dynamodb, clock=clock)
     pipeline = big_state_pipeline(blob)
@@ -255,7 +255,7 @@ def test_a_read_racing_saves_answers_the_state_it_named_or_reads_again_for_the_n
         job = writer.get_job(JOB)
         assert job is not None
         writer.save(
-            JOB, fence_of(held), save_request(clock, job, {"n": next(counter), "pad": incompressible_text(8000)})
+            JOB, fence_of(held), save_request(clock, job, {"n": next(counter), "pad": incompressible_text(16_000)})
         )
 
     save()
@@ -283,7 +283,7 @@ def test_a_save_keeps_the_state_it_replaced_until_the_next_and_the_end_of_the_ph
     fence = fence_of(job)
     kept: list[list[str]] = []
     for n in range(1, 4):
-        job = storage.save(JOB, fence, save_request(clock, job, {"n": n, "pad": incompressible_text(8000)}))
+        job = storage.save(JOB, fence, save_request(clock, job, {"n": n, "pad": incompressible_text(16_000)}))
         kept.append([key for key in bucket_keys(moto) if key.startswith("saves/")])
         kept.append([sk for sk in stored_sort_keys(moto, JOB) if sk.startswith("SAVE#")])
 
@@ -299,7 +299,7 @@ def test_a_saved_state_object_missing_while_the_job_item_still_names_it_is_corru
     storage = DynamoDBStorage(moto.table, client=moto.dynamodb, bucket=moto.bucket, s3_client=moto.s3, clock=clock)
     held = storage.claim(claim_request(clock, storage.start_job(start_request(clock, state={"n": 0}))))
     assert held is not None
-    storage.save(JOB, fence_of(held), save_request(clock, held, {"pad": incompressible_text(8000)}))
+    storage.save(JOB, fence_of(held), save_request(clock, held, {"pad": incompressible_text(16_000)}))
     [key] = [key for key in bucket_keys(moto) if key.startswith("saves/")]
     moto.s3.delete_object(Bucket=moto.bucket, Key=key)
 

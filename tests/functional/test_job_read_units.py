@@ -203,10 +203,10 @@ def _contract_pipeline() -> Pipeline[Any]:
     return pipeline
 
 
-#: What a retry, a rerun from a phase and a start of a known id read, whatever the job's length: the job item,
-#: then its state's and input's items (one BatchGetItem); a rerun also its maps and, from the job item down its
-#: newest history items, the phase's entry; a start of a known id also the job's view, which its refusal shows.
-RESTART_UNITS = {"resume": 3.0, "from": 7.0, "known id": 7.0}
+#: What a retry, a rerun from a phase and a start of a known id read, whatever the job's length: the job item
+#: (its small state in it), then its input's item; a rerun also its maps and, from the job item down its newest
+#: history items, the phase's entry; a start of a known id also the job's view, which its refusal shows.
+RESTART_UNITS = {"resume": 2.0, "from": 6.0, "known id": 6.0}
 
 
 def test_retries_reruns_and_starts_of_a_known_id_read_the_same_after_ten_transitions_as_after_three_hundred() -> None:

@@ -2,11 +2,14 @@
 
 A start's or a commit's history item keeps the state the phase was entered with; a mid-phase save
 writes a ``SAVE#`` item of its own, removed once replaced; a job item stored before states had
-items of their own (the state inline) is still read and run.
+items of their own (the state inline) is still read and run. A state of a few hundred bytes also
+travels in the job item (its claim then reads nothing more): the states here are larger unless a test
+says otherwise, so that the job item names the item that keeps them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -15,9 +18,19 @@ import pytest
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
 from cairn.adapters import CorruptJobError
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.dynamodb.attributes import from_item
 from cairn.aws.dynamodb.schema import job_pk
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, job_of, make_scheduler
+
+#: A field that keeps a state out of the job item (too large for it to hold within one write unit).
+PAD = "".join(hashlib.sha256(str(number).encode()).hexdigest() for number in range(20))
+STARTED = {"a": 1, "pad": PAD}
+
+
+def _kept_state(storage: DynamoDBStorage, item: dict[str, Any]) -> Any:
+    """The state a history or save item keeps, decoded."""
+    return storage.codec.payloads.decode(from_item(item)["entry"]["state"], where="test")
 
 
 def _partition(moto: Moto, job_id: str) -> dict[str, dict[str, Any]]:
@@ -35,7 +48,7 @@ def _storage(moto: Moto, clock: FakeClock) -> DynamoDBStorage:
 
 
 def _started_one_phase_job(moto: Moto, clock: FakeClock, name: str) -> DynamoDBStorage:
-    """A store holding the job ``<name>-1`` of a one-phase pipeline ``name``, started with ``{"a": 1}``."""
+    """A store holding the job ``<name>-1`` of a one-phase pipeline ``name``, started with :data:`STARTED`."""
     pipeline: Pipeline[Any] = Pipeline(name)
 
     @pipeline.phase
@@ -48,13 +61,45 @@ def _started_one_phase_job(moto: Moto, clock: FakeClock, name: str) -> DynamoDBS
         pipeline,
         storage=storage,
         scheduler=make_scheduler(pipeline, storage, clock),
-        initial_state={"a": 1},
+        initial_state=STARTED,
     )
     return storage
 
 
 def test_the_job_item_names_the_history_item_that_keeps_the_state(moto: Moto, clock: FakeClock) -> None:
     pipeline: Pipeline[Any] = Pipeline("named")
+
+    @pipeline.phase
+    def first(ctx: PhaseContext[Any]) -> Next:
+        return Next("second", {"n": ctx.state["n"] + 1, "pad": PAD})
+
+    @pipeline.phase
+    def second(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("named-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"n": 1, "pad": PAD})
+    scheduler.drain(max_steps=1)
+
+    items = _partition(moto, "named-1")
+    checkpoint = items["JOB"]["checkpoint"]["M"]
+    assert set(checkpoint) == {"nextPhase", "createdAt", "stateAt"}  # no state in the job item
+    holder = items[checkpoint["stateAt"]["S"]]
+    assert checkpoint["stateAt"]["S"] == f"H#1#{3:012d}#{job_of(storage, 'named-1').history_head}"  # run, sequence
+    entered = {"n": 2, "pad": PAD}
+    assert _kept_state(storage, holder) == entered
+    kept = [item for item in items.values() if "state" in item.get("entry", {}).get("M", {})]
+    assert sum(_kept_state(storage, item) == entered for item in kept) == 1  # written once
+    assert job_of(storage, "named-1").checkpoint.state == entered  # type: ignore[union-attr]
+
+    scheduler.drain()
+    assert job_of(storage, "named-1").result == entered
+    assert storage.entered("named-1", "second").state == entered  # type: ignore[union-attr]
+
+
+def test_a_small_state_travels_in_the_job_item_and_its_history_item_keeps_it_too(moto: Moto, clock: FakeClock) -> None:
+    pipeline: Pipeline[Any] = Pipeline("small")
 
     @pipeline.phase
     def first(ctx: PhaseContext[Any]) -> Next:
@@ -66,21 +111,17 @@ def test_the_job_item_names_the_history_item_that_keeps_the_state(moto: Moto, cl
 
     storage = _storage(moto, clock)
     scheduler = make_scheduler(pipeline, storage, clock)
-    run_pipeline("named-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"n": 1})
+    run_pipeline("small-1", pipeline, storage=storage, scheduler=scheduler, initial_state={"n": 1})
     scheduler.drain(max_steps=1)
 
-    items = _partition(moto, "named-1")
+    items = _partition(moto, "small-1")
     checkpoint = items["JOB"]["checkpoint"]["M"]
-    assert set(checkpoint) == {"nextPhase", "createdAt", "stateAt"}  # no state in the job item
-    holder = items[checkpoint["stateAt"]["S"]]
-    assert checkpoint["stateAt"]["S"] == f"H#1#{3:012d}#{job_of(storage, 'named-1').history_head}"  # run, sequence
-    assert json.loads(holder["entry"]["M"]["state"]["M"]["json"]["S"]) == {"n": 2}
-    assert sum("entry" in item and '"n":2' in str(item) for item in items.values()) == 1  # written once
-    assert job_of(storage, "named-1").checkpoint.state == {"n": 2}  # type: ignore[union-attr]
-
+    assert set(checkpoint) == {"nextPhase", "createdAt", "state"}  # the claim returns it: nothing more to read
+    history = items[f"H#1#{3:012d}#{job_of(storage, 'small-1').history_head}"]
+    assert _kept_state(storage, history) == {"n": 2}  # for a rerun from the phase
     scheduler.drain()
-    assert job_of(storage, "named-1").result == {"n": 2}
-    assert storage.entered("named-1", "second").state == {"n": 2}  # type: ignore[union-attr]
+    assert job_of(storage, "small-1").result == {"n": 2}
+    assert storage.entered("small-1", "second").state == {"n": 2}  # type: ignore[union-attr]
 
 
 def test_a_retry_after_a_save_starts_from_the_saved_state_and_replaced_saves_are_removed(
@@ -197,7 +238,7 @@ def test_a_read_racing_a_save_that_removes_the_state_it_named_reads_again(
         return items
 
     monkeypatch.setattr(table, "query_partition", racing)
-    assert job_of(storage, "racing-1").checkpoint.state == {"a": 1}  # type: ignore[union-attr]
+    assert job_of(storage, "racing-1").checkpoint.state == STARTED  # type: ignore[union-attr]
     assert len(calls) == 2
 
 
@@ -226,7 +267,7 @@ def test_a_job_view_racing_saves_reads_again_while_the_job_item_names_another_st
     view = storage.get_job_view("view-racing-1")
     assert view is not None
     assert view.job.checkpoint is not None
-    assert view.job.checkpoint.state == {"a": 1}
+    assert view.job.checkpoint.state == STARTED
     assert len(replaced) == 3
 
 

@@ -89,9 +89,10 @@ invoked by the wrong names, unknown phases and delayed retries cannot be sent, o
 start. The other variables have defaults that work (limits, retries, the sweep's idle time)."""
 
 DEFAULT_INLINE_STATE_LIMIT = 350_000
-#: With a state bucket, values above this many (compressed) bytes go to S3: one S3 PUT and GET cost
-#: about 8 on-demand write units, and an inline value is paid for by the claim and by the commit.
-DEFAULT_OFFLOAD_STATE_FROM = 4096
+#: With a state bucket, values above this many (compressed) bytes go to S3: the break-even of the write-once
+#: design, where a state's write units in its history item and its read units at the next claim come to an
+#: S3 PUT and GET (8.4 KB stored, measured by ``python -m benchmarks.offload``), rounded down to a KB.
+DEFAULT_OFFLOAD_STATE_FROM = 8192
 RetryModeName = Literal["standard", "adaptive"]
 DriverName = Literal["direct", "stepfunctions"]
 _RETRY_MODES: tuple[RetryModeName, ...] = ("standard", "adaptive")

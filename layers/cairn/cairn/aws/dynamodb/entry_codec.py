@@ -199,3 +199,17 @@ def entry_reference(item: Item, *, where: str) -> tuple[Checkpoint, str] | None:
         return stored_checkpoint(raw, None), str(raw["stateAt"])
     except UNREADABLE as exc:
         raise CorruptJobError(where, unreadable_reason(exc)) from exc
+
+
+def inline_checkpoint(reference: Mapping[str, Any] | None, items: list[Item]) -> dict[str, Any] | None:
+    """The job item's checkpoint ``reference`` with its state in it, taken from the item of ``items`` holding it
+    (``stateAt``); None when there is no reference or the state is kept in S3. The job item then keeps a small
+    state itself, so that a claim, which returns the job item, needs no read of another item."""
+    if not isinstance(reference, Mapping) or "stateAt" not in reference:
+        return None
+    holder = next((item for item in items if item["sk"].get("S") == reference["stateAt"]), None)
+    raw = from_item(holder).get("entry") if holder is not None else None
+    state = raw.get("state") if isinstance(raw, dict) else None
+    if state is None or PayloadCodec.s3_key_of(state) is not None:
+        return None
+    return {**{name: value for name, value in reference.items() if name != "stateAt"}, "state": state}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .attributes import item_size, to_item
+from .attributes import Item, item_size, to_item
 
 
 class Expression:
@@ -91,6 +91,35 @@ class Expression:
         """Keyword arguments that read only ``attributes`` (``get_item``, ``batch_get_item``)."""
         projection = ", ".join(self.name(attribute) for attribute in attributes)
         return self._with_placeholders({"ProjectionExpression": projection}, conditions=False)
+
+    def size_after(self, item: Item, extra: Mapping[str, Any] | None = None, *, keeping: Iterable[str] = ()) -> int:
+        """About the size of ``item`` once this update (with ``extra``, top-level attributes it would also set) applies.
+
+        Never less: a value computed by the update (``sequence + 1``) keeps its stored size plus a byte, and a
+        removal of list elements or of a nested attribute is not counted; nor is one of the attributes ``keeping``
+        names (which a later write sets again).
+        """
+        kept = set(keeping)
+        after = dict(item)
+        computed = 0
+        sets = {**self._assigned, **dict.fromkeys(extra or {}, "")}
+        for attribute, assigned in sets.items():
+            if "." in attribute:
+                computed += 1 + item_size({attribute: after.get(attribute.split(".")[0], {"NULL": True})})
+            elif extra is not None and attribute in extra:
+                after[attribute] = to_item({attribute: extra[attribute]})[attribute]
+            elif assigned in self._values:
+                after[attribute] = to_item({attribute: self._values[assigned]})[attribute]
+            else:
+                computed += 1
+        for removed in self._removes:
+            name = self._names.get(removed, removed[1:])
+            if removed.startswith("#") and "[" not in removed and "." not in removed and name not in kept:
+                after.pop(name, None)
+        for attribute, source in self._copies.items():
+            if source in after:
+                after[attribute] = after[source]
+        return item_size(after) + computed
 
     def size(self) -> int:
         """The bytes the values it sets (and tests) would add to an item, counted as DynamoDB counts an item."""

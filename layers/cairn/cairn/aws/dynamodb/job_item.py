@@ -9,6 +9,9 @@ replaced save's item is removed: one replaced by the next save, at the save afte
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ...core import ttl
 from ...core.errors import StorageError
 from ...core.models import Job, JobStatus
@@ -22,6 +25,15 @@ from .history import History
 from .rereads import read_current
 from .table import ConditionFailed, Table, written_by
 
+#: What a write unit covers: the item after the write, 1 KB.
+WRITE_UNIT_BYTES = 1024
+#: The bytes a write may gain on its way (an expiry renewal sets ``historyRenewBy`` when it is sent again).
+RENEWAL_ROOM = 32
+#: What a claim sets and its commit removes.
+CLAIM_ATTRIBUTES = ("leaseOwner", "leaseExpiresAt", "claimSequence", "claimedAt")
+#: Room a started job's item leaves for its first claim's attributes (a worker id of up to 64 characters).
+CLAIM_ROOM = 160
+
 
 class JobItem:
     """Updates of one owner's job items, and the S3 objects and sizes of the last ones seen."""
@@ -32,6 +44,7 @@ class JobItem:
         self._s3_keys: dict[str, set[str]] = {}
         self._state: dict[str, tuple[str | None, set[str]]] = {}
         self._item_sizes: dict[str, int] = {}
+        self._small_items: dict[str, Item] = {}
         self._kept_save: dict[str, tuple[str, set[str]]] = {}
 
     def update(self, job_id: str, expression: Expression, *, now_ms: int, token: str) -> Item:
@@ -115,7 +128,7 @@ class JobItem:
         self._state[job_id] = (state_at(item), state_keys)
         kept = self._kept_save.get(job_id)
         self._s3_keys[job_id] = ItemCodec.s3_keys_of(item) | state_keys | (kept[1] if kept else set())
-        self._item_sizes[job_id] = item_size(item)
+        self._sized(job_id, item)
 
     def written(self, job_id: str, item: Item, state_keys: set[str] | None = None) -> None:
         """After an update that landed: remove what it no longer refers to, and keep its size.
@@ -139,7 +152,25 @@ class JobItem:
         if kept is not None:
             self._kept_save[job_id] = kept
         self._state[job_id] = (state_sk, state_keys)
-        self._item_sizes[job_id] = item_size(item)
+        self._sized(job_id, item)
+
+    def _sized(self, job_id: str, item: Item) -> None:
+        """Keep the size of the job's item as last read or written, and the item itself while it is small."""
+        size = self._item_sizes[job_id] = item_size(item)
+        if size <= WRITE_UNIT_BYTES:
+            self._small_items[job_id] = item
+        else:
+            self._small_items.pop(job_id, None)
+
+    def fits_one_write_unit(self, job_id: str, expression: Expression, extra: Mapping[str, Any]) -> bool:
+        """Whether the job's item, as last read or written, stays within one write unit (1 KB) once ``expression``
+        and ``extra`` (top-level attributes it would also set) apply, and once the next claim sets its lease
+        again: False when that item was not small."""
+        stored = self._small_items.get(job_id)
+        if stored is None:
+            return False
+        # the next claim sets its lease again: the item must hold it too
+        return expression.size_after(stored, extra, keeping=CLAIM_ATTRIBUTES) + RENEWAL_ROOM <= WRITE_UNIT_BYTES
 
     def _delete_side_item(self, job_item: Item, sk: str) -> None:
         """Remove an item the job no longer refers to (best effort: its expiry removes it otherwise)."""

@@ -14,6 +14,7 @@ lost response); otherwise the domain outcome follows.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from pydantic import ValidationError
 
@@ -24,11 +25,12 @@ from ...core.storage_port import Route
 from ...core.transitions import Claim, Commit, Fence, Save, StartJob, Written
 from ...core.transitions.changes import changed
 from . import schema
-from .attributes import Item, from_item
+from .attributes import Item, from_item, item_size, to_item
 from .codec import state_at, state_reference
+from .entry_codec import inline_checkpoint
 from .expressions import Expression
 from .history import History
-from .job_item import JobItem, set_status
+from .job_item import CLAIM_ROOM, RENEWAL_ROOM, WRITE_UNIT_BYTES, JobItem, set_status
 from .rereads import read_current
 from .table import ConditionFailed, Table, written_by
 
@@ -115,6 +117,11 @@ class Jobs:
             )
             side.append(history)
             new_keys |= state_keys
+            inline = inline_checkpoint(from_item(encoded.item).get("checkpoint"), [history])
+            if inline is not None:
+                small = {**encoded.item, "checkpoint": to_item({"checkpoint": inline})["checkpoint"]}
+                if item_size(small) + CLAIM_ROOM + RENEWAL_ROOM <= WRITE_UNIT_BYTES:
+                    encoded = replace(encoded, item=small)
         input_item = self.table.codec.input_item(job)
         if input_item is not None:
             side.append(input_item[0])
@@ -324,7 +331,11 @@ class Jobs:
             new_keys = new_keys | history.keys
             if entry is not None:
                 assert history.holder is not None
-                expression.set("checkpoint", state_reference(entry, history.holder))
+                reference = state_reference(entry, history.holder)
+                inline = inline_checkpoint(reference, history.items)
+                if inline is not None and self.job_item.fits_one_write_unit(job_id, expression, {"checkpoint": inline}):
+                    reference = inline  # small: it travels with the claim, and the next claim reads nothing more
+                expression.set("checkpoint", reference)
                 state_keys = history.keys
         try:
             item = self.job_item.update(job_id, expression, now_ms=written.job.updated_at, token=token)

@@ -23,6 +23,9 @@
   reading the state alone keeps the state in an ``ENTRY#`` item of its own, written in the same
   request; the history item's ``entry`` then holds ``{nextPhase, createdAt, stateAt}`` naming it. So
   the next claim's read of the state costs what the state costs, whatever the phase before logged.
+  A state small enough for the job item to keep it within one write unit (its next claim's lease
+  included) is also kept in the job item's ``checkpoint`` (``{nextPhase, createdAt, state}``): the
+  claim, which returns the job item, then needs no read.
 - ``expiresAt`` (epoch seconds) is the TTL attribute on every item but an owner's share item
   (``pk = SHARE#<owner>``, ``sk = SHARE``: its limit and its slots, :mod:`.owner_shares`), which lasts.
 - A job item's status change (and only that) also writes ``statusAt`` (Unix ms of the change) and
