@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import pytest
 from moto import mock_aws
 
+from benchmarks.dynamodb_meter import DynamoDBMeter
 from cairn import Cairn, Done, FileStorage, InlineScheduler, JobStatus, Map, MemoryStorage, Next, PhaseContext, Pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.core.storage_port import Storage
@@ -116,10 +117,11 @@ def test_records_read_per_item_do_not_grow_from_10_to_100_items(
         return sum(measured[size][0].values()) / size
 
     small, large = SIZES
-    # an item reads its record to claim it and to finish it, then its successor's or the map's record;
-    # then reads every record once, and the map's record: 4 per item and 1 per map, whatever its size
-    assert item_reads(small) == pytest.approx(4 + 1 / small)
-    assert item_reads(large) == pytest.approx(4 + 1 / large)
+    # an item reads its record to claim it (its finish writes on the version its claim wrote, and its successor
+    # is scheduled unread); the last item of each slot reads the map's record; then reads every record once, and
+    # the map's record: 2 per item, 1 per slot and 1 per map, whatever its size
+    assert item_reads(small) == pytest.approx(2 + (CONCURRENCY + 1) / small)
+    assert item_reads(large) == pytest.approx(2 + (CONCURRENCY + 1) / large)
     assert all_reads(large) <= all_reads(small)
     if measured[small][1]:  # DynamoDB: the items the service returned, per map item
         assert measured[large][1] / large <= measured[small][1] / small
@@ -181,3 +183,41 @@ def test_what_dynamodb_returns_per_map_item_does_not_grow_with_the_jobs_history(
 
     short, long = returned_per_item(2), returned_per_item(120)
     assert long <= short * 1.1, f"{short:.2f} items returned per map item after 2 transitions, {long:.2f} after 120"
+
+
+def _item_read_units(meter: DynamoDBMeter, store: Storage, clock: FakeClock, size: int) -> list[float]:
+    """The read units of each item advance of one job mapping ``size`` items, as DynamoDB bills them."""
+    scheduler = InlineScheduler(now=clock.monotonic, sleep=clock.sleep)
+    jobs = Cairn(_mapping(size), storage=store, scheduler=scheduler)  # binds the scheduler to jobs.advance
+    items: list[float] = []
+
+    def metered(job_id: str, **message: Any) -> None:
+        meter.take()
+        jobs.advance(job_id, **message)
+        if message.get("item") is not None:
+            items.append(meter.take().read_units)
+
+    scheduler.bind(metered)
+    jobs.start("mapped", "mapped-1", state={})
+    scheduler.drain()
+    assert jobs.get("mapped-1").status == JobStatus.COMPLETE
+    return items
+
+
+def test_a_map_item_costs_two_read_units_on_dynamodb_as_it_bills_them(clock: FakeClock) -> None:
+    """An item advance reads the job item (1 unit) and its own record to claim it (1 unit); its finish writes on
+    the version its claim wrote, and its successor is scheduled unread. The last item of each of the map's slots
+    also reads the map's record: 2 units per item plus 1 per slot, at 10 items as at 100."""
+    with mock_aws():
+        client = dynamodb_client()
+        meter = DynamoDBMeter(client)
+        try:
+            per_item = {}
+            for size in SIZES:
+                store = DynamoDBStorage(new_table(client), client=client, clock=clock)
+                items = _item_read_units(meter, store, clock, size)
+                assert len(items) == size
+                per_item[size] = sum(items) / size
+        finally:
+            meter.detach()
+    assert per_item == {size: 2 + CONCURRENCY / size for size in SIZES}

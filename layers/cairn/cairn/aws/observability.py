@@ -82,7 +82,7 @@ def record_phase_metrics(job: Job | None, *, phase: str, duration_ms: float) -> 
         metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=1)
     if outcome == "retry":
         metrics.add_metric(name="PhaseRetries", unit=MetricUnit.Count, value=1)
-    if job.checkpoint is not None:
+    if job.checkpoint is not None and job.checkpoint.state is not None:  # a map's item reads no state kept apart
         size = len(json.dumps(job.checkpoint.state, separators=(",", ":")))
         metrics.add_metric(name="CheckpointBytes", unit=MetricUnit.Bytes, value=size)
     logger.info("Phase advanced", extra={"phase": phase, "status": job.status.value, "outcome": outcome})

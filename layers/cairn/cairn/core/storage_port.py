@@ -106,13 +106,14 @@ class Storage(ABC):
         next_phase = job.checkpoint.next_phase if job.checkpoint else None
         return Route(job.pipeline, job.status, next_phase, job.sequence, job.fan_out)
 
-    def get_current_job(self, job_id: str) -> Job | None:
+    def get_current_job(self, job_id: str, *, payloads: bool = True) -> Job | None:
         """The job as it stands, its checkpoint's state and its input included; its log and phase records may be
         left out (empty).
 
         What a start of a known id, a retry, a rerun and a wait's timeout read: an adapter reads the job and the
-        values it names, so the cost does not grow with the job's history. Optional: by default the whole job
-        (:meth:`get_job`). None when the job is unknown or expired.
+        values it names, so the cost does not grow with the job's history. With ``payloads`` False an adapter may
+        leave out (None) the state and input it keeps apart from the job: what a map's item reads, one small read.
+        Optional: by default the whole job (:meth:`get_job`). None when the job is unknown or expired.
         """
         return self.get_job(job_id)
 

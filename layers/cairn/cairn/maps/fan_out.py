@@ -176,13 +176,17 @@ class ItemStore:
             self._write(item, expected=None)
         resolve_write(lambda: self.storage.create_map(self.job_id, record, expires_at=self.expires_at), pause=_pause)
 
-    def change(self, index: int, rule: Callable[[MapItem], MapItem | None]) -> MapItem | None:
+    def change(
+        self, index: int, rule: Callable[[MapItem], MapItem | None], *, known: MapItem | None = None
+    ) -> MapItem | None:
         """Apply ``rule`` to the stored record and write the result, conditioned on the version read.
 
-        A change that takes the record to ``done`` is counted on the map's record in the same write.
+        ``known`` is the record as this caller last wrote it: the first attempt starts from it without a read
+        (the write's condition tells whether it still stands). A change that takes the record to ``done`` is
+        counted on the map's record in the same write.
         """
-        for _ in range(_WRITE_ATTEMPTS):
-            current = self.get(index)
+        for attempt in range(_WRITE_ATTEMPTS):
+            current = known if attempt == 0 and known is not None else self.get(index)
             if current is None:
                 return None
             changed = rule(current)
@@ -342,9 +346,10 @@ class ItemRun:
         if finished is None:
             return None
         successor = claimed.index + self.fan_out.max_concurrency
-        following = self.store.get(successor) if successor < self.fan_out.count else None
-        if following is not None and following.status != "done":
-            schedule_items(self.scheduler, self.store.job_id, self.fan_out, [following], self.clock())
+        if successor < self.fan_out.count:  # its record is not read: one done already finds itself done, and hands off
+            self.scheduler.schedule_item(
+                self.store.job_id, phase=self.fan_out.phase, fan_out=self.fan_out.id, item=successor
+            )
         else:  # the slot ended: was this the map's last item?
             self._hand_off_if_finished()
         return finished
@@ -404,7 +409,7 @@ class ItemRun:
             except ItemClaimLost:
                 return None
 
-        finished = self.store.change(claimed.index, rule)
+        finished = self.store.change(claimed.index, rule, known=claimed)  # as the claim wrote it: no read
         if finished is None:
             stored = self.store.get(claimed.index)
             if stored is not None and stored.write_token == token:

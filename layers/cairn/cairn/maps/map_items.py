@@ -53,30 +53,32 @@ def advance_item(
 ) -> Job | None:
     """Run one item of the job's map, while the job runs that map; None when there is nothing to run.
 
-    Returns the job as its view reads it (the newest history only: see :meth:`Storage.get_job_view`).
+    Returns the job as the item found it (its state and input left out where the store keeps them apart:
+    :meth:`Storage.get_current_job`), or as the item's failure left it.
     """
     validate_job_id(job_id)
     if not isinstance(scheduler, ItemScheduler):
         raise InvalidInputError("An item advance needs a scheduler that runs items (schedule_item)")
-    route = storage.get_route(job_id)
-    if route is None or route.status != JobStatus.RUNNING or route.fan_out is None or route.fan_out.id != fan_out:
+    job = storage.get_current_job(job_id, payloads=False)  # one small read: an item's cost never grows with the job
+    if job is None or job.status != JobStatus.RUNNING or job.fan_out is None or job.fan_out.id != fan_out:
         return None
-    if route.next_phase is None or route.fan_out.phase != phase or not pipeline.has_phase(phase):
+    if job.checkpoint is None or job.fan_out.phase != phase or not pipeline.has_phase(phase):
         return None
-    next_phase = route.next_phase
+    next_phase = job.checkpoint.next_phase
     hooks = open_hooks(pipeline, features)
+    failed: list[Job] = []
 
     def fail_job(message: str) -> None:
         run = claim_run(job_id, pipeline, storage, phase=next_phase, worker=None, features=features)
         if run is None:
             logger.warning("Job %s: %s; the job was busy, its next advance runs the item again", job_id, message)
             return
-        run.fail(message)
+        failed.append(run.fail(message))
 
     runner = ItemRun(
         pipeline=pipeline,
         store=item_store(storage, pipeline, job_id, fan_out),
-        fan_out=route.fan_out,
+        fan_out=job.fan_out,
         next_phase=next_phase,
         scheduler=scheduler,
         clock=storage.clock,
@@ -87,8 +89,7 @@ def advance_item(
     )
     if runner.run(item, worker or uuid.uuid4().hex) is None:
         return None
-    view = storage.get_job_view(job_id, history=1)  # a bounded read: an item's cost never grows with the job
-    return None if view is None else view.job
+    return failed[-1] if failed else job  # an item changes the job only when it fails it
 
 
 def start_map(run: Run, outcome: Map, scheduler: Scheduler) -> Job:

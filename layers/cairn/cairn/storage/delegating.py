@@ -39,8 +39,8 @@ class DelegatingStorage(Storage):
     def get_route(self, job_id: str) -> Route | None:
         return self.around("get_route", lambda: self.inner.get_route(job_id))
 
-    def get_current_job(self, job_id: str) -> Job | None:
-        return self.around("get_current_job", lambda: self.inner.get_current_job(job_id))
+    def get_current_job(self, job_id: str, *, payloads: bool = True) -> Job | None:
+        return self.around("get_current_job", lambda: self.inner.get_current_job(job_id, payloads=payloads))
 
     def get_job_view(self, job_id: str, *, history: int = VIEW_HISTORY) -> RecentJob | None:
         return self.around("get_job_view", lambda: self.inner.get_job_view(job_id, history=history))

@@ -78,18 +78,21 @@ class HistoryReads:
 
     # -- the job as it stands --------------------------------------------------------------------
 
-    def current(self, job_id: str) -> Job | None:
-        """The job without its log and phase records: the job item, then the items holding its state and input.
+    def current(self, job_id: str, *, payloads: bool = True) -> Job | None:
+        """The job without its log and phase records: the job item, then the items holding its state and input
+        (with ``payloads`` False, the job item alone: a state or input it does not keep itself is None).
 
         A save that lands between the reads may remove the item holding the state the job item named: the
         job is read again (:func:`.rereads.read_current`).
         """
-        return read_current(lambda _: self._current(job_id))
+        return read_current(lambda _: self._current(job_id, payloads))
 
-    def _current(self, job_id: str) -> Job | None:
+    def _current(self, job_id: str, payloads: bool) -> Job | None:
         job_item = self._job_item(job_id)
         if job_item is None:
             return None
+        if not payloads:
+            return self.table.codec.decode_job(job_item, with_payloads=False)
         holder = state_at(job_item)
         input_token = job_item.get("inputToken", {}).get("S")
         items = self._get(job_id, [sk for sk in (holder, schema.input_sk(input_token) if input_token else None) if sk])

@@ -141,10 +141,11 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         """The job with its input, log and phase records (one consistent query), or None if absent or expired."""
         return self._jobs.get_job(job_id)
 
-    def get_current_job(self, job_id: str) -> Job | None:
+    def get_current_job(self, job_id: str, *, payloads: bool = True) -> Job | None:
         """The job without its log and phase records: the job item, then its state's and input's items (one
-        consistent BatchGetItem). The same reads after ten writes or a thousand."""
-        return self._reads.current(job_id)
+        consistent BatchGetItem; with ``payloads`` False, none: a state the job item keeps itself is still
+        there). The same reads after ten writes or a thousand."""
+        return self._reads.current(job_id, payloads=payloads)
 
     def get_job_view(self, job_id: str, *, history: int = VIEW_HISTORY) -> RecentJob | None:
         """The job with its newest ``history`` writes' history: the same few reads after ten writes or a thousand.

@@ -40,8 +40,8 @@ def advance_phase(
     """Run the phase the checkpoint names, commit its outcome and schedule what follows.
 
     With ``fan_out`` and ``item`` the advance runs one item of the job's map instead (see
-    :mod:`cairn.maps`); it returns the job when the item ran (as its view reads it: the
-    newest history only), else None.
+    :mod:`cairn.maps`); it returns the job when the item ran (as the item found it, without its
+    history, its state and input left out where the store keeps them apart), else None.
 
     ``phase`` and ``sequence`` come from the message that asked for the
     advance: it runs only if the job is still at that ``sequence`` (and its
