@@ -28,8 +28,8 @@ class CommitAfterRead(DelegatingStorage):
         self.worker = worker
         self.reads: list[Job | None] = []
 
-    def get_current_job(self, job_id: str) -> Job | None:
-        job = self.inner.get_current_job(job_id)  # what a resume reads
+    def get_current_job(self, job_id: str, *, payloads: bool = True) -> Job | None:
+        job = self.inner.get_current_job(job_id, payloads=payloads)  # what a resume reads
         self.reads.append(job)
         if not self.release.is_set():
             self.release.set()
