@@ -119,6 +119,17 @@ class HistoryContract(ContractBase):
             exclude={"log", "phases"}
         )  # state, input
         assert storage.get_current_job("nobody") is None
+        bare = storage.get_current_job(JOB, payloads=False)  # a state and input kept apart may be left out
+        assert bare is not None
+        assert bare.model_dump(exclude={"log", "phases", "input", "checkpoint"}) == whole.model_dump(
+            exclude={"log", "phases", "input", "checkpoint"}
+        )
+        assert bare.checkpoint is not None
+        assert whole.checkpoint is not None
+        assert (bare.checkpoint.next_phase, bare.checkpoint.created_at) == (
+            whole.checkpoint.next_phase,
+            whole.checkpoint.created_at,
+        )
 
     def test_history_pages_hold_every_write_once_newest_first(self, storage: Storage, clock: SkippingClock) -> None:
         whole = grown(storage, clock)
