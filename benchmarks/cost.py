@@ -41,6 +41,7 @@ from moto import mock_aws
 
 from benchmarks.common import Result, Table, Target, git_commit, machine, versions, write_result
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
+from benchmarks.stepfunctions_loop import lambda_tasks, loop_states
 from cairn import Done, InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb.schema import create_table
 from cairn.core.registry import PipelineRegistry
@@ -492,6 +493,14 @@ def powertools_writes(dynamodb: DynamoDBClient, labels: Sequence[str]) -> dict[s
     return found
 
 
+def stepfunctions_driver_extra() -> float:
+    """Dollars per transition the Step Functions driver adds to the direct driver's: its loop's state transitions
+    (:mod:`benchmarks.stepfunctions_loop`) and the scheduler's resolve invoke (the phase's own invoke replaces the
+    direct driver's)."""
+    resolves = lambda_tasks() - 1
+    return len(loop_states()) * PRICES["stepfunctions_standard_transition"] + resolves * PRICES["lambda_request"]
+
+
 def peer_prices(size: int, powertools: dict[str, Any] | None) -> dict[str, Any]:
     """Dollars per million transitions of the alternatives at ``size`` bytes of state (None: not possible)."""
     fits = size <= PAYLOAD_LIMIT
@@ -607,6 +616,7 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
         [
             "State",
             "cairn (measured)",
+            "cairn, Step Functions driver",
             "Step Functions Standard",
             "Lambda durable functions",
             "Powertools idempotency (modelled)",
@@ -616,7 +626,10 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
         note=(
             "cairn: the write and read units, S3 requests and Lambda invokes measured above at "
             "$0.625/M write units, $0.125/M read units, $5/M S3 PUTs, $0.40/M S3 GETs and $0.20/M Lambda "
-            "requests. Step Functions Standard: $25/M state transitions plus the $0.20/M Lambda request "
+            "requests. cairn on its Step Functions driver: the same, plus the state transitions its state "
+            f"machine bills per phase ({len(loop_states())}: {', '.join(loop_states())}) and the scheduler's "
+            f"resolve invoke ({lambda_tasks() - 1} Lambda request). "
+            "Step Functions Standard: $25/M state transitions plus the $0.20/M Lambda request "
             "of the task; above its 256 KB payload limit the state must go to S3 by hand (one PUT and "
             "one GET added, marked *). Lambda durable functions: about $8/M durable operations, one "
             "operation (a step's checkpoint) per transition; per-GB charges for data written and kept "
@@ -645,6 +658,7 @@ def build_result(sizes: dict[str, Any], repeats: int) -> Result:
             [
                 label,
                 _dollars(entry["middle"]["dollars_per_million"]),
+                _dollars(entry["middle"]["dollars_per_million"] + stepfunctions_driver_extra()),
                 sfn,
                 _dollars(peers["durable_functions"]),
                 shown_powertools,

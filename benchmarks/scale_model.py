@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.stepfunctions_loop import loop_states
 from cairn.aws.dynamodb.schema import LIST_SHARDS, SWEEP_SHARDS
 from cairn.features.prices import load_prices
 
@@ -19,8 +20,8 @@ DOC = ROOT / "docs" / "SCALE.md"
 #: A DynamoDB on-demand read unit's price, from the shipped price table (cairn/features/prices.json).
 READ_UNIT_PRICE = load_prices(region="us-east-1", environ={}).prices["dynamodb_read_units"]
 SWEEPS_PER_DAY = 24 * 60 // 5  # the scheduler's rate(5 minutes)
-#: State transitions of the Step Functions driver's loop per phase run (resolve, choose, run, after, follow).
-STEPFUNCTIONS_TRANSITIONS_PER_PHASE = 5
+#: State transitions of the Step Functions driver's loop per phase run, counted in its state machine.
+STEPFUNCTIONS_TRANSITIONS_PER_PHASE = len(loop_states())
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def _table(written: dict[str, Any], title_start: str) -> dict[str, Any]:
     return table
 
 
-def test_the_cost_suite_writes_the_state_once_and_reads_it_once_per_small_transition(results: Path) -> None:
+def test_the_cost_suite_writes_the_state_once_and_reads_it_at_most_once_per_small_transition(results: Path) -> None:
     assert cost.main(["--quick"]) == 0
 
     written = _read(results, "cost")
@@ -53,8 +53,10 @@ def test_the_cost_suite_writes_the_state_once_and_reads_it_once_per_small_transi
     assert list(sizes) == list(cost.QUICK_SIZES)
     for label in sizes:
         middle = sizes[label]["middle"]
-        assert middle["read_requests_range"] == [1.0, 1.0]  # the state, after the claim
-        assert middle["read_units_range"] == [1.0, 1.0]
+        # the state, after the claim; one of a few hundred bytes travels in the job item the claim returns
+        reads = 0.0 if label == "200 B" else 1.0
+        assert middle["read_requests_range"] == [reads, reads], label
+        assert middle["read_units_range"] == [reads, reads], label
         assert middle["write_units_range"][1] <= cost.MAX_WRITE_UNITS[label]
         assert middle["lambda_invokes"] == 1  # the direct driver's invoke of the next phase
         assert middle["s3_calls"] == 0  # a small state stays in the item

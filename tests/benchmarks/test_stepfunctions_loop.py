@@ -1,0 +1,37 @@
+"""The Step Functions driver's cost per phase is read from the shipped state machine, not written by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.cost import PRICES, stepfunctions_driver_extra
+from benchmarks.stepfunctions_loop import ASL, lambda_tasks, loop_states
+
+
+def test_a_phase_run_on_the_step_functions_driver_enters_six_states_and_two_lambda_tasks() -> None:
+    assert loop_states() == [
+        "FollowAdvance",
+        "CheckStartDelay",
+        "ResolveNextPhase",
+        "ShouldRunPhase",
+        "RunPhase",
+        "AfterPhase",
+    ]
+    assert lambda_tasks() == 2  # the scheduler's resolve and the phase's own invoke
+    extra = 6 * PRICES["stepfunctions_standard_transition"] + PRICES["lambda_request"]
+    assert stepfunctions_driver_extra() == pytest.approx(extra) == 150.2  # dollars per million phase runs
+
+
+def test_a_loop_that_never_comes_back_is_refused(tmp_path: Path) -> None:
+    machine = json.loads(ASL.read_text())
+    machine["States"]["AfterPhase"]["Choices"] = [
+        choice for choice in machine["States"]["AfterPhase"]["Choices"] if choice["Next"] != "FollowAdvance"
+    ]
+    machine["States"]["AfterPhase"]["Default"] = "CheckStartDelay"
+    broken = tmp_path / "pipeline.asl.json"
+    broken.write_text(json.dumps(machine))
+    with pytest.raises(ValueError, match="does not come back"):
+        loop_states(broken)
