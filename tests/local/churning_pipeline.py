@@ -20,7 +20,7 @@ class Churn(BaseModel):
     """How long to keep saving, how large each saved state is, and how many saves so far."""
 
     seconds: float = 300.0
-    pad_chars: int = 8_000
+    pad_chars: int = 16_000
     saves: int = 0
     pad: str = ""
 

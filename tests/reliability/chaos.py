@@ -37,7 +37,7 @@ from tests.support import FakeClock
 
 OWNER = "arn:aws:iam::123456789012:user/chaos"
 PHASES = ["fetch", "split", "extract", "publish"]
-PADDING = random.Random(0).randbytes(6000).hex()  # incompressible, above the offload threshold: state in S3
+PADDING = random.Random(0).randbytes(12_000).hex()  # incompressible, above the offload threshold: state in S3
 FAULT_KINDS = ("throttled", "server_error", "lost")
 SCHEDULED_EVENT = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
 
