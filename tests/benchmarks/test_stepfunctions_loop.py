@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.cost import PRICES, stepfunctions_driver_extra
 from benchmarks.stepfunctions_loop import ASL, lambda_tasks, loop_states
+from cairn.features.metering import SFN_TRANSITIONS_PER_RUN
 
 
 def test_a_phase_run_on_the_step_functions_driver_enters_six_states_and_two_lambda_tasks() -> None:
@@ -21,6 +22,7 @@ def test_a_phase_run_on_the_step_functions_driver_enters_six_states_and_two_lamb
         "AfterPhase",
     ]
     assert lambda_tasks() == 2  # the scheduler's resolve and the phase's own invoke
+    assert len(loop_states()) == SFN_TRANSITIONS_PER_RUN  # what a job's usage meters on this driver
     extra = 6 * PRICES["stepfunctions_standard_transition"] + PRICES["lambda_request"]
     assert stepfunctions_driver_extra() == pytest.approx(extra) == 150.2  # dollars per million phase runs
 
