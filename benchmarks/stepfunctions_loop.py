@@ -1,10 +1,10 @@
 """The Step Functions driver's loop, read from its state machine: the states one phase run passes through.
 
 Standard workflows bill every state entered ($25 a million). A phase that goes straight on to the next one
-(no delay) passes, from the state after the phase back to the phase: follow, check the delay, resolve the next
-phase (a Lambda invoke of the scheduler), check it should run, run it (the phase's invoke), and choose what
-follows. The loop is followed through the shipped ``pipeline.asl.json`` itself, so a change to the state
-machine changes the figure.
+(no delay) passes, from the state after the phase back to the phase: continue with the advance the phase
+reported (its function and sequence), run it (the phase's invoke), and choose what follows. The loop is
+followed through the shipped ``pipeline.asl.json`` itself, so a change to the state machine changes the
+figure.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 ASL = Path(__file__).resolve().parents[1] / "layers" / "cairn" / "cairn" / "aws" / "pipeline.asl.json"
 #: Where the loop leaves a phase run that asked for the next advance, and the phase run it comes back to.
-FOLLOW, RUN = "FollowAdvance", "RunPhase"
+FOLLOW, RUN = "ContinueAdvance", "RunPhase"
 
 
 def _next(name: str, state: dict[str, Any]) -> str:
@@ -26,7 +26,7 @@ def _next(name: str, state: dict[str, Any]) -> str:
     for wanted in (RUN, FOLLOW):
         if wanted in targets:
             return wanted
-    return str(state["Default"])  # no delay: on to resolve
+    return str(state["Default"])
 
 
 def loop_states(asl: Path = ASL) -> list[str]:
@@ -42,6 +42,6 @@ def loop_states(asl: Path = ASL) -> list[str]:
 
 
 def lambda_tasks(asl: Path = ASL) -> int:
-    """How many of the loop's states are Lambda invokes (the phase's own, and the scheduler's resolve)."""
+    """How many of the loop's states are Lambda invokes (the phase's own, and any the loop adds)."""
     states = json.loads(asl.read_text())["States"]
     return sum(states[name].get("Resource", "").endswith(":lambda:invoke") for name in loop_states(asl))

@@ -176,6 +176,15 @@ def test_a_document_runs_through_its_four_phase_functions_in_one_execution(deplo
     assert execution["status"] == "SUCCEEDED"
     assert machine.advances(execution) == ["fetch", "split", "extract", "publish"]
     assert machine.states(execution)[-3:] == ["RunPhase", "AfterPhase", "NothingToRun"]
+    # resolved once, at the start; each phase after it runs the advance the one before reported: 3 transitions
+    states = machine.states(execution)
+    first = states.index("RunPhase")
+    assert states[:first] == ["CheckStartDelay", "ResolveNextPhase", "ShouldRunPhase"]
+    assert states[first:] == ["RunPhase", "AfterPhase", "ContinueAdvance"] * 3 + [
+        "RunPhase",
+        "AfterPhase",
+        "NothingToRun",
+    ]
     job = machine.job("job-0001")
     assert job.status == JobStatus.COMPLETE
     assert job.checkpoint is None

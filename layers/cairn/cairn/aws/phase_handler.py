@@ -15,7 +15,7 @@ from ..core.errors import ConfigurationError
 from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
 from ..core.scheduler_port import Scheduler
-from ..core.settings import PHASE, PIPELINE
+from ..core.settings import PHASE, PIPELINE, Settings
 from ..core.text import shown
 from ..scheduling.messages import AdvanceMessage
 from .entry import Handler, LazyRuntime, entry_point
@@ -82,6 +82,23 @@ def phase_from_environment(
     return pipeline, names[PHASE]
 
 
+def next_advance(recorder: StepRecorder, pipeline: Pipeline[Any], settings: Settings) -> dict[str, Any] | None:
+    """The advance a state machine runs next without resolving it again: the one the phase asked for at once.
+
+    None when it asked for none, or for one after a delay (the state machine waits, then resolves the job as it
+    then stands). The advance carries the sequence the phase's commit reached: a stale one is a no-op.
+    """
+    scheduled = recorder.scheduled
+    if scheduled is None or scheduled.delay > 0 or scheduled.sequence is None:
+        return None
+    return {
+        "run": True,
+        "phase": scheduled.phase,
+        "sequence": scheduled.sequence,
+        "functionName": function_for(pipeline, scheduled.phase, settings),
+    }
+
+
 def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime) -> Handler:
     """The undecorated handler that advances jobs of ``pipeline`` at ``phase``."""
     own_phase = pipeline.get_phase(phase).name  # an unknown phase is refused when the handler is made
@@ -123,6 +140,7 @@ def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime)
             "phase": message.phase,
             "status": job.status.value if job else "skipped",
             "scheduled": recorder.scheduled.to_wire() if recorder.scheduled else None,
+            "next": next_advance(recorder, pipeline, active.settings),
             "items": [
                 item.model_copy(update={"function_name": function_for(pipeline, item.phase, active.settings)}).to_wire()
                 for item in recorder.items
