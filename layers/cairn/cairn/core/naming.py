@@ -28,6 +28,11 @@ _HASH_CHARS = 8
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
+def module_name(pipeline: str) -> str:
+    """The Python package of pipeline ``pipeline`` in a bundle (``demo-two`` -> ``demo_two``)."""
+    return pipeline.replace("-", "_")
+
+
 def function_suffix(pipeline: str, phase: str) -> str:
     """``<pipeline>-<phase>`` as a function name's part after ``<stack>-``: at most SUFFIX_CHARS characters."""
     whole = f"{pipeline}-{phase}".replace(".", "_")

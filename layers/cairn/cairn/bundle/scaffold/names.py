@@ -6,6 +6,8 @@ import keyword
 import re
 import sys
 
+from ...core.naming import module_name as module_name  # the rule lives in cairn.core.naming
+
 NAME = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 """A pipeline name ``cairn new`` accepts: lowercase words of letters and digits joined by ``-``."""
 MAX_NAME = 40
@@ -18,11 +20,6 @@ RESERVED = ("cairn", "tests", "pipelines", "phases", "api", "scheduler")
 
 class ScaffoldError(Exception):
     """A reason ``cairn new`` refuses or stops, in one line; nothing is left half-written."""
-
-
-def module_name(name: str) -> str:
-    """The Python package of pipeline ``name`` (``demo-two`` -> ``demo_two``)."""
-    return name.replace("-", "_")
 
 
 def check_name(name: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from cairn.aws.phase_handler import registry_phase_handler
-from pipelines import PIPELINES
+from cairn.aws.phase_handler import own_pipelines, registry_phase_handler
 
-handler = registry_phase_handler(PIPELINES)
+handler = registry_phase_handler(own_pipelines("pipelines"))  # imports this function's pipeline alone
