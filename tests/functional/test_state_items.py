@@ -279,3 +279,42 @@ def test_a_job_view_naming_a_missing_state_item_twice_names_it(moto: Moto, clock
 
     with pytest.raises(CorruptJobError, match=state_at):
         storage.get_job_view("view-lost-1")
+
+
+def test_an_entry_kept_apart_and_gone_reads_as_expired_with_its_history_item_else_as_missing(
+    moto: Moto, clock: FakeClock
+) -> None:
+    pipeline: Pipeline[Any] = Pipeline("apart")
+
+    @pipeline.phase
+    def talk(ctx: PhaseContext[Any]) -> Next:
+        for number in range(100):
+            ctx.log(f"line {number:03d} " + "z" * 70)
+        return Next("listen", STARTED)
+
+    @pipeline.phase
+    def listen(ctx: PhaseContext[Any]) -> Done:
+        return Done(ctx.state)
+
+    storage = _storage(moto, clock)
+    scheduler = make_scheduler(pipeline, storage, clock)
+    run_pipeline("apart-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+    scheduler.drain()
+    items = _partition(moto, "apart-1")
+    (apart,) = [sk for sk in items if sk.startswith("ENTRY#")]
+    (naming,) = [
+        item for item in items.values() if item.get("entry", {}).get("M", {}).get("stateAt", {}).get("S") == apart
+    ]
+    assert storage.entered("apart-1", "listen").state == STARTED  # type: ignore[union-attr]
+
+    moto.dynamodb.delete_item(TableName=moto.table, Key={"pk": naming["pk"], "sk": {"S": apart}})
+    with pytest.raises(CorruptJobError, match=apart):  # gone while the history item that names it lives
+        storage.entered("apart-1", "listen")
+
+    moto.dynamodb.update_item(
+        TableName=moto.table,
+        Key={"pk": naming["pk"], "sk": naming["sk"]},
+        UpdateExpression="SET expiresAt = :past",
+        ExpressionAttributeValues={":past": {"N": "1"}},
+    )
+    assert storage.entered("apart-1", "listen") is None  # both past their expiry: that entry is no longer kept

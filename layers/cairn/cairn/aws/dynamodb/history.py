@@ -94,20 +94,24 @@ class History:
             apart = entry_reference(link.item, where=where)
             found = apart[0] if apart else table.codec.decode_entry(link.item, where=where, fetch=False)
             if found is not None and found.next_phase == phase and entered_by(found, before):
-                return (link.item, where) if apart is None else self._kept_apart(job_item, apart[1])
+                return (link.item, where) if apart is None else self._kept_apart(link.item, apart[1])
         return None
 
-    def _kept_apart(self, job_item: Item, sk: str) -> tuple[Item, str]:
-        """The ``ENTRY#`` item keeping the state a history item entered (one consistent GetItem)."""
+    def _kept_apart(self, history_item: Item, sk: str) -> tuple[Item, str] | None:
+        """The ``ENTRY#`` item keeping the state a history item entered (one consistent GetItem).
+
+        None when it is gone with the history item's own expiry (TTL deletes the two in any order, days late):
+        that entry is no longer kept. Gone while the history item lives, it is a missing part.
+        """
         table = self.table
-        key = {"pk": job_item["pk"], "sk": {"S": sk}}
+        key = {"pk": history_item["pk"], "sk": {"S": sk}}
         found = table.call(table.client.get_item, TableName=table.name, Key=key, ConsistentRead=True).get("Item")
-        where = f"{job_item['pk'].get('S')}/{sk}"
-        if not found:
-            raise MissingPartError(
-                where, f"the item {sk} holding the state this phase entered with is missing", part=sk
-            )
-        return dict(found), where
+        where = f"{history_item['pk'].get('S')}/{sk}"
+        if found:
+            return dict(found), where
+        if table.expired(history_item, table.clock()):
+            return None
+        raise MissingPartError(where, f"the item {sk} holding the state this phase entered with is missing", part=sk)
 
     def with_renewal(self, written: Written, request: StartJob) -> Written:
         """The started job with its ``historyRenewBy``; a job that keeps side items past it renews them first."""
