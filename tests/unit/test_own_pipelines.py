@@ -76,3 +76,8 @@ def test_an_import_error_inside_the_pipelines_own_code_is_not_hidden(bundle: Pat
 
     with pytest.raises(ModuleNotFoundError, match="a_module_nobody_installed"):
         own_pipelines("own_registry", environ={"CAIRN_PIPELINE": "own-alpha"})
+
+
+@pytest.mark.parametrize("name", ["../own_alpha", "own.alpha", "class", " own-alpha", "os"])
+def test_a_name_no_bundle_package_could_have_reads_the_registry(bundle: Path, name: str) -> None:
+    assert own_pipelines("own_registry", environ={"CAIRN_PIPELINE": name}).names == ["own-alpha", "own-beta"]

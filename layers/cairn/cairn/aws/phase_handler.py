@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import keyword
 import os
 import time
 from collections.abc import Mapping
@@ -49,8 +50,8 @@ def own_pipelines(registry_module: str = "pipelines", environ: Mapping[str, str]
     """
     env = os.environ if environ is None else environ
     name = env.get(PIPELINE, "")
-    if name:
-        package = naming.module_name(name)
+    package = naming.module_name(name)
+    if package.isidentifier() and not keyword.iskeyword(package):  # else no package of a bundle: the registry
         try:
             module = importlib.import_module(f"{package}.pipeline")
         except ModuleNotFoundError as exc:
