@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 import pytest
+from botocore.exceptions import ReadTimeoutError
 
 from cairn import Done, JobStatus, Next, PhaseContext, Pipeline, RetryPolicy, run_pipeline
 from cairn.adapters import CorruptJobError
@@ -318,3 +319,51 @@ def test_an_entry_kept_apart_and_gone_reads_as_expired_with_its_history_item_els
         ExpressionAttributeValues={":past": {"N": "1"}},
     )
     assert storage.entered("apart-1", "listen") is None  # both past their expiry: that entry is no longer kept
+
+
+def test_a_lost_response_of_the_write_that_keeps_the_state_apart_is_sent_again_and_lands_once(
+    moto: Moto, clock: FakeClock
+) -> None:
+    """The history item and the ``ENTRY#`` item land, their response is lost: the commit is sent again with the
+    same token, the items are written again unchanged, and the job goes on once with the state kept apart."""
+    pipeline: Pipeline[Any] = Pipeline("lost-apart")
+    runs: list[str] = []
+
+    @pipeline.phase
+    def talk(ctx: PhaseContext[Any]) -> Next:
+        runs.append("talk")
+        for number in range(100):
+            ctx.log(f"line {number:03d} " + "w" * 70)
+        return Next("listen", STARTED)
+
+    @pipeline.phase
+    def listen(ctx: PhaseContext[Any]) -> Done:
+        runs.append("listen")
+        return Done(ctx.state)
+
+    lost: list[int] = []
+
+    def lose_the_first_response(**_: Any) -> None:
+        if not lost:
+            lost.append(1)
+            raise ReadTimeoutError(endpoint_url="dynamodb")  # after the write landed: its outcome is unknown
+
+    moto.dynamodb.meta.events.register("after-call.dynamodb.BatchWriteItem", lose_the_first_response)
+    try:
+        storage = _storage(moto, clock)
+        scheduler = make_scheduler(pipeline, storage, clock)
+        run_pipeline("lost-apart-1", pipeline, storage=storage, scheduler=scheduler, initial_state={})
+        scheduler.drain()
+    finally:
+        moto.dynamodb.meta.events.unregister("after-call.dynamodb.BatchWriteItem", lose_the_first_response)
+
+    assert lost == [1]
+    job = job_of(storage, "lost-apart-1")
+    assert job.status == JobStatus.COMPLETE
+    assert job.result == STARTED
+    assert runs == ["talk", "listen"]  # the phase ran once: the commit was sent again, not the phase
+    assert [record.phase for record in job.phases] == ["talk", "listen"]
+    assert len([entry for entry in job.log if entry.message.startswith("line ")]) == 100  # the log once
+    items = _partition(moto, "lost-apart-1")
+    assert len([sk for sk in items if sk.startswith("ENTRY#")]) == 1
+    assert storage.entered("lost-apart-1", "listen").state == STARTED  # type: ignore[union-attr]
