@@ -57,7 +57,12 @@ def test_the_stack_is_real_aws_on_its_moto_endpoint(direct_stack: DevStack) -> N
     session = boto3.Session(aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1")
     dynamodb = session.client("dynamodb", endpoint_url=info["awsEndpoint"])
     described = dynamodb.describe_table(TableName=info["table"])["Table"]
-    assert {index["IndexName"] for index in described["GlobalSecondaryIndexes"]} == {"Listing", "Stalled"}
+    assert {index["IndexName"] for index in described["GlobalSecondaryIndexes"]} == {
+        "Listing",
+        "StatusListing",
+        "PipelineListing",
+        "Stalled",
+    }
     ttl = dynamodb.describe_time_to_live(TableName=info["table"])["TimeToLiveDescription"]
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expiresAt"}
     items = dynamodb.scan(TableName=info["table"])["Items"]

@@ -74,16 +74,24 @@ def test_the_indexes_are_the_ones_the_storage_queries_and_project_what_only_a_st
     table: dict[str, Any],
 ) -> None:
     indexes = {index["IndexName"]: index for index in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {dynamodb_schema.LISTING_INDEX, dynamodb_schema.STALLED_INDEX}
+    filters = dynamodb_schema.FILTER_INDEXES
+    assert set(indexes) == {dynamodb_schema.LISTING_INDEX, dynamodb_schema.STALLED_INDEX, *filters.values()}
     for index in indexes.values():
         keys = {part["AttributeName"] for part in index["KeySchema"]}
-        assert keys <= {"owner", "sweepKey", "createdAt"}
+        assert keys <= {"owner", "sweepKey", "createdAt", "status", "pipeline"}
     # A phase transition changes no index key and no projected attribute: it writes no index. The listing's
     # summary is projected: what a status change writes, never what every transition does.
     assert indexes[dynamodb_schema.STALLED_INDEX]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     listing = indexes[dynamodb_schema.LISTING_INDEX]["Projection"]
     assert listing == {"ProjectionType": "INCLUDE", "NonKeyAttributes": dynamodb_schema.LISTING_ATTRIBUTES}
     assert not {"updatedAt", "expiresAt", "nextPhase", "attempt", "sequence"} & set(listing["NonKeyAttributes"])
+    # A filter's index holds the same entries keyed also on the filter's value (status or pipeline, which only a
+    # status change or the start writes), with the rest of the listing's summary.
+    for key, name in filters.items():
+        assert [part["AttributeName"] for part in indexes[name]["KeySchema"]] == ["owner", key, "createdAt"]
+        assert [part["KeyType"] for part in indexes[name]["KeySchema"]] == ["HASH", "HASH", "RANGE"]
+        projected = indexes[name]["Projection"]["NonKeyAttributes"]
+        assert sorted([key, *projected]) == sorted(dynamodb_schema.LISTING_ATTRIBUTES)
 
 
 def test_the_table_has_the_ttl_create_table_turns_on(

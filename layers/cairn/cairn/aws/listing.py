@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from ..core.errors import InvalidInputError
 from ..core.ids import JOB_ID_PREFIX_PATTERN
 from ..core.models import JobStatus, JobSummary
+from ..core.pipeline import NAME_PATTERN
 from ..core.text import shown
 
 #: The longest id prefix a filter takes: a job id is at most 128 characters (:mod:`cairn.core.ids`).
@@ -47,6 +48,11 @@ class JobFilter:
             raise InvalidInputError("The created-time range is reversed: its start is after its end")
         if self.pipeline is not None and (not isinstance(self.pipeline, str) or not self.pipeline):
             raise InvalidInputError(f"pipeline must be a pipeline's name, got {shown(self.pipeline)}")
+        if self.pipeline is not None and not NAME_PATTERN.fullmatch(self.pipeline):
+            raise InvalidInputError(
+                f"No pipeline is named '{shown(self.pipeline)}': a name is a letter, then up to 63 letters, digits, "
+                "'_', '.' or '-'"
+            )
         prefix = self.id_prefix
         if prefix is not None:
             if not isinstance(prefix, str) or not prefix:

@@ -1,7 +1,8 @@
 """Listings and counts: one owner's jobs found through the sharded ``Listing`` index.
 
-A listing queries each of the owner's ``Listing`` shards (:mod:`cairn.aws.dynamodb.schema`), merges
-their entries newest first (:mod:`cairn.aws.dynamodb.cursors`) and shows the summary the index
+A listing queries each of the owner's ``Listing`` shards (:mod:`cairn.aws.dynamodb.schema`), or of the
+index keyed on its status or pipeline filter (``StatusListing``, ``PipelineListing``), merges their
+entries newest first (:mod:`cairn.aws.dynamodb.cursors`) and shows the summary the index
 projects (:mod:`cairn.aws.dynamodb.summaries`), reading a job item only where an entry cannot answer.
 A count reads the same entries up to a bound. The sweep's read of every owner's stalled jobs is
 :mod:`cairn.aws.dynamodb.stalled`.
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import CorruptJobError, InvalidInputError
+from botocore.exceptions import ClientError
+
+from ...core.errors import CorruptJobError, InvalidInputError, StorageError
 from ...core.models import Job, JobCounts, JobPage, JobStatus, JobSummary
 from ..listing import MAX_TIME_MS, JobFilter, with_status
 from . import schema
@@ -41,6 +45,26 @@ MAX_CONFIRMED = 100
 #: page of a narrow filter reads at most ``MAX_ROUNDS`` x ``LIST_SHARDS`` x this before it returns what it found.
 MAX_SHARD_READ = 250
 
+#: Seconds a process lists without a filter index it found missing or backfilling before it tries it again.
+INDEX_RECHECK_SECONDS = 300.0
+
+#: Filter indexes found missing or backfilling, by table and index name: until when they are not tried.
+_unready_indexes: dict[tuple[str, str], float] = {}
+
+
+class _IndexUnready(Exception):
+    """A filter's index is not there yet (a stack deployed before it, or one backfilling it)."""
+
+
+def _unready(exc: StorageError, index: str) -> bool:
+    """Whether a failed query failed because its index does not exist or is still being built."""
+    cause = exc.__cause__
+    if not isinstance(cause, ClientError):
+        return False
+    error = cause.response.get("Error", {})
+    code = error.get("Code")  # DynamoDB says ValidationException (missing or backfilling); moto, not found
+    return code in {"ValidationException", "ResourceNotFoundException"} and index in str(error.get("Message", ""))
+
 
 def shard_share(wanted: int, *, matching: float = 1.0) -> int:
     """How many entries a round reads from each shard to find ``wanted`` more: its share, with a margin.
@@ -62,10 +86,33 @@ def _status_of(entry: Item) -> JobStatus | None:
 
 @dataclass(frozen=True)
 class _Listing:
-    """What one listing reads: the owner's key (before the shard) and the filter."""
+    """What one listing reads: the owner's key (before the shard), the filter, and the filter's attribute the
+    index it queries is keyed on (None: the ``Listing`` index, every filter on the entries)."""
 
     scope: str
     where: JobFilter
+    keyed: str | None = None
+
+    @property
+    def index(self) -> str:
+        """The index this listing queries."""
+        return schema.LISTING_INDEX if self.keyed is None else schema.FILTER_INDEXES[self.keyed]
+
+    @property
+    def keyed_value(self) -> str:
+        """The value of the filter the index is keyed on."""
+        where = self.where
+        return where.status.value if self.keyed == "status" and where.status else str(where.pipeline)
+
+    @property
+    def filtered(self) -> bool:
+        """Whether the entries the queries return are still filtered (some read may return none)."""
+        where = self.where
+        return (
+            (where.status is not None and self.keyed != "status")
+            or (where.pipeline is not None and self.keyed != "pipeline")
+            or where.id_prefix is not None
+        )
 
 
 class Listings:
@@ -142,28 +189,49 @@ class Listings:
         where = with_status(where, status)
         scope = self.table.owner
         bound = scope if where.is_empty else f"{scope}?{where.fingerprint()}"
-        index = schema.LISTING_INDEX
         positions = (
-            decode_cursor(cursor, index, bound, self.table.owner) if cursor is not None else [None] * schema.LIST_SHARDS
+            decode_cursor(cursor, schema.LISTING_INDEX, bound, self.table.owner)
+            if cursor is not None
+            else [None] * schema.LIST_SHARDS
         )
+        listing = _Listing(scope, where, self._keyed(where))
+        try:
+            return self._page(listing, positions, bound, limit)
+        except _IndexUnready:
+            return self._page(_Listing(scope, where), positions, bound, limit)
+
+    def _keyed(self, where: JobFilter) -> str | None:
+        """The filter attribute whose index a listing queries: the status's, else the pipeline's (None: neither
+        filter, or its index found missing a short while ago)."""
+        for key, value in (("status", where.status), ("pipeline", where.pipeline)):
+            if value is None:
+                continue
+            until = _unready_indexes.get((self.table.name, schema.FILTER_INDEXES[key]))
+            if until is None or until <= time.monotonic():
+                return key
+        return None
+
+    def _page(self, listing: _Listing, positions: list[Any], bound: str, limit: int) -> JobPage:
+        """One page of ``listing`` from ``positions``: rounds of shard queries until it holds ``limit`` matches,
+        the listing ends, or ``MAX_ROUNDS`` rounds have read. (A cursor's positions hold for every index: a
+        position is an entry's creation time and job id within its shard.)"""
         summaries: list[JobSummary] = []
-        filtered = where.status is not None or where.pipeline is not None or where.id_prefix is not None
         examined = passed = 0
         for round_number in range(MAX_ROUNDS):
             wanted = limit - len(summaries)
             if round_number == 0:
                 share = shard_share(wanted)
-            elif not filtered:  # every shard read for all that is missing: this round fills the page
+            elif not listing.filtered:  # every shard read for all that is missing: this round fills the page
                 share = wanted
             else:
                 share = shard_share(wanted, matching=passed / max(examined, 1))
-            found, positions, counts = self._round(_Listing(scope, where), positions, wanted, share)
+            found, positions, counts = self._round(listing, positions, wanted, share)
             summaries.extend(found)
             examined, passed = examined + counts[0], passed + counts[1]
             if len(summaries) == limit or all(position == CURSOR_END for position in positions):
                 break
         done = all(position == CURSOR_END for position in positions)
-        return JobPage(jobs=summaries, cursor=None if done else encode_cursor(index, bound, positions))
+        return JobPage(jobs=summaries, cursor=None if done else encode_cursor(schema.LISTING_INDEX, bound, positions))
 
     def _round(
         self, listing: _Listing, positions: list[Any], limit: int, share: int
@@ -178,7 +246,7 @@ class Listings:
                 fetched.append([])
                 frontiers.append(None)
                 continue
-            page = self.table.call(self.table.client.query, **self._shard_query(listing, shard, position, share))
+            page = self._query(listing, self._shard_query(listing, shard, position, share))
             fetched.append(list(page.get("Items", [])))
             frontiers.append(page.get("LastEvaluatedKey") or None)
             examined += int(page.get("ScannedCount", len(fetched[-1])))
@@ -198,17 +266,34 @@ class Listings:
                 next_positions.append(position_of(frontier))
         return summaries, next_positions, (examined, sum(len(entries) for entries in fetched))
 
+    def _query(self, listing: _Listing, kwargs: dict[str, Any]) -> Any:
+        """One shard query; a filter index found missing or backfilling is noted, and the page read again
+        without it (:class:`_IndexUnready`)."""
+        try:
+            return self.table.call(self.table.client.query, **kwargs)
+        except StorageError as exc:
+            if listing.keyed is None or not _unready(exc, listing.index):
+                raise
+            logger.warning("Listing without the %s index, which is missing or being built: %s", listing.index, exc)
+            _unready_indexes[(self.table.name, listing.index)] = time.monotonic() + INDEX_RECHECK_SECONDS
+            raise _IndexUnready from exc
+
     def _shard_query(self, listing: _Listing, shard: int, position: Any, limit: int) -> dict[str, Any]:
         """The Query of one shard of a listing, newest first, after ``position`` when there is one.
 
-        The filter's created-time range is part of the key condition (the index's sort key); its status,
-        pipeline and id prefix filter the entries the index holds: none reads a job item.
+        The index's key holds the owner's shard and, in a filter's index, the filter's value; the
+        created-time range is part of the key condition (the sort key); the other filters filter the
+        entries the index holds: none reads a job item.
         """
         where = listing.where
         key_value = schema.owner_key(listing.scope, shard)
         condition = "#key = :key"
         names = {"#key": "owner"}
         values: dict[str, Any] = {":key": key_value}
+        if listing.keyed is not None:
+            condition += " AND #keyed = :keyed"
+            names["#keyed"] = listing.keyed
+            values[":keyed"] = listing.keyed_value
         if where.created_from is not None or where.created_to is not None:
             names["#created"] = "createdAt"
             low = 0 if where.created_from is None else where.created_from
@@ -217,17 +302,17 @@ class Listings:
             values |= {":createdFrom": low, ":createdTo": high}
         kwargs: dict[str, Any] = {
             "TableName": self.table.name,
-            "IndexName": schema.LISTING_INDEX,
+            "IndexName": listing.index,
             "KeyConditionExpression": condition,
             "ScanIndexForward": False,
             "Limit": limit,
         }
         filters = []
-        if where.status is not None:
+        if where.status is not None and listing.keyed != "status":
             filters.append("#status = :status")
             names["#status"] = "status"
             values[":status"] = where.status.value
-        if where.pipeline is not None:
+        if where.pipeline is not None and listing.keyed != "pipeline":
             filters.append("#pipeline = :pipeline")
             names["#pipeline"] = "pipeline"
             values[":pipeline"] = where.pipeline
@@ -247,6 +332,8 @@ class Listings:
                 "pk": {"S": self.table.codec.pk(job_id)},
                 "sk": {"S": schema.JOB_SK},
             }
+            if listing.keyed is not None:
+                kwargs["ExclusiveStartKey"][listing.keyed] = {"S": listing.keyed_value}
         return kwargs
 
     def _summaries(self, entries: list[Item], status: JobStatus | None) -> list[JobSummary]:

@@ -34,6 +34,10 @@
 - Index ``Listing`` (``owner = <owner>#<shard>``, ``createdAt``): one owner's jobs, spread over
   ``LIST_SHARDS`` partitions per owner, projecting the summary a listing shows (``LISTING_ATTRIBUTES``:
   ``pipeline``, ``status``, ``error``, ``statusAt``, ``statusExpiresAt``; the job id is in ``pk``).
+- Indexes ``StatusListing`` (``owner``, ``status``; ``createdAt``) and ``PipelineListing`` (``owner``,
+  ``pipeline``; ``createdAt``): the same entries keyed also on the filter's value (multi-attribute
+  partition keys of attributes every job item has), so a listing filtered by status or pipeline reads
+  only the entries that match. Each projects the rest of the summary.
 - Index ``Stalled`` (``sweepKey = running#<shard>``, ``createdAt``): sparse, only running jobs, spread
   over ``SWEEP_SHARDS`` partitions, keys only; for the sweep.
 
@@ -41,16 +45,18 @@ A job's shard is fixed by a hash of its key, so no owner, however busy, sends al
 to one partition: an owner has ``LIST_SHARDS`` partitions in ``Listing`` (each takes about 1,000
 writes/s), and the whole table has ``SWEEP_SHARDS`` in ``Stalled``. A listing page queries each of
 the owner's partitions for about a share of ``limit`` entries and merges them newest first
-(:meth:`cairn.aws.dynamodb.DynamoDBStorage.list_page`); its filters (status, pipeline, id prefix) are
-filters on the entries, the created-time range a key condition. An entry is 120 to 200 bytes and an
+(:meth:`cairn.aws.dynamodb.DynamoDBStorage.list_page`); a status or pipeline filter queries the index
+keyed on it, an id prefix (or the second of the two) filters the entries, the created-time range is a
+key condition. An entry is 120 to 200 bytes and an
 eventually consistent query costs half a read unit per 4 KB, so a page of 50 costs about 2 read units
 (0.04 a job listed) and reads no job item, but for the few the entries cannot answer: a job not
 written since the index kept its summary (no ``statusAt``), or a running job whose ``statusExpiresAt``
 has passed (its later writes may have pushed its expiry on).
 
 Every index key and every projected attribute changes only when the status does, so a phase transition
-writes no index at all; a status change rewrites the job's ``Listing`` entry (one write) and puts or
-deletes its ``Stalled`` entry. (``attempt`` and ``nextPhase`` change between status changes: a listing
+writes no index at all; a status change rewrites the job's ``Listing`` and ``PipelineListing`` entries
+(one write each), moves its ``StatusListing`` entry (a delete and a put) and puts or deletes its
+``Stalled`` entry. (``attempt`` and ``nextPhase`` change between status changes: a listing
 leaves them out.) The indexes ``ByStatus`` and ``ByOwner`` of earlier releases (keys only) are gone:
 a table that has them is changed one index per deploy (docs/PROTOCOL.md, "Indexes").
 """
@@ -64,7 +70,12 @@ from ...core.ids import validate_owner as validate_owner  # the rule lives in ca
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import GlobalSecondaryIndexTypeDef, ProjectionTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeDefinitionTypeDef,
+        GlobalSecondaryIndexTypeDef,
+        KeySchemaElementTypeDef,
+        ProjectionTypeDef,
+    )
 
 JOB_SK = "JOB"
 HISTORY_PREFIX = "H#"
@@ -74,6 +85,8 @@ SAVE_PREFIX = "SAVE#"
 ENTRY_PREFIX = "ENTRY#"
 TTL_ATTRIBUTE = "expiresAt"
 LISTING_INDEX = "Listing"
+STATUS_LISTING_INDEX = "StatusListing"
+PIPELINE_LISTING_INDEX = "PipelineListing"
 STALLED_INDEX = "Stalled"
 SWEEP_KEY_RUNNING = "running"
 SWEEP_SHARDS = 8
@@ -81,6 +94,15 @@ LIST_SHARDS = 4
 
 #: What the ``Listing`` index projects beside its keys: what a listing shows, written only by status changes.
 LISTING_ATTRIBUTES = ["pipeline", "status", "error", "statusAt", "statusExpiresAt"]
+
+#: The indexes keyed also on a filter's attribute, by that attribute: a filter on it reads only its matches.
+FILTER_INDEXES = {"status": STATUS_LISTING_INDEX, "pipeline": PIPELINE_LISTING_INDEX}
+
+
+def filter_index_attributes(key: str) -> list[str]:
+    """What a filter's index projects: the listing's summary but the attribute it is keyed on."""
+    return [name for name in LISTING_ATTRIBUTES if name != key]
+
 
 #: The one status whose job item is rewritten without its status changing (claims, saves, commits): a
 #: listing confirms from the item that such a job whose ``statusExpiresAt`` has passed is gone.
@@ -206,16 +228,19 @@ def sweep_keys() -> list[str]:
 def create_table(client: DynamoDBClient, table_name: str) -> None:
     """Create the table as the SAM template does (on-demand, TTL on ``expiresAt``). For tests and local runs."""
 
-    def index(name: str, pk: str, sk: str, projected: list[str] | None = None) -> GlobalSecondaryIndexTypeDef:
+    def index(name: str, pk: list[str], sk: str, projected: list[str] | None = None) -> GlobalSecondaryIndexTypeDef:
         projection: ProjectionTypeDef = {"ProjectionType": "KEYS_ONLY"}
         if projected:
             projection = {"ProjectionType": "INCLUDE", "NonKeyAttributes": projected}
+        keys: list[KeySchemaElementTypeDef] = [{"AttributeName": part, "KeyType": "HASH"} for part in pk]
+        keys.append({"AttributeName": sk, "KeyType": "RANGE"})
         return {
             "IndexName": name,
-            "KeySchema": [{"AttributeName": pk, "KeyType": "HASH"}, {"AttributeName": sk, "KeyType": "RANGE"}],
+            "KeySchema": keys,
             "Projection": projection,
         }
 
+    keyed: list[AttributeDefinitionTypeDef] = [{"AttributeName": key, "AttributeType": "S"} for key in FILTER_INDEXES]
     client.create_table(
         TableName=table_name,
         BillingMode="PAY_PER_REQUEST",
@@ -225,11 +250,16 @@ def create_table(client: DynamoDBClient, table_name: str) -> None:
             {"AttributeName": "owner", "AttributeType": "S"},
             {"AttributeName": "createdAt", "AttributeType": "N"},
             {"AttributeName": "sweepKey", "AttributeType": "S"},
+            *keyed,
         ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         GlobalSecondaryIndexes=[
-            index(LISTING_INDEX, "owner", "createdAt", LISTING_ATTRIBUTES),
-            index(STALLED_INDEX, "sweepKey", "createdAt"),
+            index(LISTING_INDEX, ["owner"], "createdAt", LISTING_ATTRIBUTES),
+            *(
+                index(name, ["owner", key], "createdAt", filter_index_attributes(key))
+                for key, name in FILTER_INDEXES.items()
+            ),
+            index(STALLED_INDEX, ["sweepKey"], "createdAt"),
         ],
     )
     client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
