@@ -11,6 +11,9 @@ transitions and its finish, index writes included. Then, at N jobs in the table:
 - the index keys the jobs were spread over (the hottest key's share against an even spread);
 - the first page of a listing (50 jobs): requests, read units per job listed, client CPU (this
   process's CPU outside moto's request handler) and CPU with moto's share;
+- the first and second pages of two filters that match about 1% of the owner's jobs: the running
+  ones (the ``STALLED`` left unclaimed) and pipeline ``RARE`` (every ``RARE_EVERY``-th job), the same
+  figures each;
 - a count of the owner's jobs per status: requests, read units, whether it was exact;
 - the sweep over ``STALLED`` running jobs left unclaimed: read units per running job it reads;
 - the throughput of this one process (jobs and transitions a second, the meter off).
@@ -23,6 +26,7 @@ Run: ``python -m benchmarks.scale [--jobs N]`` (``make scale``; ``make test`` ru
 from __future__ import annotations
 
 import argparse
+import functools
 import secrets
 import statistics
 import time
@@ -38,6 +42,7 @@ from benchmarks.overhead import MotoClock
 from benchmarks.scale_model import Measured, render
 from cairn import InlineScheduler, JobStatus, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
+from cairn.aws.listing import JobFilter
 from cairn.dev.moto_speedups import proportional_moto
 
 if TYPE_CHECKING:
@@ -50,6 +55,9 @@ STALLED = 100
 OWNER = "scale-owner"
 STATE_BYTES = 1024
 VERSIONED = ("boto3", "botocore", "moto")
+#: The pipeline of one job in ``RARE_EVERY``: what the pipeline filter is measured on.
+RARE = "rare-intake"
+RARE_EVERY = 100
 
 
 class Clock:
@@ -125,10 +133,43 @@ def timed_cpu(action: Callable[[], Any], moto: MotoClock) -> tuple[Any, float, f
     return result, spent, spent - (moto.cpu - inside)
 
 
+def filtered_pages(
+    storage: DynamoDBStorage, meter: DynamoDBMeter, moto: MotoClock, where: JobFilter, label: str
+) -> list[dict[str, Any]]:
+    """The first two pages of 50 of a filtered listing: what each cost (the meter on)."""
+    pages: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for number in (1, 2):
+        meter.take()
+        page, cpu, client_cpu = timed_cpu(
+            functools.partial(storage.list_page, where=where, limit=50, cursor=cursor), moto
+        )
+        figures = meter.take()
+        if not page.jobs or not all(where.matches(summary) for summary in page.jobs):
+            raise RuntimeError(f"the {label} filter listed {len(page.jobs)} jobs, not all of them matching")
+        pages.append(
+            {
+                "filter": label,
+                "page": number,
+                "jobs": len(page.jobs),
+                "requests": figures.read_requests,
+                "read_units": figures.read_units,
+                "item_reads": figures.dynamodb["BatchGetItem"],
+                "client_cpu_ms": client_cpu * 1000,
+                "cpu_ms": cpu * 1000,
+            }
+        )
+        cursor = page.cursor
+        if cursor is None:
+            break
+    return pages
+
+
 def measure(jobs: int, samples: int, stalled: int) -> Measured:
     """Run the load test: ``jobs`` jobs, ``samples`` of them metered, ``stalled`` left running for the sweep."""
     clock = Clock()
     pipeline = noop_pipeline()
+    rare = noop_pipeline(RARE)
     every = max(1, jobs // max(1, samples))
     costs = StepCosts()
     moto = MotoClock()
@@ -148,8 +189,9 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
                 costs.add(cost.start, cost.middle, cost.finish)
             else:
                 started = time.perf_counter()
-                scheduler = bound_scheduler(pipeline, storage)
-                run_pipeline(job_id, pipeline, storage=storage, scheduler=scheduler, initial_state=state)
+                kind = rare if number % RARE_EVERY == RARE_EVERY // 2 else pipeline
+                scheduler = bound_scheduler(kind, storage)
+                run_pipeline(job_id, kind, storage=storage, scheduler=scheduler, initial_state=state)
                 scheduler.drain()
                 unmetered_seconds += time.perf_counter() - started
                 unmetered_jobs += 1
@@ -171,6 +213,10 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
         listing = meter.take()
         counted = storage.count_jobs()
         counting = meter.take()
+        filtered = [
+            *filtered_pages(storage, meter, moto, JobFilter(status=JobStatus.RUNNING), "status running"),
+            *filtered_pages(storage, meter, moto, JobFilter(pipeline=RARE), f"pipeline {RARE}"),
+        ]
         clock.now_ms += 3_600_000
         swept, sweep_cpu, _ = timed_cpu(lambda: storage.stalled_jobs(idle_seconds=600, limit=stalled + 10), moto)
         sweep = meter.take()
@@ -205,6 +251,7 @@ def measure(jobs: int, samples: int, stalled: int) -> Measured:
         sweep_read_units=sweep.read_units,
         sweep_requests=sweep.read_requests,
         sweep_cpu_ms=sweep_cpu * 1000,
+        filtered_listings=filtered,
     )
 
 
@@ -222,6 +269,15 @@ def build_result(measured: Measured) -> Result:
             f"{measured.listing_requests} requests, {measured.listing_client_cpu_ms:.0f} ms client CPU "
             f"({measured.listing_cpu_ms:.0f} ms with moto's)",
         ],
+        *(
+            [
+                f"listing, {page['filter']}, page {page['page']}",
+                f"{page['read_units'] / page['jobs']:.2f} read units a job",
+                f"{page['read_units']:g} read units for {page['jobs']}, {page['requests']} requests, "
+                f"{page['client_cpu_ms']:.0f} ms client CPU",
+            ]
+            for page in measured.filtered_listings
+        ),
         [
             "count per status",
             f"{measured.count_read_units:.1f} read units",

@@ -33,10 +33,17 @@ def test_the_load_test_measures_flat_costs_and_writes_the_scale_model(results: P
     assert measured["listing_item_reads"] == 0
     assert 0 < measured["listing_client_cpu_ms"] < measured["listing_cpu_ms"]  # moto's share split off
     assert (measured["count_total"], measured["count_exact"]) == (66, True)  # the 60 jobs and the 6 stalled ones
+    filtered = {(page["filter"], page["page"]): page for page in measured["filtered_listings"]}
+    assert set(filtered) == {("status running", 1), (f"pipeline {scale.RARE}", 1)}  # one page each at this size
+    assert filtered["status running", 1]["jobs"] == 6
+    assert filtered["status running", 1]["item_reads"] == 0
+    assert filtered["status running", 1]["read_units"] == 2.0  # each shard's query reads only its matches
+    assert filtered[f"pipeline {scale.RARE}", 1]["jobs"] == 1  # job 50 of 60 (the metered ones run the other)
     assert spread["owner"]["keys"] == 4  # a busy owner's jobs reach every listing shard
 
     text = doc.read_text()
     for heading in ("## Measured", "## Quotas", "## What binds, in order", "## The sweep at 1 M and 100 M jobs"):
         assert heading in text
     assert "60 jobs on moto" in text
+    assert "**Filtered listings**" in text
     assert "| 100,000,000 | 10,000,000 |" in text
