@@ -49,11 +49,24 @@ def test_cold_start_times_the_entry_points_and_the_first_transition_against_boto
     result = json.loads((results / "cold_start.json").read_text())
     assert result["unmeasured"] == []
     imports = _table(result, "Import time of the Lambda entry points")
-    expected = ["import boto3", "import phases", "import api.app", "import scheduler.app"]
+    expected = [
+        "import boto3",
+        "the dependency floor",
+        "import phases",
+        "the dependency floor of api.app",
+        "import api.app",
+        "import scheduler.app",
+    ]
     assert [row[0] for row in imports["rows"]] == expected
-    ratios = [float(row[-1].rstrip("x")) for row in imports["rows"]]
-    assert ratios[0] == 1.0
-    assert all(ratio > 0 for ratio in ratios)
+    rows = {row[0]: row for row in imports["rows"]}
+    over_boto3 = {name: float(row[5].rstrip("x")) for name, row in rows.items()}
+    over_floor = {name: float(row[6].rstrip("x")) for name, row in rows.items()}
+    assert over_boto3["import boto3"] == over_floor["the dependency floor"] == 1.0
+    assert over_floor["import boto3"] < 1 < over_boto3["the dependency floor"], "the floor imports boto3 and more"
+    assert over_boto3["the dependency floor of api.app"] > over_boto3["the dependency floor"]
+    assert all(ratio > 0 for ratio in over_floor.values())
+    (target,) = result["targets"]
+    assert target["goal"] == "at most 1.3x its dependency floor"
     heaviest = _table(result, "The 10 heaviest imports of phases")
     assert len(heaviest["rows"]) == 10
     assert all(float(row[1]) >= 0 and float(row[2]) >= float(row[1]) for row in heaviest["rows"])
@@ -89,3 +102,22 @@ def test_the_layers_size_is_counted_by_distribution(tmp_path: Path) -> None:
     assert layer.unzipped == sum(layer.by_distribution.values())
     assert layer.without_sdk_unzipped == 100
     assert 0 < layer.without_sdk_zipped < layer.zipped
+
+
+def test_the_layers_bytecode_is_counted_with_its_sources_distribution(tmp_path: Path) -> None:
+    python = tmp_path / "layer" / "python"
+    (python / "cairn" / "__pycache__").mkdir(parents=True)
+    (python / "cairn" / "__init__.py").write_text("x" * 100)
+    (python / "cairn" / "__pycache__" / "__init__.cpython-312.pyc").write_bytes(b"c" * 30)
+    (python / "botocore" / "__pycache__").mkdir(parents=True)
+    (python / "botocore" / "client.py").write_text("y" * 200)
+    (python / "botocore" / "__pycache__" / "client.cpython-312.pyc").write_bytes(b"b" * 70)
+    record = "botocore/client.py,sha256=x,200\nbotocore-1.0.dist-info/RECORD,,\n"
+    (python / "botocore-1.0.dist-info").mkdir()
+    (python / "botocore-1.0.dist-info" / "RECORD").write_text(record)
+
+    layer = cold_start.measure_layer(tmp_path / "layer", "test")
+
+    assert layer.by_distribution["botocore"] == 200 + 70 + len(record)  # the .pyc sits with its source
+    assert layer.by_distribution["cairn (the library)"] == 100 + 30
+    assert layer.unzipped == sum(layer.by_distribution.values())

@@ -1,4 +1,5 @@
-"""A phase function imports its own pipeline's code alone, not every pipeline of its bundle."""
+"""A phase function imports its own pipeline's code alone, not every pipeline of its bundle; the scheduler imports
+each pipeline when an event first names it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cairn.aws.bundle_pipelines import BundlePipelines
 from cairn.aws.phase_handler import own_pipelines
-from cairn.core.errors import ConfigurationError
+from cairn.core.errors import ConfigurationError, InvalidInputError
 
 PIPELINE_MODULE = """
 from cairn import Done, Pipeline
@@ -42,7 +44,9 @@ def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    for module in [name for name in sys.modules if name.startswith(("own_alpha", "own_beta", "own_registry"))]:
+    for module in [
+        name for name in sys.modules if name.startswith(("own_alpha", "own_beta", "own_registry", "outside"))
+    ]:
         monkeypatch.delitem(sys.modules, module)
     return tmp_path
 
@@ -81,3 +85,37 @@ def test_an_import_error_inside_the_pipelines_own_code_is_not_hidden(bundle: Pat
 @pytest.mark.parametrize("name", ["../own_alpha", "own.alpha", "class", " own-alpha", "os"])
 def test_a_name_no_bundle_package_could_have_reads_the_registry(bundle: Path, name: str) -> None:
     assert own_pipelines("own_registry", environ={"CAIRN_PIPELINE": name}).names == ["own-alpha", "own-beta"]
+
+
+def test_the_scheduler_imports_each_pipeline_when_an_event_first_names_it(bundle: Path) -> None:
+    pipelines = BundlePipelines("own_registry")
+    assert not {"own_alpha.pipeline", "own_beta.pipeline", "own_registry"} & set(sys.modules)
+
+    alpha = pipelines.get("own-alpha")
+    assert alpha.name == "own-alpha"
+    assert pipelines.get("own-alpha") is alpha
+    assert "own_alpha.pipeline" in sys.modules
+    assert "own_beta.pipeline" not in sys.modules
+    assert "own_registry" not in sys.modules
+
+    assert pipelines.names == ["own-alpha", "own-beta"]  # every pipeline: the whole registry
+    assert [pipeline.name for pipeline in pipelines] == ["own-alpha", "own-beta"]
+    assert pipelines.get("own-beta").name == "own-beta"
+    with pytest.raises(InvalidInputError, match='Unknown pipeline "nowhere"'):
+        pipelines.get("nowhere")
+
+
+def test_a_name_never_imports_a_package_from_outside_the_bundle(
+    bundle: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed library with a ``pipeline`` module (or a pipeline of that name kept elsewhere) is left alone."""
+    elsewhere = tmp_path_factory.mktemp("site")
+    (elsewhere / "outside_lib").mkdir()
+    (elsewhere / "outside_lib" / "__init__.py").write_text("")
+    (elsewhere / "outside_lib" / "pipeline.py").write_text(PIPELINE_MODULE.format(name="outside-lib"))
+    monkeypatch.syspath_prepend(str(elsewhere))
+
+    with pytest.raises(InvalidInputError, match='Unknown pipeline "outside-lib"'):
+        BundlePipelines("own_registry").get("outside-lib")
+    assert own_pipelines("own_registry", environ={"CAIRN_PIPELINE": "outside-lib"}).names == ["own-alpha", "own-beta"]
+    assert "outside_lib.pipeline" not in sys.modules

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import keyword
 import os
 import time
 from collections.abc import Mapping
@@ -13,7 +11,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import ValidationError
 
-from ..core import naming
 from ..core.errors import ConfigurationError
 from ..core.pipeline import Pipeline
 from ..core.registry import PipelineRegistry
@@ -21,6 +18,7 @@ from ..core.scheduler_port import Scheduler
 from ..core.settings import PHASE, PIPELINE, Settings
 from ..core.text import shown
 from ..scheduling.messages import AdvanceMessage
+from .bundle_pipelines import own_pipelines as own_pipelines  # where a bundle's phases.py imports it from
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import keys_for, logger, metrics, record_phase_metrics
 from .routing import function_for
@@ -38,33 +36,6 @@ def phase_handler(pipeline: Pipeline[Any], phase: str, *, runtime: Runtime | Non
     driver the response carries the advance the phase asked for.
     """
     return entry_point(_advance_handler(pipeline, phase, LazyRuntime(runtime)))
-
-
-def own_pipelines(registry_module: str = "pipelines", environ: Mapping[str, str] | None = None) -> PipelineRegistry:
-    """The pipelines a phase function needs: its own alone, when the bundle's layout gives it; else the registry.
-
-    ``CAIRN_PIPELINE`` names the function's pipeline; its package is the pipeline's name with ``_`` for ``-``
-    (what ``cairn new`` writes), so a phase function imports only its own pipeline's code, not every pipeline
-    of the bundle. A pipeline kept elsewhere (its package named otherwise, or its module holding no
-    ``pipeline`` of that name) is found in ``registry_module``'s ``PIPELINES``, which imports them all.
-    """
-    env = os.environ if environ is None else environ
-    name = env.get(PIPELINE, "")
-    package = naming.module_name(name)
-    if package.isidentifier() and not keyword.iskeyword(package):  # else no package of a bundle: the registry
-        try:
-            module = importlib.import_module(f"{package}.pipeline")
-        except ModuleNotFoundError as exc:
-            if exc.name not in (package, f"{package}.pipeline"):
-                raise  # the pipeline's own code lacks a module: the error is the user's to see
-        else:
-            found = getattr(module, "pipeline", None)
-            if isinstance(found, Pipeline) and found.name == name:
-                return PipelineRegistry([found])
-    registry = getattr(importlib.import_module(registry_module), "PIPELINES", None)
-    if not isinstance(registry, PipelineRegistry):
-        raise ConfigurationError(f"Module {registry_module!r} defines no PIPELINES registry")
-    return registry
 
 
 def registry_phase_handler(

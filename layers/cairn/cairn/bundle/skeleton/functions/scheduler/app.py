@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
+from cairn.aws.bundle_pipelines import BundlePipelines
 from cairn.aws.scheduler_handler import scheduler_handler
-from pipelines import PIPELINES
 
-handler = scheduler_handler(PIPELINES)
+handler = scheduler_handler(BundlePipelines("pipelines"))  # imports each pipeline when an event first names it
