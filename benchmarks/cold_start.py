@@ -584,8 +584,7 @@ def import_section(setup: Setup, result: Result) -> None:
     for where in environments:
         variants.append(ImportVariant("boto3", now, where))
         entry_modules = setup.modules if where != "outside Lambda" else setup.modules[:1]
-        floors = dict.fromkeys(floor_of(module) for module in entry_modules)
-        variants += [ImportVariant(floor, now, where) for floor in floors]
+        variants += [ImportVariant(name, now, where) for name in dict.fromkeys(map(floor_of, entry_modules))]
         variants += [ImportVariant(module, code, where) for module in entry_modules for code in setup.codes]
     if not setup.quick:
         variants += [ImportVariant("aws_xray_sdk.core", now, where) for where in environments]
@@ -597,9 +596,9 @@ def import_section(setup: Setup, result: Result) -> None:
         base = imports[ImportVariant(DEPENDENCY_FLOOR, now, where).key]
         rows.append(["import boto3", where, "", "", ms_cell(boto3), "1.00x", ratio(boto3, base)])
         for module in setup.modules if where != "outside Lambda" else setup.modules[:1]:
-            floor = imports[ImportVariant(floor_of(module), now, where).key]
+            own_floor = imports[ImportVariant(floor_of(module), now, where).key]
             if floor_of(module) != DEPENDENCY_FLOOR or module == setup.modules[0]:
-                rows.append([floor_of(module), where, "", "", ms_cell(floor), ratio(floor, boto3), "1.00x"])
+                rows.append([floor_of(module), where, "", "", ms_cell(own_floor), ratio(own_floor, boto3), "1.00x"])
             before = imports.get(ImportVariant(module, setup.codes[0], where).key) if len(setup.codes) > 1 else None
             current = imports[ImportVariant(module, now, where).key]
             rows.append(
@@ -610,7 +609,7 @@ def import_section(setup: Setup, result: Result) -> None:
                     ratio(before, boto3),
                     ms_cell(current),
                     ratio(current, boto3),
-                    ratio(current, floor),
+                    ratio(current, own_floor),
                 ]
             )
         xray = imports.get(ImportVariant("aws_xray_sdk.core", now, where).key)
@@ -636,13 +635,15 @@ def import_section(setup: Setup, result: Result) -> None:
     )
     result.data["imports_ms"] = {key: asdict_ms(summary) for key, summary in imports.items()}
     for where in environments[:2]:
-        floors = {module: imports[ImportVariant(floor_of(module), now, where).key] for module in setup.modules}
+        floors: dict[str, Summary] = {
+            module: imports[ImportVariant(floor_of(module), now, where).key] for module in setup.modules
+        }
         ratios = {
             module: imports[ImportVariant(module, now, where).key].median / floors[module].median
             for module in setup.modules
         }
         worst = max(ratios.values())
-        floor = floors[max(ratios, key=lambda module: ratios[module])]
+        worst_floor = floors[max(ratios, key=lambda module: ratios[module])]
         over = worst - IMPORT_TARGET
         result.targets.append(
             Target(
@@ -652,8 +653,8 @@ def import_section(setup: Setup, result: Result) -> None:
                 worst <= IMPORT_TARGET,
                 ""
                 if worst <= IMPORT_TARGET
-                else f"{over:.2f}x over ({over * floor.median * 1000:.0f} ms): what the entry points import beyond "
-                "their dependencies (cairn's own modules and the pydantic models they define, the bundle's "
+                else f"{over:.2f}x over ({over * worst_floor.median * 1000:.0f} ms): what the entry points import "
+                "beyond their dependencies (cairn's own modules and the pydantic models they define, the bundle's "
                 "pipeline, the parts of pydantic and Powertools the floor does not load) costs more than 0.3x "
                 "the floor; see what phases imports beyond boto3",
             )
