@@ -176,15 +176,11 @@ def test_a_document_runs_through_its_four_phase_functions_in_one_execution(deplo
     assert execution["status"] == "SUCCEEDED"
     assert machine.advances(execution) == ["fetch", "split", "extract", "publish"]
     assert machine.states(execution)[-3:] == ["RunPhase", "AfterPhase", "NothingToRun"]
-    # resolved once, at the start; each phase after it runs the advance the one before reported: 3 transitions
+    # resolved once, at the start; each phase after it runs the advance the one before reported: 2 transitions
     states = machine.states(execution)
     first = states.index("RunPhase")
     assert states[:first] == ["CheckStartDelay", "ResolveNextPhase", "ShouldRunPhase"]
-    assert states[first:] == ["RunPhase", "AfterPhase", "ContinueAdvance"] * 3 + [
-        "RunPhase",
-        "AfterPhase",
-        "NothingToRun",
-    ]
+    assert states[first:] == ["RunPhase", "AfterPhase"] * 4 + ["NothingToRun"]
     job = machine.job("job-0001")
     assert job.status == JobStatus.COMPLETE
     assert job.checkpoint is None
@@ -228,7 +224,7 @@ def test_a_crashing_phase_leaves_the_job_in_error_and_fails_the_execution_throug
     assert execution["error"] == "cairn.JobFailed"
     assert "job-crash" in execution["cause"]
     assert "boom" in execution["cause"]
-    assert machine.states(execution)[-4:] == ["RunPhase", "RecordFailure", "AfterFailure", "JobFailed"]
+    assert machine.states(execution)[-4:] == ["RunPhase", "RecordFailure", "AfterFailure", "RecordedJobFailed"]
     [report] = machine.entered(execution, "RecordFailure")
     assert report["input"]["failure"]["Error"] == "SimulatedCrash"
     job = machine.job("job-crash")
@@ -282,8 +278,8 @@ def test_a_failing_phase_with_attempts_left_is_retried_after_its_backoff(deploy:
     assert wait["input"]["delay"] == 1.0
     assert wait["input"]["wait"] == {"seconds": 1}
     # the retry is resolved for the sequence the retry commit reached, one past the first run's claim and commit
-    assert wait["input"]["sequence"] == first_run["input"]["next"]["sequence"] + 2
-    assert second_run["input"]["next"]["sequence"] == wait["input"]["sequence"]
+    assert wait["input"]["sequence"] == first_run["input"]["invoked"]["Payload"]["next"]["sequence"] + 2
+    assert second_run["input"]["invoked"]["Payload"]["next"]["sequence"] == wait["input"]["sequence"]
     assert (second_run["timestamp"] - wait["timestamp"]).total_seconds() >= 0.9
     job = machine.job("job-flaky")
     assert job.status == JobStatus.COMPLETE
@@ -378,7 +374,7 @@ def test_a_checkpoint_naming_an_unknown_phase_ends_the_job_in_error_through_the_
     assert execution["status"] == "FAILED"
     assert execution["error"] == "cairn.JobFailed"
     [_, unknown] = machine.entered(execution, "RunPhase")
-    assert unknown["input"]["next"]["functionName"] == "cairn-scheduler"
+    assert unknown["input"]["invoked"]["Payload"]["next"]["functionName"] == "cairn-scheduler"
     job = machine.job("job-astray")
     assert job.status == JobStatus.ERROR
     assert "nowhere" in (job.error or "")
@@ -418,7 +414,7 @@ def test_the_definition_is_generic_over_phases_and_bounds_every_task() -> None:
     assert all(state["Resource"] == "arn:aws:states:::lambda:invoke" for state in tasks.values())
     assert all(0 < state["TimeoutSeconds"] <= 960 for state in tasks.values())
     assert tasks["RunPhase"]["TimeoutSeconds"] > 900
-    assert tasks["RunPhase"]["Parameters"]["FunctionName.$"] == "$.next.functionName"
+    assert tasks["RunPhase"]["Parameters"]["FunctionName.$"] == "$.invoked.Payload.next.functionName"
     assert tasks["RunPhase"]["Retry"][0]["ErrorEquals"] == TASK_ERRORS
     assert len(tasks["RunPhase"]["Retry"]) == 1
     assert tasks["RunPhase"]["Catch"] == [

@@ -311,7 +311,11 @@ class Dispatcher:
         )
         jobs = self.runtime.cairn(message.owner, pipeline, scheduler=scheduler)
         job = jobs.advance(message.job_id, phase=message.phase, sequence=message.sequence)
-        response: dict[str, Any] = {"status": job.status.value if job else "skipped", "jobId": message.job_id}
+        response: dict[str, Any] = {
+            "status": job.status.value if job else "skipped",
+            "jobId": message.job_id,
+            "phase": message.phase,  # the phase run, as a phase function's reply says it (the state machine's cause)
+        }
         if scheduler is recorder:
             response["scheduled"] = recorder.scheduled.to_wire() if recorder.scheduled else None
         return response

@@ -42,8 +42,8 @@ from .prices import is_metered
 
 ITEM_OVERHEAD = 600
 """The bytes of a history item besides the state it holds (keys, log entries, phase record): an estimate."""
-SFN_TRANSITIONS_PER_RUN = 3
-"""ContinueAdvance, RunPhase, AfterPhase: one loop of the machine (a start or a delay adds the resolve's)."""
+SFN_TRANSITIONS_PER_RUN = 2
+"""RunPhase, AfterPhase: one loop of the machine (a start or a delay adds the resolve's)."""
 LAMBDA_REQUESTS = "lambda_requests"
 """The meter of Lambda invocations."""
 WRITE_UNITS = "dynamodb_write_units"
