@@ -257,7 +257,7 @@ def test_an_advance_of_an_unknown_phase_records_a_clear_error(stack: LocalStack)
 
     response = stack.scheduler(load_event("scheduler/advance-unknown-phase"), LocalContext("cairn-scheduler"))
 
-    assert response == {"status": "error", "jobId": JOB, "phase": "summarise"}  # the phase run, as a phase function says
+    assert response == {"status": "error", "jobId": JOB, "phase": "summarise"}  # the phase run, named as a phase does
     stored = job(stack)
     assert stored.error is not None
     assert 'Unknown phase "summarise"' in stored.error
