@@ -102,7 +102,9 @@ def test_the_overhead_suite_compares_a_transition_with_the_floor_and_splits_off_
     assert entry["cairn"]["requests"] == 4  # claim, the read of the state, history item, commit
     assert entry["floor"]["requests"] == 1  # one conditional UpdateItem
     assert entry["claim + commit floor"]["requests"] == 2  # the claim returns the state; the commit
+    assert entry["own requests floor"]["requests"] == entry["cairn"]["requests"]  # cairn's very requests
     assert entry["ratio_claim_commit"]["cpu"]["median"] > 0
+    assert entry["ratio_own_requests"]["client"]["median"] > 0
     for variant in overhead.VARIANTS:
         figures = entry[variant]
         assert figures["cpu_ms"]["runs"] == 3
@@ -112,9 +114,12 @@ def test_the_overhead_suite_compares_a_transition_with_the_floor_and_splits_off_
     target, client = written["targets"]
     assert target["name"] == "Overhead over the floor, 1 KB"
     assert target["met"] or "over:" in target["note"]
-    assert client["name"] == "Client-side CPU against the read + write floor, 1 KB"
+    assert client["name"] == "Client-side CPU against the own requests floor, 1 KB"
+    assert client["goal"] == f"at most {overhead.OWN_REQUESTS_TARGET}x (issue 43)"
     assert client["met"] or "over in the worst run:" in client["note"]
     assert entry["profile"]["top_functions"]
+    assert entry["own_work"]["top_functions"]
+    assert sum(entry["own_work"]["by_area"].values()) == pytest.approx(1, abs=0.01)
 
 
 def test_the_state_size_suite_reports_time_bytes_and_where_the_state_went(results: Path) -> None:

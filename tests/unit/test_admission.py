@@ -91,3 +91,28 @@ def test_plain_json_data_is_kept_as_it_is_and_anything_else_becomes_what_its_jso
         admitted = admit(value, "State")
         assert admitted.value == parsed, value
         assert type(admitted.value) is type(parsed), value
+
+
+def test_a_large_plain_state_is_kept_and_an_odd_value_deep_inside_it_still_becomes_json() -> None:
+    from collections import OrderedDict
+
+    from cairn.core.admission import admit
+
+    records = [{"id": n, "tags": ["a", {"b": None}], "ok": True, "share": 0.5} for n in range(1_000)]
+    plain = {"records": records, "note": "n"}
+    assert nesting_depth(plain) == 5  # the state, its records, a record, its tags, a tag
+    assert admit(plain, "State").value is plain
+    for odd, parsed in [((1,), [1]), ({2: "x"}, {"2": "x"}), (OrderedDict(a=1), {"a": 1})]:
+        value = {"records": [*records, {"deep": [odd]}], "note": "n"}
+        admitted = admit(value, "State")
+        assert admitted.value == {"records": [*records, {"deep": [parsed]}], "note": "n"}, odd
+        assert type(admitted.value["records"][-1]["deep"][0]) is type(parsed), odd
+
+
+def test_depth_is_exact_wherever_the_deepest_value_sits_among_others() -> None:
+    for depth in (MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, 300):
+        value = [1, "a", {"k": None}, [nested(depth - 1)]]  # scalars, dicts and lists side by side at every level
+        assert nesting_depth(value) == depth + 1
+    json_value([1, {"k": [nested(MAX_JSON_DEPTH - 3)]}], "State")
+    with pytest.raises(InvalidInputError, match=f"State nests arrays and objects {MAX_JSON_DEPTH + 1} deep"):
+        json_value([1, {"k": [nested(MAX_JSON_DEPTH - 2)]}], "State")

@@ -11,6 +11,9 @@ The limit keeps what was accepted readable: every store reads a record back with
 that stops far deeper (pydantic's reader at 200 levels, the standard library's at about 1,000), and
 the record adds only a few levels around the value. The walk uses no recursion, so a value nested
 100,000 deep is refused like one nested 65 deep, and a value that contains itself is refused too.
+Plain JSON data (dicts with string keys, lists, strings, numbers, booleans, None) is walked a whole
+level at a time, by the interpreter's own loops; anything else, or anything nested too deep, is
+walked one container at a time, which says exactly how deep and why.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from pydantic import BaseModel
@@ -117,13 +121,57 @@ def _walk(value: Any) -> _Walk:
         level = below
 
 
-def _has_text_keys(mapping: dict[Any, Any]) -> bool:
-    """Whether every key of ``mapping`` is a string (joining them, in C, refuses any other)."""
+def _has_text_keys(mapping: Iterable[Any]) -> bool:
+    """Whether every key of ``mapping`` (or every item of an iterable of keys) is a string (joining them, in C,
+    refuses any other)."""
     try:
         "".join(mapping)
     except TypeError:
         return False
     return True
+
+
+_PLAIN_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN_TYPES = _PLAIN_SCALARS | {dict, list}
+
+
+def _plain_depth(value: Any) -> int | None:
+    """How deeply ``value`` nests when it is plain JSON data at most :data:`MAX_JSON_DEPTH` deep; else None.
+
+    Plain JSON data is what parsing JSON gives: dicts (of that type exactly) with string keys, lists, and
+    strings, ints, floats, booleans and None. Each level is checked whole by loops in C (the types of its
+    values, the joined keys of its dicts), so a large state costs no Python step per value. None sends the
+    value to :func:`_walk`, which gives the same answer for plain data and the exact one for anything else.
+    """
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return 0
+    if kind is not dict and kind is not list:
+        return None
+    dicts: list[dict[Any, Any]] = [value] if kind is dict else []
+    lists: list[list[Any]] = [value] if kind is list else []
+    depth = 0
+    while dicts or lists:
+        depth += 1
+        if depth > MAX_JSON_DEPTH or (dicts and not _has_text_keys(chain.from_iterable(dicts))):
+            return None
+        kinds = set(map(type, _level_below(dicts, lists)))
+        if not kinds <= _PLAIN_TYPES:
+            return None
+        if dict not in kinds and list not in kinds:
+            break
+        below = list(_level_below(dicts, lists))
+        if len(kinds) == 1:
+            dicts, lists = (below, []) if dict in kinds else ([], below)
+        else:
+            dicts = [item for item in below if type(item) is dict]
+            lists = [item for item in below if type(item) is list]
+    return depth
+
+
+def _level_below(dicts: list[dict[Any, Any]], lists: list[list[Any]]) -> Iterable[Any]:
+    """The values of ``dicts`` and the items of ``lists``, one after the other."""
+    return chain(chain.from_iterable(map(dict.values, dicts)), chain.from_iterable(lists))
 
 
 def nesting_depth(value: Any) -> int | None:
@@ -133,11 +181,17 @@ def nesting_depth(value: Any) -> int | None:
     The walk goes one level at a time, without recursion; past :data:`MAX_JSON_DEPTH` it notes each
     container it meets, so a container inside itself ends it.
     """
-    return _walk(value).depth
+    return _walked(value).depth
+
+
+def _walked(value: Any) -> _Walk:
+    """What walking ``value`` finds: whole levels at a time for plain JSON data within the limit, else :func:`_walk`."""
+    depth = _plain_depth(value)
+    return _Walk(depth, True) if depth is not None else _walk(value)
 
 
 def _check_depth(value: Any, what: str) -> _Walk:
-    walk = _walk(value)
+    walk = _walked(value)
     if walk.depth is None or walk.depth > MAX_JSON_DEPTH:
         raise InvalidInputError(depth_refusal(what, walk.depth))
     return walk

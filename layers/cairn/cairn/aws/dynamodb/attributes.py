@@ -1,4 +1,11 @@
-"""DynamoDB attribute values: plain Python values to and from, an item's size, where an item lives."""
+"""DynamoDB attribute values: plain Python values to and from, an item's size, where an item lives.
+
+The conversions are boto3's (:class:`~boto3.dynamodb.types.TypeSerializer` and ``TypeDeserializer``),
+numbers read back as int or float and binary as bytes. What items are made of (strings, small ints,
+booleans, null, maps and lists) is converted here directly, with the very result boto3 gives; anything
+else (a Decimal, a float, a set, a number of more than 38 digits, a malformed value) goes through boto3,
+which converts or refuses it as it always did.
+"""
 
 from __future__ import annotations
 
@@ -15,16 +22,71 @@ Item = dict[str, "AttributeValueTypeDef"]
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
+#: The ints written as their decimal digits (a DynamoDB number holds at most 38 digits).
+_EXACT_INT = 10**38
+#: The longest string of digits read back as an int directly (more goes through the Decimal context).
+_INT_DIGITS = 38
 
 
 def to_item(values: dict[str, Any]) -> Item:
     """DynamoDB attribute values for plain Python values (None values are left out)."""
-    return {key: _serializer.serialize(value) for key, value in values.items() if value is not None}
+    return {key: to_attribute(value) for key, value in values.items() if value is not None}
+
+
+def to_attribute(value: Any) -> Any:
+    """The DynamoDB attribute value of one plain Python value, as ``TypeSerializer.serialize`` gives it."""
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is int and -_EXACT_INT < value < _EXACT_INT:
+        return {"N": str(value)}
+    if kind is dict:
+        return {"M": {key: to_attribute(inner) for key, inner in value.items()}}
+    if kind is bool:
+        return {"BOOL": value}
+    if value is None:
+        return {"NULL": True}
+    if kind is list:
+        return {"L": [to_attribute(inner) for inner in value]}
+    return _serializer.serialize(value)
 
 
 def from_item(item: Item) -> dict[str, Any]:
     """Plain Python values for an item: numbers as int, binary as bytes."""
-    return {key: _plain(_deserializer.deserialize(value)) for key, value in item.items()}
+    return {key: from_attribute(value) for key, value in item.items()}
+
+
+def value_of(item: Item, name: str) -> Any:
+    """The plain Python value of the attribute ``name`` of ``item`` (None when it has none), the others left unread."""
+    return from_attribute(item[name]) if name in item else None
+
+
+def from_attribute(value: Any) -> Any:
+    """The plain Python value of one DynamoDB attribute value (numbers as int or float, binary as bytes)."""
+    if type(value) is dict and len(value) == 1:
+        for kind, inner in value.items():
+            if kind == "S" and type(inner) is str:
+                return inner
+            if kind == "N" and type(inner) is str and len(inner) <= _INT_DIGITS and _is_integral(inner):
+                return int(inner)
+            if kind == "M" and type(inner) is dict:
+                return {key: from_attribute(member) for key, member in inner.items()}
+            if kind == "BOOL" and type(inner) is bool:
+                return inner
+            if kind == "NULL":
+                return None
+            if kind == "L" and type(inner) is list:
+                return [from_attribute(member) for member in inner]
+            if kind == "B" and type(inner) is bytes:
+                return inner
+    return _plain(_deserializer.deserialize(value))
+
+
+def _is_integral(text: str) -> bool:
+    """Whether ``text`` is ASCII digits after an optional minus (what an integral number is written as)."""
+    if text.isdigit():
+        return text.isascii()
+    return text[:1] == "-" and text[1:].isdigit() and text.isascii()
 
 
 #: What reading an item's values can raise when they are not what cairn wrote.
@@ -39,23 +101,42 @@ def item_size(item: Item) -> int:
     its keys), booleans and null one byte. Slightly generous where the rules
     are approximate, so a write measured under the budget fits.
     """
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+    size = 0
+    for name, value in item.items():
+        size += _text_size(name) + _value_size(value)
+    return size
+
+
+def _text_size(text: str) -> int:
+    """The UTF-8 length of a name or string."""
+    return len(text) if type(text) is str and text.isascii() else len(text.encode())
 
 
 def _value_size(value: Any) -> int:
-    (kind, inner), *_ = value.items()
+    first = next(iter(value.items()), None)  # an attribute value has one
+    if first is None:
+        raise ValueError("not enough values to unpack (expected at least 1, got 0)")
+    kind, inner = first
     if kind == "S":
-        return len(str(inner).encode())
+        return _text_size(inner) if type(inner) is str else len(str(inner).encode())
+    if kind == "N":
+        if type(inner) is str and inner.isdigit():  # no sign, no point: every character a digit
+            return len(inner) // 2 + 2
+        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 2
+    if kind == "M":
+        size = 3
+        for key, member in inner.items():
+            size += _text_size(key) + _value_size(member) + 1
+        return size
     if kind == "B":
         return len(inner.value if isinstance(inner, Binary) else bytes(inner))  # type: ignore[attr-defined]
-    if kind == "N":
-        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 2
     if kind in ("BOOL", "NULL"):
         return 1
-    if kind == "M":
-        return 3 + sum(len(key.encode()) + _value_size(inner_value) + 1 for key, inner_value in inner.items())
     if kind == "L":
-        return 3 + sum(_value_size(inner_value) + 1 for inner_value in inner)
+        size = 3
+        for member in inner:
+            size += _value_size(member) + 1
+        return size
     return sum(_value_size({kind[0]: member}) for member in inner)  # SS, NS, BS
 
 

@@ -32,7 +32,7 @@ from ...core.transitions import linked_history, shown_log
 from ...core.transitions.changes import changed
 from ..payloads import ITEM_BUDGET, EncodedPayload, MissingPartError, PayloadCodec
 from . import schema
-from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason
+from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason, value_of
 from .entry_codec import EntryCodec, entry_reference, stored_checkpoint, versioned
 from .map_codec import MapCodec
 from .owner_codec import PAYLOAD_OVERHEAD, key_of
@@ -284,9 +284,12 @@ class ItemCodec(EntryCodec, MapCodec):
 
     @staticmethod
     def s3_keys_of(item: Item) -> set[str]:
-        """The S3 objects a stored job item itself refers to (its result; a checkpoint state kept inline)."""
-        values = from_item(item)
-        keys = {PayloadCodec.s3_key_of(values.get("result"))}
-        if isinstance(values.get("checkpoint"), dict):
-            keys.add(PayloadCodec.s3_key_of(values["checkpoint"].get("state")))
+        """The S3 objects a stored job item itself refers to (its result; a checkpoint state kept inline).
+
+        Only those two attributes are read (the item was read whole, and found sound, when it was decoded).
+        """
+        checkpoint = value_of(item, "checkpoint")
+        keys = {PayloadCodec.s3_key_of(value_of(item, "result"))}
+        if isinstance(checkpoint, dict):
+            keys.add(PayloadCodec.s3_key_of(checkpoint.get("state")))
         return {key for key in keys if key}

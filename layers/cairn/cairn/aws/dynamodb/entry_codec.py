@@ -15,7 +15,7 @@ from ...core.errors import CorruptJobError
 from ...core.models import Checkpoint, HistoryItem, Job, LogEntry
 from ..payloads import ITEM_BUDGET, PayloadCodec
 from . import schema
-from .attributes import UNREADABLE, Item, from_item, item_size, to_item, unreadable_reason
+from .attributes import UNREADABLE, Item, from_item, item_size, to_item, unreadable_reason, value_of
 from .owner_codec import PAYLOAD_OVERHEAD, OwnerCodec, key_of
 
 ENTRY_STATES = "states/"
@@ -145,7 +145,8 @@ class EntryCodec(OwnerCodec):
             return HistoryWrite([item], None, keys)
         apart = schema.entry_sk(history.token)
         own: Item = {"pk": item["pk"], "sk": {"S": apart}, "expiresAt": item["expiresAt"], "entry": item["entry"]}
-        if read_units(item) <= read_units(own):
+        units = read_units(item)
+        if units == 1 or units <= read_units(own):  # one unit is the least any read costs
             return HistoryWrite([item], sk, keys)
         reference = {name: value for name, value in item["entry"]["M"].items() if name != "state"}
         linked: Item = {**item, "entry": {"M": {**reference, "stateAt": {"S": apart}}}}
@@ -184,7 +185,7 @@ class EntryCodec(OwnerCodec):
     @staticmethod
     def entry_s3_keys(item: Item | None) -> set[str]:
         """The S3 object holding the state a history or save item keeps, if it is kept there."""
-        raw = from_item(item).get("entry") if item is not None else None
+        raw = value_of(item, "entry") if item is not None else None
         key = PayloadCodec.s3_key_of(raw.get("state")) if isinstance(raw, dict) else None
         return {key} if key else set()
 
@@ -208,7 +209,7 @@ def inline_checkpoint(reference: Mapping[str, Any] | None, items: list[Item]) ->
     if not isinstance(reference, Mapping) or "stateAt" not in reference:
         return None
     holder = next((item for item in items if item["sk"].get("S") == reference["stateAt"]), None)
-    raw = from_item(holder).get("entry") if holder is not None else None
+    raw = value_of(holder, "entry") if holder is not None else None
     state = raw.get("state") if isinstance(raw, dict) else None
     if state is None or PayloadCodec.s3_key_of(state) is not None:
         return None

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .attributes import Item, item_size, to_item
+from .attributes import Item, item_size, to_attribute, to_item
 
 
 class Expression:
@@ -23,6 +23,10 @@ class Expression:
 
     def name(self, path: str) -> str:
         """The aliased form of an attribute path (``a.b`` aliases each part)."""
+        if "." not in path:
+            alias = "#" + path
+            self._names[alias] = path
+            return alias
         aliased = []
         for part in path.split("."):
             self._names[f"#{part}"] = part
@@ -92,34 +96,53 @@ class Expression:
         projection = ", ".join(self.name(attribute) for attribute in attributes)
         return self._with_placeholders({"ProjectionExpression": projection}, conditions=False)
 
-    def size_after(self, item: Item, extra: Mapping[str, Any] | None = None, *, keeping: Iterable[str] = ()) -> int:
+    def size_after(
+        self,
+        item: Item,
+        extra: Mapping[str, Any] | None = None,
+        *,
+        keeping: Iterable[str] = (),
+        size: int | None = None,
+    ) -> int:
         """About the size of ``item`` once this update (with ``extra``, top-level attributes it would also set) applies.
 
         Never less: a value computed by the update (``sequence + 1``) keeps its stored size plus a byte, and a
         removal of list elements or of a nested attribute is not counted; nor is one of the attributes ``keeping``
-        names (which a later write sets again).
+        names (which a later write sets again). ``size`` is the item's own size when it is known
+        (:func:`~.attributes.item_size`): then only the attributes the update changes are counted again.
         """
         kept = set(keeping)
         after = dict(item)
+        touched: set[str] = set()
         computed = 0
         sets = {**self._assigned, **dict.fromkeys(extra or {}, "")}
         for attribute, assigned in sets.items():
             if "." in attribute:
                 computed += 1 + item_size({attribute: after.get(attribute.split(".")[0], {"NULL": True})})
             elif extra is not None and attribute in extra:
-                after[attribute] = to_item({attribute: extra[attribute]})[attribute]
+                after[attribute] = _attribute(attribute, extra[attribute])
+                touched.add(attribute)
             elif assigned in self._values:
-                after[attribute] = to_item({attribute: self._values[assigned]})[attribute]
+                after[attribute] = _attribute(attribute, self._values[assigned])
+                touched.add(attribute)
             else:
                 computed += 1
         for removed in self._removes:
             name = self._names.get(removed, removed[1:])
             if removed.startswith("#") and "[" not in removed and "." not in removed and name not in kept:
                 after.pop(name, None)
+                touched.add(name)
         for attribute, source in self._copies.items():
             if source in after:
                 after[attribute] = after[source]
-        return item_size(after) + computed
+                touched.add(attribute)
+        if size is None:
+            return item_size(after) + computed
+        for name in touched:  # every other attribute is the item's own: its size is in ``size`` already
+            size += (item_size({name: after[name]}) if name in after else 0) - (
+                item_size({name: item[name]}) if name in item else 0
+            )
+        return size + computed
 
     def size(self) -> int:
         """The bytes the values it sets (and tests) would add to an item, counted as DynamoDB counts an item."""
@@ -137,3 +160,10 @@ class Expression:
         if values:
             kwargs["ExpressionAttributeValues"] = to_item(values)
         return kwargs
+
+
+def _attribute(name: str, value: Any) -> Any:
+    """The attribute value ``name`` takes when set to ``value``, as :func:`~.attributes.to_item` writes it."""
+    if value is None:
+        raise KeyError(name)  # to_item leaves a None value out
+    return to_attribute(value)

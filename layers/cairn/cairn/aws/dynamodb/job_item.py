@@ -9,6 +9,7 @@ replaced save's item is removed: one replaced by the next save, at the save afte
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +46,9 @@ class JobItem:
         self._state: dict[str, tuple[str | None, set[str]]] = {}
         self._item_sizes: dict[str, int] = {}
         self._small_items: dict[str, Item] = {}
+        #: The job item last read or written whose size is not counted yet (it is, when asked for).
+        self._unsized: tuple[str, Item] | None = None
+        self._sizing = threading.Lock()
         self._kept_save: dict[str, tuple[str, set[str]]] = {}
 
     def update(self, job_id: str, expression: Expression, *, now_ms: int, token: str) -> Item:
@@ -155,22 +159,48 @@ class JobItem:
         self._sized(job_id, item)
 
     def _sized(self, job_id: str, item: Item) -> None:
-        """Keep the size of the job's item as last read or written, and the item itself while it is small."""
+        """Keep the job's item as last read or written, its size counted when asked for (:meth:`_settled`).
+
+        The item of another job waiting to be counted is counted now: one item at most waits. A job's
+        item replaced by its next before anyone asked is never counted (a claim's and then a commit's
+        item, one after the other, count one item).
+        """
+        with self._sizing:
+            waiting = self._unsized
+            if waiting is not None and waiting[0] != job_id:
+                self._count(*waiting)
+            self._item_sizes.pop(job_id, None)
+            self._small_items.pop(job_id, None)
+            self._unsized = (job_id, item)
+
+    def _settled(self, job_id: str) -> tuple[Item | None, int | None]:
+        """The job's item as last read or written while it is small, and that item's size (None: not known).
+
+        The size is counted now if it is still waiting to be; both are of the same item.
+        """
+        with self._sizing:
+            waiting = self._unsized
+            if waiting is not None and waiting[0] == job_id:
+                self._unsized = None
+                self._count(*waiting)
+            return self._small_items.get(job_id), self._item_sizes.get(job_id)
+
+    def _count(self, job_id: str, item: Item) -> None:
+        """Keep the size of the job's item, and the item itself while it is small."""
         size = self._item_sizes[job_id] = item_size(item)
         if size <= WRITE_UNIT_BYTES:
             self._small_items[job_id] = item
-        else:
-            self._small_items.pop(job_id, None)
 
     def fits_one_write_unit(self, job_id: str, expression: Expression, extra: Mapping[str, Any]) -> bool:
         """Whether the job's item, as last read or written, stays within one write unit (1 KB) once ``expression``
         and ``extra`` (top-level attributes it would also set) apply, and once the next claim sets its lease
         again: False when that item was not small."""
-        stored = self._small_items.get(job_id)
+        stored, size = self._settled(job_id)
         if stored is None:
             return False
         # the next claim sets its lease again: the item must hold it too
-        return expression.size_after(stored, extra, keeping=CLAIM_ATTRIBUTES) + RENEWAL_ROOM <= WRITE_UNIT_BYTES
+        after = expression.size_after(stored, extra, keeping=CLAIM_ATTRIBUTES, size=size)
+        return after + RENEWAL_ROOM <= WRITE_UNIT_BYTES
 
     def _delete_side_item(self, job_item: Item, sk: str) -> None:
         """Remove an item the job no longer refers to (best effort: its expiry removes it otherwise)."""
@@ -189,7 +219,7 @@ class JobItem:
         stored size is the last item this store read or wrote for the job, or
         else an estimate from ``seen`` that is never smaller than the item.
         """
-        stored = self._item_sizes.get(job_id)
+        _, stored = self._settled(job_id)
         if stored is None:
             stored = self.table.codec.measure(seen)
         return ITEM_BUDGET - stored - expression.size()
