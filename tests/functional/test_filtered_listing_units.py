@@ -15,12 +15,13 @@ import pytest
 from moto import mock_aws
 
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
-from cairn import InlineScheduler, JobStatus, Next, PhaseContext, Pipeline, run_pipeline
+from cairn import InlineScheduler, JobStatus, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage, listings, schema
 from cairn.aws.listing import JobFilter
 from cairn.core.engine import pause_job
 from cairn.testing.clock import SkippingClock
 from tests.aws import dynamodb_client, new_table
+from tests.functional.test_listing_filters import looping
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -31,16 +32,6 @@ JOBS = 1_000
 EVERY = 50
 PAGE = 10
 START_MS = 1_790_000_000_000
-
-
-def looping(name: str) -> Pipeline[Any]:
-    pipeline: Pipeline[Any] = Pipeline(name)
-
-    @pipeline.phase
-    def tick(ctx: PhaseContext[Any]) -> Next:
-        return Next("tick", ctx.state)
-
-    return pipeline
 
 
 @dataclass
