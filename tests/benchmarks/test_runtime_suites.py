@@ -62,9 +62,17 @@ def test_cold_start_times_the_entry_points_and_the_first_transition_against_boto
     over_boto3 = {name: float(row[5].rstrip("x")) for name, row in rows.items()}
     over_floor = {name: float(row[6].rstrip("x")) for name, row in rows.items()}
     assert over_boto3["import boto3"] == over_floor["the dependency floor"] == 1.0
-    assert over_floor["import boto3"] < 1 < over_boto3["the dependency floor"], "the floor imports boto3 and more"
-    assert over_boto3["the dependency floor of api.app"] > over_boto3["the dependency floor"]
-    assert all(ratio > 0 for ratio in over_floor.values())
+    assert all(ratio > 0 for ratio in [*over_boto3.values(), *over_floor.values()])
+    # what each floor imports (timings of a few fresh processes are too noisy to order them)
+    base, api = (
+        cold_start.floor_code(cold_start.floor_of("phases")),
+        cold_start.floor_code(cold_start.floor_of("api.app")),
+    )
+    assert "import boto3" in base
+    assert "from pydantic import BaseModel, Field" in base
+    assert api.startswith(base.split("print(")[0])
+    assert "APIGatewayHttpResolver" in api
+    assert "Resolver" not in base
     (target,) = result["targets"]
     assert target["goal"] == "at most 1.3x its dependency floor"
     heaviest = _table(result, "The 10 heaviest imports of phases")
