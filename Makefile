@@ -247,7 +247,7 @@ clean:
 # the durable execution SDK) and matplotlib live in virtualenvs of their own under .bench/venvs, never in .venv.
 # A suite that could not measure makes the target fail after the others ran and the report was written; a
 # missed target is a figure in the report, not a failure. BENCH_SUITES picks suites (e.g. BENCH_SUITES=cost).
-BENCH_SUITES ?= cost offload overhead peers state_size concurrency cold_start map_scaling fair_share dev_scale
+BENCH_SUITES ?= cost offload overhead peers state_size concurrency cold_start map_scaling fair_share dev_scale read_units
 BENCH_VENVS := .bench/venvs
 PLOTS_PYTHON := $(BENCH_VENVS)/plots/bin/python
 

@@ -17,6 +17,7 @@ from benchmarks.common import PLOTS, ROOT, Result, Table, machine, read_results
 REPORT = ROOT / "docs" / "BENCHMARKS.md"
 ORDER = [
     "cost",
+    "read_units",
     "offload",
     "overhead",
     "peers",

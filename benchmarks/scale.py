@@ -35,11 +35,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.common import Result, Table, git_commit, machine, versions, write_result
+from benchmarks.common import Result, Table, Target, git_commit, machine, versions, write_result
 from benchmarks.cost import PHASES, TABLE, measure_job, moto_backend, noop_pipeline, progress
 from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from benchmarks.overhead import MotoClock
-from benchmarks.scale_model import Measured, render
+from benchmarks.scale_model import COUNT_READ_UNITS, FILTERED_CPU_MS, FILTERED_UNITS_PER_JOB, Measured, render
 from cairn import InlineScheduler, JobStatus, Pipeline, advance_phase, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.listing import JobFilter
@@ -297,10 +297,47 @@ def build_result(measured: Measured) -> Result:
     ]
     result = Result(SUITE, "Scale", "A load test of many jobs on moto: the per-job costs the scale model uses.")
     result.tables.append(Table("Measured at scale", ["Figure", "Value", "Detail"], rows))
+    result.targets.extend(targets(measured))
     result.data = {"measured": asdict(measured)}
     result.versions = {**versions(*VERSIONED), "git": git_commit()}
     result.data["machine"] = machine()
     return result
+
+
+def targets(measured: Measured) -> list[Target]:
+    """Issue 43's targets at this many jobs: each filter's pages, and the count per status."""
+    found = []
+    for name in dict.fromkeys(page["filter"] for page in measured.filtered_listings):
+        pages = [page for page in measured.filtered_listings if page["filter"] == name]
+        units = max(page["read_units"] / page["jobs"] for page in pages)
+        cpu = max(page["client_cpu_ms"] for page in pages)
+        met = units <= FILTERED_UNITS_PER_JOB and cpu <= FILTERED_CPU_MS
+        found.append(
+            Target(
+                f"Filtered listing, {name}, at {measured.jobs:,} jobs",
+                f"at most {FILTERED_UNITS_PER_JOB:g} read units a job listed and {FILTERED_CPU_MS:.0f} ms of client "
+                "CPU a page, every page (issue 43)",
+                f"{units:.2f} read units a job, {cpu:.0f} ms (worst of {len(pages)} pages)",
+                met,
+                "" if met else f"{units / FILTERED_UNITS_PER_JOB:.2f}x the units, {cpu / FILTERED_CPU_MS:.2f}x the CPU",
+            )
+        )
+    units = measured.count_read_units
+    met = units <= COUNT_READ_UNITS
+    found.append(
+        Target(
+            f"Count per status at {measured.jobs:,} jobs",
+            f"at most {COUNT_READ_UNITS:g} read units whatever the number of jobs (issue 43: maintained counts)",
+            f"{units:.1f} read units, {measured.count_requests} requests, "
+            f"{'exact' if measured.count_exact else 'a lower bound'}",
+            met,
+            ""
+            if met
+            else f"{units / COUNT_READ_UNITS:.1f}x over: counts are not maintained; a count reads each shard's "
+            "listing entries (up to 1,000 a shard), so its units grow with the jobs",
+        )
+    )
+    return found
 
 
 def _spread(values: list[float]) -> list[str]:

@@ -66,6 +66,7 @@ LONG_FILES = (
     "benchmarks/test_dev_scale_suite.py",
     "benchmarks/test_fair_share_suite.py",
     "benchmarks/test_map_scaling_suite.py",
+    "benchmarks/test_read_units_suite.py",
     "benchmarks/test_runtime_suites.py",
     "benchmarks/test_scale_suite.py",
     "bundle/test_build_state_check.py",

@@ -40,6 +40,13 @@ def test_the_load_test_measures_flat_costs_and_writes_the_scale_model(results: P
     assert filtered["status running", 1]["read_units"] == 2.0  # each shard's query reads only its matches
     assert filtered[f"pipeline {scale.RARE}", 1]["jobs"] == 1  # job 50 of 60 (the metered ones run the other)
     assert spread["owner"]["keys"] == 4  # a busy owner's jobs reach every listing shard
+    targets = {target["name"]: target for target in json.loads((results / "scale.json").read_text())["targets"]}
+    assert set(targets) == {
+        "Filtered listing, status running, at 60 jobs",
+        f"Filtered listing, pipeline {scale.RARE}, at 60 jobs",
+        "Count per status at 60 jobs",
+    }
+    assert targets["Count per status at 60 jobs"]["met"] is (measured["count_read_units"] <= 5)
 
     text = doc.read_text()
     for heading in ("## Measured", "## Quotas", "## What binds, in order", "## The sweep at 1 M and 100 M jobs"):
