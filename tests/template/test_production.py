@@ -164,6 +164,55 @@ def test_the_dashboard_shows_jobs_phase_durations_and_every_alarm_of_the_stack(d
     assert durations == {resolver.name(function_id) for function_id in phase_functions(resolver).values()}
 
 
+def _own_metric(resolver: Any, metric: dict[str, Any]) -> tuple[str, str, dict[str, str]]:
+    """(namespace, name, dimensions) of an alarm's metric, resolved."""
+    resolved = resolver.resolve(metric)
+    return resolved["Namespace"], resolved["MetricName"], {d["Name"]: d["Value"] for d in resolved["Dimensions"]}
+
+
+@pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
+def test_failed_jobs_alarm_on_the_count_the_functions_emit_on_every_driver(driver: str) -> None:
+    resolver = stack(Driver=driver)
+    variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
+    emitted = (variables["POWERTOOLS_METRICS_NAMESPACE"], {"service": variables["POWERTOOLS_SERVICE_NAME"]})
+    count = resolver.properties("FailedJobsAlarm")
+    namespace, name, dimensions = _own_metric(resolver, count)
+    assert (namespace, dimensions) == emitted
+    assert name == "JobsFailed"
+    assert (count["Statistic"], count["Period"], count["ComparisonOperator"]) == ("Sum", 300, "GreaterThanThreshold")
+    assert count["Threshold"] == "0"  # any failed job, by default
+    assert stack(FailedJobsThreshold="25").properties("FailedJobsAlarm")["Threshold"] == "25"
+
+    rate = resolver.properties("JobFailureRateAlarm")
+    assert rate["Threshold"] == "10"
+    read = {metric["Id"]: metric for metric in rate["Metrics"]}
+    assert [metric["Id"] for metric in rate["Metrics"] if metric["ReturnData"]] == ["rate"]
+    assert read["rate"]["Expression"] == "IF(ended >= 10, 100 * FILL(failed, 0) / ended, 0)"
+    assert read["ended"]["Expression"] == "FILL(failed, 0) + FILL(completed, 0)"
+    for metric_id, metric_name in (("failed", "JobsFailed"), ("completed", "JobsCompleted")):
+        assert _own_metric(resolver, read[metric_id]["MetricStat"]["Metric"]) == (*emitted[:1], metric_name, emitted[1])
+    assert stack(FailedJobsPercent="50").properties("JobFailureRateAlarm")["Threshold"] == "50"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        ({"Stage": "prod"}, True),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com"}, False),
+        ({"Stage": "prod", "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:oncall"}, False),
+        ({"Stage": "dev"}, False),
+        ({}, False),
+    ],
+)
+def test_a_prod_stack_needs_somewhere_for_its_alarms_to_go(overrides: dict[str, str], refused: bool) -> None:
+    template = load_yaml_template()
+    if refused:
+        with pytest.raises(ParameterError, match="Stage=prod needs AlarmEmail or AlarmTopicArn"):
+            check_parameters(template, overrides)
+    else:
+        check_parameters(template, overrides)
+
+
 # -- data protection
 
 
@@ -240,6 +289,6 @@ def test_no_gradual_deployment_by_default_and_codedeploy_with_the_errors_alarms_
         group = groups[f"{function_id}DeploymentGroup"]
         assert group["DeploymentConfigName"] == "CodeDeployDefault.LambdaCanary10Percent5Minutes"
         alarms = {alarm["Name"] for alarm in group["AlarmConfiguration"]["Alarms"]}
-        errors = resources.alarm_ids(PIPELINES.get(pipeline), resources.ERRORS)
+        errors = [*resources.alarm_ids(PIPELINES.get(pipeline), resources.ERRORS), "JobFailureRateAlarm"]
         assert alarms == {resolver.name(alarm_id) for alarm_id in errors}
         assert "DEPLOYMENT_STOP_ON_ALARM" in group["AutoRollbackConfiguration"]["Events"]

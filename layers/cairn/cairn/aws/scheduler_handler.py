@@ -33,7 +33,7 @@ from ..core.scheduler_port import Scheduler
 from ..scheduling import recovery
 from ..scheduling.messages import AdvanceMessage
 from .entry import Handler, LazyRuntime, entry_point
-from .observability import logger, metrics
+from .observability import logger, metrics, record_job_end
 from .routing import function_for
 from .runtime import Runtime
 from .stepfunctions_scheduler import StepRecorder
@@ -198,6 +198,7 @@ class Dispatcher:
             sequence=message.sequence,
             failure=reported_failure(response.get("errorType"), response.get("stackTrace")),
         )
+        record_job_end(job)
         return {"status": job.status.value if job else "stale", "jobId": message.job_id}
 
     def sweep(self) -> dict[str, Any]:
@@ -274,6 +275,7 @@ class Dispatcher:
             sequence=report.sequence,
             failure=report.failure(),
         )
+        record_job_end(job)
         return {
             "status": job.status.value if job else "stale",
             "jobId": report.jobId,
@@ -311,6 +313,7 @@ class Dispatcher:
         )
         jobs = self.runtime.cairn(message.owner, pipeline, scheduler=scheduler)
         job = jobs.advance(message.job_id, phase=message.phase, sequence=message.sequence)
+        record_job_end(job)
         response: dict[str, Any] = {
             "status": job.status.value if job else "skipped",
             "jobId": message.job_id,

@@ -40,6 +40,8 @@ PHASE_RESERVED_CONCURRENCY = "PhaseReservedConcurrency"
 DEPLOY_GRADUALLY = "DeployGradually"
 GRADUAL_DEPLOYMENT = "GradualDeployment"
 """The CodeDeploy preference a deploy shifts each phase function's alias with (``none``: at once)."""
+FAILURE_RATE_ALARM = "JobFailureRateAlarm"
+"""The stack's alarm on the share of ended jobs that failed: every gradual deploy rolls back on it too."""
 FUNCTION_ALIAS = "live"
 """The alias each phase function is published under and invoked through (``CAIRN_FUNCTION_ALIAS``)."""
 
@@ -134,10 +136,11 @@ def reserved_concurrency(phase: Phase) -> Any:
 
 
 def deployment_preference(pipeline: Pipeline[Any]) -> dict[str, Any]:
-    """With ``GradualDeployment``, CodeDeploy shifts the alias and rolls back on the pipeline's errors alarms."""
+    """With ``GradualDeployment``, CodeDeploy shifts the alias and rolls back on the pipeline's errors alarms
+    and on the stack's job failure rate (a phase that fails every job it runs raises no Lambda error)."""
     preference = {
         "Type": {"Ref": GRADUAL_DEPLOYMENT},
-        "Alarms": [{"Ref": alarm_id} for alarm_id in alarm_ids(pipeline, ERRORS)],
+        "Alarms": [{"Ref": alarm_id} for alarm_id in [*alarm_ids(pipeline, ERRORS), FAILURE_RATE_ALARM]],
     }
     return {"Fn::If": [DEPLOY_GRADUALLY, preference, NO_VALUE]}
 
