@@ -189,23 +189,26 @@ def test_an_unknown_route_is_a_json_404(api: Api) -> None:
     assert reply.message == f"No route for GET /jobs/{JOB}/results"
 
 
-def test_health_reads_the_table_and_needs_no_caller(api: Api) -> None:
+def test_health_needs_no_caller_and_the_deep_check_reads_the_table(api: Api) -> None:
     reply = api.call("health")
 
     assert reply.status == 200
-    assert reply.body == {"status": "ok", "driver": "direct"}
+    assert reply.body == {"status": "ok", "driver": "direct", "checked": "api"}
+    deep = api.call("health-deep")
+    assert (deep.status, deep.body) == (200, {"status": "ok", "driver": "direct", "checked": "table"})
 
 
-def test_health_is_503_when_the_table_cannot_be_read(api: Api) -> None:
+def test_the_deep_check_is_503_when_the_table_cannot_be_read(api: Api) -> None:
     runtime = api.stack.runtime
     assert runtime.dynamodb is not None
     assert runtime.settings.table_name is not None
     runtime.dynamodb.delete_table(TableName=runtime.settings.table_name)
 
-    reply = api.call("health")
+    reply = api.call("health-deep")
 
     assert (reply.status, reply.code) == (503, "unavailable")
     assert reply.message == "The job table cannot be read"
+    assert api.call("health").status == 200  # the public check reads nothing
 
 
 def test_an_unexpected_error_is_a_500_that_reveals_nothing(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,6 +110,32 @@ def test_the_owner_share_is_a_whole_number_the_functions_accept_or_the_stack_is_
     assert variables[OWNER_CONCURRENCY] == "3"
 
 
+@pytest.mark.parametrize(
+    ("overrides", "share"),
+    [
+        ({}, "0"),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com"}, "100"),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com", "OwnerConcurrency": "0"}, "0"),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com", "OwnerConcurrency": "7"}, "7"),
+    ],
+)
+def test_the_owner_share_is_on_in_prod_unless_the_deployer_says(overrides: dict[str, str], share: str) -> None:
+    resolver = stack(**overrides)
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        variables = resolver.properties(function_id)["Environment"]["Variables"]
+        assert variables[OWNER_CONCURRENCY] == share, function_id
+    assert Settings.from_env({OWNER_CONCURRENCY: share}).owner_concurrency == int(share)
+
+
+def test_the_api_counts_each_owners_starts_at_the_rate_the_stack_gives() -> None:
+    variables = stack().properties("ApiFunction")["Environment"]["Variables"]
+    assert Settings.from_env(variables).owner_starts_per_minute == 600
+    variables = stack(OwnerStartsPerMinute="0").properties("ApiFunction")["Environment"]["Variables"]
+    assert Settings.from_env(variables).owner_starts_per_minute == 0
+    with pytest.raises(ParameterError, match="OwnerStartsPerMinute"):
+        check_parameters(load_yaml_template(), {"OwnerStartsPerMinute": "-5"})
+
+
 # -- signals
 
 
