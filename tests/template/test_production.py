@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from cairn.bundle.templating import resources
+from cairn.bundle.templating.parameters import ParameterError
+from cairn.bundle.templating.parameters import check as check_parameters
 from cairn.core.outcomes import Next
 from cairn.core.pipeline import Pipeline
 from cairn.core.settings import OWNER_CONCURRENCY, Settings
-from cairn.dev.parameters import ParameterError
-from cairn.dev.parameters import check as check_parameters
 from cairn.features.owner_share import MAX_OWNER_LIMIT
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, load_yaml_template
@@ -35,6 +35,7 @@ OPERATIONS = ROOT / "docs" / "OPERATIONS.md"
 def test_the_scheduler_keeps_what_it_failed_on_three_times_in_its_own_queue() -> None:
     resolver = stack()
     config = invoke_config(resolver, "SchedulerFunction")
+    assert config["Qualifier"] == "live"
     assert config["MaximumRetryAttempts"] == 2
     destination = config["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == resolver.arn("SchedulerDeadLetterQueue")
@@ -51,7 +52,7 @@ def test_the_sweep_runs_on_the_schedule_and_batch_the_parameters_give() -> None:
     (rule,) = [
         rule_id
         for rule_id in resolver.of_type("AWS::Events::Rule")
-        if resolver.properties(rule_id)["Targets"][0]["Arn"] == resolver.arn("SchedulerFunction")
+        if resolver.properties(rule_id)["Targets"][0]["Arn"] == resolver.arn("SchedulerFunction") + ":live"
     ]
     assert resolver.properties(rule)["ScheduleExpression"] == "rate(2 minutes)"
     variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
@@ -291,16 +292,59 @@ def test_every_phase_function_is_invoked_through_its_live_alias() -> None:
         assert resolver.resources[version]["Properties"]["FunctionName"] == alias["FunctionName"]
         aliases[alias["FunctionName"]["Ref"]] = alias["Name"]
     functions = phase_functions(resolver)
-    assert aliases == dict.fromkeys(functions.values(), "live")
+    assert aliases == dict.fromkeys([*functions.values(), "SchedulerFunction", "ApiFunction"], "live")
     variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
     settings = Settings.from_env(variables)
     for key, function_id in functions.items():
         assert settings.phase_function(*key) == f"{resolver.name(function_id)}:live"
+    assert settings.scheduler_function == f"{resolver.name('SchedulerFunction')}:live"
     granted = resolver.properties("InvokeFunctionsPolicy")["PolicyDocument"]["Statement"][0]["Resource"]
     assert sorted(granted) == sorted(
-        [f"{resolver.arn(function_id)}:live" for function_id in functions.values()]
-        + [resolver.arn("SchedulerFunction")]
+        f"{resolver.arn(function_id)}:live" for function_id in [*functions.values(), "SchedulerFunction"]
     )
+
+
+@pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
+def test_everything_that_invokes_the_scheduler_invokes_its_live_alias(driver: str) -> None:
+    resolver = stack(Driver=driver)
+    alias = resolver.arn("SchedulerFunction") + ":live"
+    (mapping,) = resolver.of_type("AWS::Lambda::EventSourceMapping")
+    assert resolver.properties(mapping)["FunctionName"] == alias  # the delay queue
+    sweeps = [
+        rule for rule in resolver.of_type("AWS::Events::Rule") if "ScheduleExpression" in resolver.properties(rule)
+    ]
+    assert [resolver.properties(rule)["Targets"][0]["Arn"] for rule in sweeps] == [alias]
+    for function_id in phase_functions(resolver).values():  # crash reports
+        assert invoke_config(resolver, function_id)["DestinationConfig"]["OnFailure"]["Destination"] == alias
+    if driver == "stepfunctions":
+        substitutions = resolver.properties("PipelineStateMachine")["DefinitionSubstitutions"]
+        assert substitutions["SchedulerFunctionArn"] == alias
+
+
+@pytest.mark.parametrize(
+    ("overrides", "scheduler", "api"),
+    [
+        ({}, None, None),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com"}, 20, None),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com", "SchedulerReservedConcurrency": ""}, None, None),
+        ({"SchedulerReservedConcurrency": "5", "ApiReservedConcurrency": "30"}, "5", "30"),
+    ],
+)
+def test_the_scheduler_is_reserved_in_prod_and_the_api_when_asked(
+    overrides: dict[str, str], scheduler: object, api: object
+) -> None:
+    resolver = stack(**overrides)
+    assert resolver.properties("SchedulerFunction").get("ReservedConcurrentExecutions") == scheduler
+    assert resolver.properties("ApiFunction").get("ReservedConcurrentExecutions") == api
+
+
+def test_the_scheduler_and_the_api_deploy_gradually_and_roll_back_on_their_alarms() -> None:
+    resolver = stack(GradualDeployment="Linear10PercentEvery1Minute")
+    for function_id, own in (("SchedulerFunction", "SchedulerErrorsAlarm"), ("ApiFunction", "ApiServerErrorsAlarm")):
+        group = resolver.properties(f"{function_id}DeploymentGroup")
+        assert group["DeploymentConfigName"] == "CodeDeployDefault.LambdaLinear10PercentEvery1Minute"
+        alarms = {alarm["Name"] for alarm in group["AlarmConfiguration"]["Alarms"]}
+        assert alarms == {resolver.name(own), resolver.name("JobFailureRateAlarm")}
 
 
 def test_no_gradual_deployment_by_default_and_codedeploy_with_the_errors_alarms_when_asked() -> None:
@@ -310,7 +354,9 @@ def test_no_gradual_deployment_by_default_and_codedeploy_with_the_errors_alarms_
     groups = {
         group_id: resolver.properties(group_id) for group_id in resolver.of_type("AWS::CodeDeploy::DeploymentGroup")
     }
-    assert set(groups) == {f"{function_id}DeploymentGroup" for function_id in functions.values()}
+    assert set(groups) == {
+        f"{function_id}DeploymentGroup" for function_id in [*functions.values(), "SchedulerFunction", "ApiFunction"]
+    }
     for (pipeline, _), function_id in functions.items():
         group = groups[f"{function_id}DeploymentGroup"]
         assert group["DeploymentConfigName"] == "CodeDeployDefault.LambdaCanary10Percent5Minutes"

@@ -21,7 +21,8 @@ from . import dashboard
 from .errors import TemplateError
 
 # Hand-written resources and conditions of template.yaml the generated ones refer to.
-SCHEDULER_FUNCTION = "SchedulerFunction"
+SCHEDULER_ALIAS = "SchedulerFunctionAliaslive"
+"""The scheduler's ``live`` alias as SAM names it: what a phase function's crash report goes to."""
 JOB_STORE_POLICY = "JobStorePolicy"
 """The table and the state bucket, as every function of the stack uses them."""
 DELAYED_RETRIES_POLICY = "DelayedRetriesPolicy"
@@ -163,9 +164,7 @@ def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
             "LoggingConfig": {"LogGroup": {"Ref": naming.resource_id(pipeline.name, phase.name, "LogGroup")}},
             "EventInvokeConfig": {
                 "MaximumRetryAttempts": 0,
-                "DestinationConfig": {
-                    "OnFailure": {"Type": "Lambda", "Destination": {"Fn::GetAtt": [SCHEDULER_FUNCTION, "Arn"]}}
-                },
+                "DestinationConfig": {"OnFailure": {"Type": "Lambda", "Destination": {"Ref": SCHEDULER_ALIAS}}},
             },
             "Environment": {"Variables": environment(pipeline, phase)},
             "Policies": policies(phase),
@@ -323,7 +322,7 @@ def invoke_policy(registry: PipelineRegistry) -> dict[str, Any]:
                         "Sid": "InvokeStackFunctions",
                         "Effect": "Allow",
                         "Action": "lambda:InvokeFunction",
-                        "Resource": [*arns, function_arn(SCHEDULER_NAME)],
+                        "Resource": [*arns, function_arn(SCHEDULER_NAME, FUNCTION_ALIAS)],
                     }
                 ],
             },

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...dev.parameters import ParameterError
-from ...dev.parameters import check as check_parameters
+from .parameters import ParameterError
+from .parameters import check as check_parameters
 
 PLACEHOLDER = "REPLACE-WITH-"
 """How a value samconfig.toml ships for the deployer to fill in begins."""
