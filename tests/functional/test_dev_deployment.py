@@ -152,7 +152,7 @@ def test_stepfunctions_creates_the_state_machine_with_its_substitutions(stepfunc
     assert described["definition"] == machine.definition
     assert "${" not in machine.definition
     states = json.loads(machine.definition)["States"]
-    scheduler_arn = "arn:aws:lambda:us-east-1:123456789012:function:cairn-dev-scheduler"
+    scheduler_arn = "arn:aws:lambda:us-east-1:123456789012:function:cairn-dev-scheduler:live"  # its alias
     assert states["ResolveNextPhase"]["Parameters"]["FunctionName"] == scheduler_arn
     for function in stepfunctions.functions.values():
         assert function.environment["CAIRN_STATE_MACHINE_ARN"] == machine.arn
