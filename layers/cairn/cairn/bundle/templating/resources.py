@@ -54,7 +54,11 @@ SCHEDULER_NAME = "scheduler"
 
 CODE_URI = "functions/"
 HANDLER = "phases.handler"
-LOG_RETENTION_DAYS = 30
+LOG_RETENTION_DAYS = "LogRetentionDays"
+"""The stack's parameter: how long every log group keeps its events."""
+HAS_LOGS_KEY = "HasLogsKey"
+LOGS_KMS_KEY = "LogsKmsKeyArn"
+"""The stack's optional customer managed key for its log groups (condition, parameter)."""
 MAX_ALARM_METRICS = 10
 """CloudWatch's limit on the metrics one alarm's math expression may read."""
 ALARM_PERIOD = 300
@@ -173,7 +177,7 @@ def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
 
 
 def log_group(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
-    """The phase function's log group, kept 30 days."""
+    """The phase function's log group, kept ``LogRetentionDays`` (with the stack's logs key, if it has one)."""
     suffix = naming.function_suffix(pipeline.name, phase.name)
     return {
         "Type": "AWS::Logs::LogGroup",
@@ -181,7 +185,8 @@ def log_group(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
         "UpdateReplacePolicy": "Delete",
         "Properties": {
             "LogGroupName": {"Fn::Sub": f"/aws/lambda/${{AWS::StackName}}-{suffix}"},
-            "RetentionInDays": LOG_RETENTION_DAYS,
+            "RetentionInDays": {"Ref": LOG_RETENTION_DAYS},
+            "KmsKeyId": {"Fn::If": [HAS_LOGS_KEY, {"Ref": LOGS_KMS_KEY}, NO_VALUE]},
         },
     }
 
