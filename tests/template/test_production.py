@@ -150,7 +150,7 @@ def test_the_api_writes_a_json_access_log_line_with_the_request_id_and_the_calle
     assert line["userArn"] == "$context.identity.userArn"  # the IAM caller
     assert line["jwtSubject"] == "$context.authorizer.claims.sub"  # the JWT caller
     assert line["status"] == "$context.status"
-    assert resolver.properties("ApiAccessLogGroup")["RetentionInDays"] == 30
+    assert resolver.properties("ApiAccessLogGroup")["RetentionInDays"] == "30"  # LogRetentionDays
 
 
 @pytest.mark.parametrize("level", ["ERROR", "ALL"])
@@ -278,6 +278,48 @@ def test_the_bucket_keeps_old_versions_a_while_and_the_alarm_topic_is_encrypted(
     (publisher,) = publishers
     assert set(publisher["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
     assert not stack().exists("AlarmTopicKey")
+
+
+KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_customer_managed_keys_encrypt_what_they_name_and_the_functions_use_them_through_the_service() -> None:
+    default = stack()
+    assert default.properties("CheckpointTable")["SSESpecification"] == {"SSEEnabled": True}
+    (rule,) = default.properties("StateBucket")["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule == {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+    keyed = stack(TableKmsKeyArn=KEY, BucketKmsKeyArn=KEY + "b", LogsKmsKeyArn=KEY + "c")
+    table = keyed.properties("CheckpointTable")["SSESpecification"]
+    assert table == {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": KEY}
+    (rule,) = keyed.properties("StateBucket")["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": KEY + "b"}
+    assert rule["BucketKeyEnabled"] is True
+    statements = {
+        statement["Sid"]: statement for statement in keyed.properties("JobStorePolicy")["PolicyDocument"]["Statement"]
+    }
+    assert statements["TableKey"]["Resource"] == KEY
+    assert statements["TableKey"]["Condition"] == {
+        "StringEquals": {"kms:ViaService": "dynamodb.us-east-1.amazonaws.com"}
+    }
+    assert statements["BucketKey"]["Resource"] == KEY + "b"
+    assert statements["BucketKey"]["Condition"] == {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}}
+    assert {"TableKey", "BucketKey"}.isdisjoint(
+        statement["Sid"] for statement in default.properties("JobStorePolicy")["PolicyDocument"]["Statement"]
+    )
+    for group in keyed.of_type("AWS::Logs::LogGroup"):
+        assert keyed.properties(group)["KmsKeyId"] == KEY + "c", group
+        assert "KmsKeyId" not in default.properties(group), group
+    with pytest.raises(ParameterError, match="TableKmsKeyArn"):
+        check_parameters(load_yaml_template(), {"TableKmsKeyArn": "alias/my-key"})
+
+
+def test_every_log_group_keeps_its_events_as_long_as_the_stack_says() -> None:
+    for days, resolver in ((30, stack()), (365, stack(LogRetentionDays="365"))):
+        groups = list(resolver.of_type("AWS::Logs::LogGroup"))
+        assert len(groups) >= 13
+        assert {str(resolver.properties(group)["RetentionInDays"]) for group in groups} == {str(days)}
+    with pytest.raises(ParameterError, match="LogRetentionDays"):
+        check_parameters(load_yaml_template(), {"LogRetentionDays": "45"})
 
 
 # -- safe deploys
