@@ -245,7 +245,7 @@ def test_every_function_logs_to_its_own_group_with_a_retention() -> None:
         group = resolver.properties(function_id)["LoggingConfig"]["LogGroup"]
         assert group == f"/aws/lambda/{resolver.name(function_id)}"
     for group_id in resolver.of_type("AWS::Logs::LogGroup"):
-        assert resolver.properties(group_id)["RetentionInDays"] > 0
+        assert int(resolver.properties(group_id)["RetentionInDays"]) > 0
 
 
 # -- the scheduler's events and the delay queue
