@@ -189,23 +189,26 @@ def test_an_unknown_route_is_a_json_404(api: Api) -> None:
     assert reply.message == f"No route for GET /jobs/{JOB}/results"
 
 
-def test_health_reads_the_table_and_needs_no_caller(api: Api) -> None:
+def test_health_needs_no_caller_and_the_deep_check_reads_the_table(api: Api) -> None:
     reply = api.call("health")
 
     assert reply.status == 200
-    assert reply.body == {"status": "ok", "driver": "direct"}
+    assert reply.body == {"status": "ok", "driver": "direct", "checked": "api"}
+    deep = api.call("health-deep")
+    assert (deep.status, deep.body) == (200, {"status": "ok", "driver": "direct", "checked": "table"})
 
 
-def test_health_is_503_when_the_table_cannot_be_read(api: Api) -> None:
+def test_the_deep_check_is_503_when_the_table_cannot_be_read(api: Api) -> None:
     runtime = api.stack.runtime
     assert runtime.dynamodb is not None
     assert runtime.settings.table_name is not None
     runtime.dynamodb.delete_table(TableName=runtime.settings.table_name)
 
-    reply = api.call("health")
+    reply = api.call("health-deep")
 
     assert (reply.status, reply.code) == (503, "unavailable")
     assert reply.message == "The job table cannot be read"
+    assert api.call("health").status == 200  # the public check reads nothing
 
 
 def test_an_unexpected_error_is_a_500_that_reveals_nothing(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -297,16 +300,18 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         ("POST", "/jobs/{jobId}/signals/{name}"),
         ("GET", "/pipelines"),
         ("GET", "/health"),
+        ("GET", "/health/deep"),
         ("GET", "/openapi.json"),
     }
     operations = {(method.upper(), path): op for path, ops in document["paths"].items() for method, op in ops.items()}
-    assert set(operations["POST", "/jobs"]["responses"]) == {"202", "400", "401", "409", "413", "415", "500"}
+    assert set(operations["POST", "/jobs"]["responses"]) == {"202", "400", "401", "409", "413", "415", "429", "500"}
     for read in ("/jobs/{jobId}/states/{phase}", "/jobs/{jobId}/diff", "/jobs/{jobId}/maps"):
         assert set(operations["GET", read]["responses"]) == {"200", "400", "401", "404", "500"}
     retry_responses = {"202", "400", "401", "404", "409", "413", "415", "500"}
     assert set(operations["POST", "/jobs/{jobId}/retry"]["responses"]) == retry_responses
     assert set(operations["POST", "/jobs/{jobId}/signals/{name}"]["responses"]) == retry_responses
-    assert set(operations["GET", "/health"]["responses"]) == {"200", "500", "503"}
+    assert set(operations["GET", "/health"]["responses"]) == {"200", "500"}  # it reads nothing
+    assert set(operations["GET", "/health/deep"]["responses"]) == {"200", "400", "401", "500", "503"}
     assert not any("422" in op["responses"] for op in operations.values())
     schemas = document["components"]["schemas"]
     assert {"CreateJobRequest", "RetryRequest", "JobView", "JobPage", "JobLog", "ErrorBody", "Health"} <= set(schemas)

@@ -75,6 +75,7 @@ CASES = {
     "api/cancel-job": Case(running, 200, job=JobStatus.CANCELLED),
     "api/list-pipelines": Case(nothing, 200),
     "api/health": Case(nothing, 200),
+    "api/health-deep": Case(nothing, 200),
     "api/openapi": Case(nothing, 200),
     "api/unauthenticated": Case(nothing, 401, "unauthenticated"),
 }
@@ -118,7 +119,9 @@ def check_body(name: str, reply: Reply, api: Api) -> None:
     elif name == "api/list-pipelines":
         assert [pipeline["name"] for pipeline in body["pipelines"]] == PIPELINES.names
     elif name == "api/health":
-        assert body["status"] == "ok"
+        assert body == {"status": "ok", "driver": "direct", "checked": "api"}
+    elif name == "api/health-deep":
+        assert body == {"status": "ok", "driver": "direct", "checked": "table"}
     elif name == "api/openapi":
         assert "/jobs/{jobId}/retry" in body["paths"]
 

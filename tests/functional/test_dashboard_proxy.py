@@ -10,6 +10,7 @@ import gzip
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from botocore.credentials import Credentials
 
 from cairn.cli import main
 from cairn.client import ApiClient, SigV4Auth
-from cairn.client.dashboard_proxy import DashboardProxy
+from cairn.client.dashboard_proxy import KEY_COOKIE, KEY_HEADER, DashboardProxy
 from cairn.dashboard import assets
 from cairn.dev.process import free_port
 from cairn.testing.stack import LocalStack
@@ -64,6 +65,11 @@ def proxy(api: JobsServer, static: Path) -> Iterator[DashboardProxy]:
 Answer = tuple[int, dict[str, str], bytes]
 
 
+def keyed(proxy: DashboardProxy, **headers: str) -> dict[str, str]:
+    """The headers of the page's own call: its session key cookie, and ``headers``."""
+    return {"Cookie": f"{KEY_COOKIE}={proxy.key}", **headers}
+
+
 def fetch(url: str, path: str, method: str = "GET", body: Any = None, headers: dict[str, str] | None = None) -> Answer:
     """One request to the server at ``url``, as a page would send it."""
     host, port = url.removeprefix("http://").split(":")
@@ -79,7 +85,7 @@ def fetch(url: str, path: str, method: str = "GET", body: Any = None, headers: d
 
 
 def test_the_pages_calls_reach_the_api_signed_and_come_back_as_answered(proxy: DashboardProxy, api: JobsServer) -> None:
-    origin = {"Origin": proxy.url, "Sec-Fetch-Site": "same-origin"}
+    origin = keyed(proxy, Origin=proxy.url, **{"Sec-Fetch-Site": "same-origin"})
     state = {"document": "invoice.txt"}
 
     status, headers, body = fetch(
@@ -90,10 +96,10 @@ def test_the_pages_calls_reach_the_api_signed_and_come_back_as_answered(proxy: D
     assert headers["Content-Type"] == "application/json"
     assert json.loads(body)["jobId"] == "signed-1"
     api.run()
-    status, _, body = fetch(proxy.url, "/jobs?status=complete&limit=5")
+    status, _, body = fetch(proxy.url, "/jobs?status=complete&limit=5", headers=keyed(proxy))
     assert status == 200
     assert [job["jobId"] for job in json.loads(body)["jobs"]] == ["signed-1"]
-    status, _, body = fetch(proxy.url, "/pipelines")
+    status, _, body = fetch(proxy.url, "/pipelines", headers=keyed(proxy))
     assert [pipeline["name"] for pipeline in json.loads(body)["pipelines"]] == sorted(PIPELINES.names)
     status, _, body = fetch(proxy.url, "/jobs/signed-1/retry", "POST", {"mode": "full"}, origin)
     assert status == 202
@@ -108,12 +114,33 @@ def test_the_pages_calls_reach_the_api_signed_and_come_back_as_answered(proxy: D
         assert seen.headers["x-amz-security-token"] == SESSION_TOKEN
         assert sigv4_signature_is_valid(seen, CREDENTIALS), seen.target
         assert "origin" not in seen.headers  # only the body and its type are passed on
+        assert "cookie" not in seen.headers  # the session's key stays here
     assert json.loads(posted.body)["jobId"] == "signed-1"
     assert posted.headers["content-type"] == "application/json"
 
 
+def test_an_api_call_without_the_sessions_key_is_refused_and_the_printed_address_gives_it(
+    proxy: DashboardProxy, api: JobsServer
+) -> None:
+    for headers in ({}, {"Cookie": f"{KEY_COOKIE}=guessed"}, {KEY_HEADER: "guessed"}, {"Cookie": "a=b; c"}):
+        status, _, body = fetch(proxy.url, "/jobs", headers=headers)  # another local process, say
+        assert status == 401, headers
+        assert "Open the dashboard at the address cairn dashboard printed" in json.loads(body)["error"]["message"]
+    assert api.seen == []  # nothing was signed
+    assert "Set-Cookie" not in fetch(proxy.url, "/")[1]
+    assert "Set-Cookie" not in fetch(proxy.url, "/?key=guessed")[1]
+
+    status, headers, _ = fetch(proxy.url, proxy.address.removeprefix(proxy.url))
+    assert status == 200
+    cookie = headers["Set-Cookie"]
+    assert cookie == f"{KEY_COOKIE}={proxy.key}; HttpOnly; SameSite=Strict; Path=/"
+    assert fetch(proxy.url, "/jobs", headers={"Cookie": cookie.split(";")[0]})[0] == 200
+    assert fetch(proxy.url, "/jobs", headers={KEY_HEADER: proxy.key})[0] == 200  # a script's header
+    assert len(proxy.key) >= 32
+
+
 def test_an_api_error_comes_back_as_the_api_said_it(proxy: DashboardProxy, api: JobsServer) -> None:
-    status, _, body = fetch(proxy.url, "/jobs/nobody-s-job")
+    status, _, body = fetch(proxy.url, "/jobs/nobody-s-job", headers=keyed(proxy))
 
     assert status == 404
     assert json.loads(body)["error"]["code"] == "not_found"
@@ -159,7 +186,7 @@ def test_cairn_dashboard_gzips_a_file_for_a_browser_and_answers_a_reload_with_a_
 def test_a_request_that_is_not_from_its_own_page_is_refused(
     proxy: DashboardProxy, api: JobsServer, headers: dict[str, str]
 ) -> None:
-    status, _, body = fetch(proxy.url, "/jobs/anything/cancel", "POST", headers=headers)
+    status, _, body = fetch(proxy.url, "/jobs/anything/cancel", "POST", headers=keyed(proxy, **headers))
 
     assert status == 403
     assert json.loads(body)["error"]["code"] == "forbidden"
@@ -170,7 +197,7 @@ def test_a_request_that_is_not_from_its_own_page_is_refused(
 def test_an_api_that_does_not_answer_is_a_502_with_the_reason(static: Path) -> None:
     client = ApiClient(f"http://127.0.0.1:{free_port()}", auth=SigV4Auth("us-east-1", credentials=CREDENTIALS))
     with DashboardProxy(client, port=0) as proxy:
-        status, _, body = fetch(proxy.url, "/jobs")
+        status, _, body = fetch(proxy.url, "/jobs", headers=keyed(proxy))
 
     assert status == 502
     error = json.loads(body)["error"]
@@ -220,14 +247,11 @@ def test_cairn_dashboard_serves_until_ctrl_c(api: JobsServer, tmp_path: Path, st
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + HUNG
-        while True:
-            try:
-                status, _, body = fetch(url, "/health")
-                break
-            except OSError:
-                assert process.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, f"no answer in {HUNG:g}s:\n{log.read_text()}"
-                time.sleep(0.1)
+        while (found := re.search(rf"{re.escape(url)}/\?key=([\w-]+) ", log.read_text())) is None:
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"no address in {HUNG:g}s:\n{log.read_text()}"
+            time.sleep(0.1)
+        status, _, body = fetch(url, "/health", headers={KEY_HEADER: found.group(1)})
         assert (status, json.loads(body)["status"]) == (200, "ok")
         assert sigv4_signature_is_valid(api.seen[-1], CREDENTIALS)
     finally:
@@ -235,5 +259,7 @@ def test_cairn_dashboard_serves_until_ctrl_c(api: JobsServer, tmp_path: Path, st
         code = process.wait(timeout=HUNG)
     assert code == 0
     printed = log.read_text()
-    assert f"cairn dashboard: {url}/ for the API at {api.url} (IAM, signed for us-east-1)" in printed
+    assert (
+        f"cairn dashboard: {url}/?key={found.group(1)} for the API at {api.url} (IAM, signed for us-east-1)" in printed
+    )
     assert "Traceback" not in printed

@@ -152,7 +152,7 @@ def test_stepfunctions_creates_the_state_machine_with_its_substitutions(stepfunc
     assert described["definition"] == machine.definition
     assert "${" not in machine.definition
     states = json.loads(machine.definition)["States"]
-    scheduler_arn = "arn:aws:lambda:us-east-1:123456789012:function:cairn-dev-scheduler"
+    scheduler_arn = "arn:aws:lambda:us-east-1:123456789012:function:cairn-dev-scheduler:live"  # its alias
     assert states["ResolveNextPhase"]["Parameters"]["FunctionName"] == scheduler_arn
     for function in stepfunctions.functions.values():
         assert function.environment["CAIRN_STATE_MACHINE_ARN"] == machine.arn
@@ -173,6 +173,8 @@ def test_another_stack_name_renames_the_functions(aws: None) -> None:
         ({"DocumentsBucket": "Not_A_Bucket"}, "Parameter 'DocumentsBucket' must match pattern ^$|^[a-z0-9]"),
         ({"SweepIdleSeconds": "5"}, "Parameter 'SweepIdleSeconds' must be a number not less than 60"),
         ({"ApiAuth": "JWT"}, "ApiAuth=JWT needs JwtIssuer."),
+        ({"Stage": "prod"}, "Stage=prod needs AlarmEmail or AlarmTopicArn, or no alarm pages anyone"),
+        ({"Stage": "prod", "AlarmEmail": "", "AlarmTopicArn": ""}, "Stage=prod needs AlarmEmail or AlarmTopicArn"),
         ({"Nonsense": "1"}, "Parameters: [Nonsense] do not exist in the template"),
     ],
 )
@@ -254,6 +256,9 @@ def test_the_production_resources_are_created_on_moto(aws: None) -> None:
     alarms = {alarm["AlarmName"]: alarm for alarm in cloudwatch.describe_alarms()["MetricAlarms"]}
     assert any("-ExecutionsFailedAlarm-" in name for name in alarms)
     assert any("-StalledJobsAlarm-" in name for name in alarms)
+    assert any("-FailedJobsAlarm-" in name for name in alarms)
+    assert any("-JobFailureRateAlarm-" in name for name in alarms)
+    assert all(alarm["AlarmActions"] == [topic["TopicArn"]] for alarm in alarms.values()), "an alarm pages no one"
     raw = cloudwatch.get_dashboard(DashboardName=deployment.outputs["DashboardName"])["DashboardBody"]
     body = raw if isinstance(raw, dict) else json.loads(raw)  # moto keeps the body it parsed
     (shown,) = [widget["properties"]["alarms"] for widget in body["widgets"] if widget["type"] == "alarm"]

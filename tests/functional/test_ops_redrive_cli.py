@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -243,3 +244,49 @@ def _template(queue_url: str | None) -> str:
     if queue_url is not None:
         template["Outputs"] = outputs
     return json.dumps(template)
+
+
+def _message_id(err: str) -> str:
+    (found,) = re.findall(r"\(message ([^)]+)\)", err)
+    return str(found)
+
+
+def test_a_message_that_will_never_succeed_is_discarded_and_the_scheduler_logs_who_and_why(
+    deployed: Deployed, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = job_of(deployed.stack.runtime.storage(OWNER), JOB)
+    message_id = _message_id(deployed.by_queue("--dry-run")[2])
+    deployed.capsys.readouterr()
+
+    status = main(["ops", "redrive", "--queue-url", deployed.queue_url, "--function", SCHEDULER,
+                   "--discard", message_id, "--reason", "the pipeline was removed"])  # fmt: skip
+    out, err = deployed.capsys.readouterr()
+
+    assert status == 0
+    assert _own(out) == "redriven 0, failed 0, malformed 0, discarded 1; the queue is empty"
+    who = boto3.client("sts", region_name=REGION).get_caller_identity()["Arn"]
+    line = err.strip()
+    assert line.startswith(f"discarded: crash report of job {JOB} phase work (message {message_id}), failed at ")
+    assert line.endswith(f": ConnectionError: DynamoDB unreachable (outage 3) -> by {who}: the pipeline was removed")
+    (audit,) = [
+        record for record in caplog.records if record.getMessage() == "Discarded a dead-lettered scheduler event"
+    ]
+    assert audit.levelname == "WARNING"
+    entry = audit.__dict__["discard"]  # the structured line the scheduler's log group keeps
+    assert (entry["by"], entry["reason"]) == (who, "the pipeline was removed")
+    assert (entry["messageId"], entry["jobId"], entry["kind"]) == (message_id, JOB, "crash report")
+    assert deployed.visible() == 0
+    assert job_of(deployed.stack.runtime.storage(OWNER), JOB) == before  # nothing applied to the job
+
+
+def test_a_discard_needs_a_reason_and_names_an_id_it_did_not_find(deployed: Deployed) -> None:
+    status, _, err = deployed.by_queue("--discard", "some-id")
+    assert status == 2
+    assert "--discard needs --reason TEXT" in err
+    assert deployed.by_queue("--reason", "why")[0] == 2
+    assert deployed.by_queue("--discard", "x", "--reason", "y" * 1001)[0] == 2
+
+    status, out, _ = deployed.by_queue("--discard", "not-a-message", "--reason", "gone")
+
+    assert status == 1
+    assert out == "redriven 1, failed 0, malformed 0; not found to discard: not-a-message; the queue is empty"

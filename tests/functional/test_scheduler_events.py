@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -356,3 +357,43 @@ def test_resolve_reads_only_the_job_items_routing_fields(stack: LocalStack) -> N
     assert operation == "GetItem"
     projected = {params["ExpressionAttributeNames"][alias] for alias in params["ProjectionExpression"].split(", ")}
     assert projected == {"pipeline", "status", "nextPhase", "sequence", "expiresAt", "fanOut"}
+
+
+def _counted(capsys: pytest.CaptureFixture[str]) -> dict[str, float]:
+    """The job counters the scheduler's invocation printed (its EMF blobs), by name."""
+    counted: dict[str, float] = {}
+    for line in capsys.readouterr().out.splitlines():
+        if line.startswith('{"_aws"'):
+            blob = json.loads(line)
+            for directive in blob["_aws"]["CloudWatchMetrics"]:
+                for metric in directive["Metrics"]:
+                    if metric["Name"].startswith("Jobs"):
+                        value = blob[metric["Name"]]
+                        counted[metric["Name"]] = counted.get(metric["Name"], 0) + sum(
+                            value if isinstance(value, list) else [value]
+                        )
+    return counted
+
+
+@pytest.mark.parametrize("event", ["scheduler/record-failure", "scheduler/advance-unknown-phase"])
+def test_a_job_the_scheduler_fails_counts_once_in_jobs_failed(
+    stack: LocalStack, event: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed-jobs alarms watch JobsFailed: a job failed by the scheduler counts there, and a report of the
+    same failure sent again (a lost response, a duplicate delivery) does not count it twice."""
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
+    if event == "scheduler/record-failure":
+        start(stack, phases_done=2)
+        crash_extract_after_first_page(stack, "some-request")
+    else:
+        start(stack, phases_done=0)
+        _rename_next_phase(stack, "summarise")
+    capsys.readouterr()
+
+    stack.scheduler(load_event(event), LocalContext("cairn-scheduler"))
+    assert job(stack).status == JobStatus.ERROR
+    assert _counted(capsys) == {"JobsFailed": 1.0}
+
+    stack.scheduler(load_event(event), LocalContext("cairn-scheduler"))
+    assert _counted(capsys) == {}

@@ -55,7 +55,7 @@ def test_a_request_without_an_owner_is_refused_except_on_public_routes(cairn_api
     nobody = cairn_api(greeting(), owner=None)
     for reply in (nobody.get("/jobs"), nobody.get("/jobs/hello-1"), nobody.post("/jobs", {"pipeline": "greeting"})):
         assert (reply.status, reply.code) == (401, "unauthenticated")
-    assert nobody.get("/health").body == {"status": "ok", "driver": "direct"}
+    assert nobody.get("/health").body == {"status": "ok", "driver": "direct", "checked": "api"}
     assert nobody.get("/openapi.json").body["info"]["title"] == "cairn"
 
 

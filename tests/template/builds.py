@@ -6,8 +6,12 @@ tests/template/test_build.py builds the architecture this machine does not run; 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+from cairn.layer_architecture import ARCHITECTURES
 from tests.template.cfn import ROOT, load_yaml_template
 from tests.template.stacks import registered_phases
 
@@ -39,6 +43,18 @@ def check_repository_build(build: Path, architecture: str) -> None:
     (extension,) = layer.glob("pydantic_core/_pydantic_core.*.so")
     assert "cpython-312" in extension.name
     assert ARCHITECTURE_TAGS[architecture] in extension.name
+    assert (layer / "cairn" / "layer-architecture").read_text() == f"{architecture}\n"
+    if ARCHITECTURES.get(os.uname().machine) != architecture:  # a function on this machine refuses the layer
+        imported = subprocess.run(
+            [sys.executable, "-c", "import cairn"],
+            env={"PYTHONPATH": str(layer), "AWS_LAMBDA_FUNCTION_NAME": "cairn-test-api", "PATH": os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert imported.returncode != 0
+        assert f"The cairn layer was built for {architecture}, but this function runs on" in imported.stderr
 
     functions = {
         logical_id: resource["Properties"]

@@ -239,6 +239,9 @@ class Resolver:
             return self.arn(name)
         if kind == "AWS::ApiGatewayV2::Api":
             return "a1b2c3d4e5"
+        if kind == "AWS::Lambda::Alias":  # the alias's ARN: its function's, qualified by its name
+            alias = self.resources[name]["Properties"]
+            return f"{FUNCTION_ARN_PREFIX}{self.resolve(alias['FunctionName'])}:{self.resolve(alias['Name'])}"
         return self.name(name)
 
     def get_att(self, logical_id: str, attribute: str) -> Any:

@@ -45,6 +45,7 @@ ROUTES = {
     ("get", "/pipelines"),
     ("get", "/health"),
     ("get", "/openapi.json"),
+    ("get", "/health/deep"),
     ("get", "/dashboard"),
     ("get", "/assets/{file}"),
 }
@@ -91,7 +92,8 @@ def test_every_phase_function_reports_a_failed_invocation_to_the_scheduler_witho
         config = invoke_config(resolver, function_id)
         assert config["MaximumRetryAttempts"] == 0, function_id
         assert config["Qualifier"] == "live", function_id  # the alias every phase function is invoked through
-        assert config["DestinationConfig"]["OnFailure"] == {"Destination": resolver.arn("SchedulerFunction")}
+        scheduler = resolver.arn("SchedulerFunction") + ":live"  # the scheduler's alias, as everything invokes it
+        assert config["DestinationConfig"]["OnFailure"] == {"Destination": scheduler}
 
 
 def test_every_registered_phase_has_a_function_whose_handler_runs_that_phase() -> None:
@@ -187,7 +189,7 @@ def test_the_settings_name_the_resources_of_the_stack(driver: str) -> None:
         assert settings.table_name == resolver.ref("CheckpointTable")
         assert settings.state_bucket == resolver.ref("StateBucket")
         assert settings.delay_queue_url == resolver.ref("DelayQueue")
-        assert settings.scheduler_function == resolver.name("SchedulerFunction")
+        assert settings.scheduler_function == f"{resolver.name('SchedulerFunction')}:live"
         for key, phase_id in functions.items():
             assert settings.phase_function(*key) == f"{resolver.name(phase_id)}:live"
         if driver == "stepfunctions":
@@ -212,7 +214,7 @@ def test_the_state_machine_arn_is_built_without_a_reference_to_it() -> None:
     globals_env = sam_template()["Globals"]["Function"]["Environment"]["Variables"]
     assert "PipelineStateMachine" not in json.dumps(globals_env)
     machine = sam_template()["Resources"]["PipelineStateMachine"]["Properties"]
-    assert machine["DefinitionSubstitutions"] == {"SchedulerFunctionArn": {"Fn::GetAtt": ["SchedulerFunction", "Arn"]}}
+    assert machine["DefinitionSubstitutions"] == {"SchedulerFunctionArn": {"Ref": "SchedulerFunctionAliaslive"}}
 
 
 # -- code, architecture, layer
@@ -243,7 +245,7 @@ def test_every_function_logs_to_its_own_group_with_a_retention() -> None:
         group = resolver.properties(function_id)["LoggingConfig"]["LogGroup"]
         assert group == f"/aws/lambda/{resolver.name(function_id)}"
     for group_id in resolver.of_type("AWS::Logs::LogGroup"):
-        assert resolver.properties(group_id)["RetentionInDays"] > 0
+        assert int(resolver.properties(group_id)["RetentionInDays"]) > 0
 
 
 # -- the scheduler's events and the delay queue
@@ -253,7 +255,7 @@ def test_the_scheduler_takes_delayed_advances_in_batches_with_partial_failures()
     resolver = stack()
     (mapping_id,) = resolver.of_type("AWS::Lambda::EventSourceMapping")
     mapping = resolver.properties(mapping_id)
-    assert mapping["FunctionName"] == resolver.name("SchedulerFunction")
+    assert mapping["FunctionName"] == resolver.arn("SchedulerFunction") + ":live"
     assert mapping["EventSourceArn"] == resolver.arn("DelayQueue")
     assert mapping["BatchSize"] == 10
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -273,7 +275,7 @@ def test_the_sweep_runs_every_five_minutes() -> None:
     (rule_id,) = resolver.of_type("AWS::Events::Rule")
     rule = resolver.properties(rule_id)
     assert rule["ScheduleExpression"] == "rate(5 minutes)"
-    assert [target["Arn"] for target in rule["Targets"]] == [resolver.arn("SchedulerFunction")]
+    assert [target["Arn"] for target in rule["Targets"]] == [resolver.arn("SchedulerFunction") + ":live"]
 
 
 # -- the API
@@ -380,8 +382,10 @@ def test_alarms_watch_the_phases_the_scheduler_the_queues_the_api_and_stalled_jo
     for alarm_id in resolver.of_type("AWS::CloudWatch::Alarm"):
         alarm = resolver.properties(alarm_id)
         assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
-        # every alarm but the delay queue's age goes off at the first one; a delay is never over 15 minutes
-        assert alarm["Threshold"] == (1800 if alarm_id == "DelayQueueAgeAlarm" else 0), alarm_id
+        # every alarm but the delay queue's age and the job failure rate goes off at the first one (the failed
+        # jobs' count by default); a delay is never over 15 minutes
+        expected = {"DelayQueueAgeAlarm": 1800, "JobFailureRateAlarm": "10", "FailedJobsAlarm": "0"}.get(alarm_id, 0)
+        assert alarm["Threshold"] == expected, alarm_id
         assert "Runbook: docs/OPERATIONS.md, " in alarm["AlarmDescription"], alarm_id
         metrics = [metric["MetricStat"]["Metric"] for metric in alarm.get("Metrics", []) if "MetricStat" in metric]
         metrics += [alarm] if "MetricName" in alarm else []
@@ -401,6 +405,8 @@ def test_alarms_watch_the_phases_the_scheduler_the_queues_the_api_and_stalled_jo
         f"ExecutionsFailed:{resolver.ref('PipelineStateMachine')}",
         f"5xx:{resolver.ref('HttpApi')}",
         "StalledJobs:cairn",
+        "JobsFailed:cairn",
+        "JobsCompleted:cairn",
     }
     assert expected <= watched, sorted(expected - watched)
 

@@ -231,7 +231,7 @@ class Arns:
         self.delay_queue = resolver.arn("DelayQueue")
         self.dead_letter_queue = resolver.arn("DeadLetterQueue")
         self.scheduler_dead_letter_queue = resolver.arn("SchedulerDeadLetterQueue")
-        self.scheduler = resolver.arn("SchedulerFunction")
+        self.scheduler = resolver.arn("SchedulerFunction") + ":live"  # everything invokes its live alias
         # phase functions are invoked through their live alias (CAIRN_FUNCTION_ALIAS), never unqualified
         self.functions = [f"{resolver.arn(logical_id)}:live" for logical_id in phase_functions(resolver).values()]
         self.state_machine = resolver.arn("PipelineStateMachine")

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from cairn.bundle.templating import resources
+from cairn.bundle.templating.parameters import ParameterError
+from cairn.bundle.templating.parameters import check as check_parameters
 from cairn.core.outcomes import Next
 from cairn.core.pipeline import Pipeline
 from cairn.core.settings import OWNER_CONCURRENCY, Settings
-from cairn.dev.parameters import ParameterError
-from cairn.dev.parameters import check as check_parameters
 from cairn.features.owner_share import MAX_OWNER_LIMIT
 from pipelines import PIPELINES
 from tests.template.cfn import ROOT, load_yaml_template
@@ -35,6 +35,7 @@ OPERATIONS = ROOT / "docs" / "OPERATIONS.md"
 def test_the_scheduler_keeps_what_it_failed_on_three_times_in_its_own_queue() -> None:
     resolver = stack()
     config = invoke_config(resolver, "SchedulerFunction")
+    assert config["Qualifier"] == "live"
     assert config["MaximumRetryAttempts"] == 2
     destination = config["DestinationConfig"]["OnFailure"]["Destination"]
     assert destination == resolver.arn("SchedulerDeadLetterQueue")
@@ -51,7 +52,7 @@ def test_the_sweep_runs_on_the_schedule_and_batch_the_parameters_give() -> None:
     (rule,) = [
         rule_id
         for rule_id in resolver.of_type("AWS::Events::Rule")
-        if resolver.properties(rule_id)["Targets"][0]["Arn"] == resolver.arn("SchedulerFunction")
+        if resolver.properties(rule_id)["Targets"][0]["Arn"] == resolver.arn("SchedulerFunction") + ":live"
     ]
     assert resolver.properties(rule)["ScheduleExpression"] == "rate(2 minutes)"
     variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
@@ -110,6 +111,32 @@ def test_the_owner_share_is_a_whole_number_the_functions_accept_or_the_stack_is_
     assert variables[OWNER_CONCURRENCY] == "3"
 
 
+@pytest.mark.parametrize(
+    ("overrides", "share"),
+    [
+        ({}, "0"),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com"}, "100"),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com", "OwnerConcurrency": "0"}, "0"),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com", "OwnerConcurrency": "7"}, "7"),
+    ],
+)
+def test_the_owner_share_is_on_in_prod_unless_the_deployer_says(overrides: dict[str, str], share: str) -> None:
+    resolver = stack(**overrides)
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        variables = resolver.properties(function_id)["Environment"]["Variables"]
+        assert variables[OWNER_CONCURRENCY] == share, function_id
+    assert Settings.from_env({OWNER_CONCURRENCY: share}).owner_concurrency == int(share)
+
+
+def test_the_api_counts_each_owners_starts_at_the_rate_the_stack_gives() -> None:
+    variables = stack().properties("ApiFunction")["Environment"]["Variables"]
+    assert Settings.from_env(variables).owner_starts_per_minute == 600
+    variables = stack(OwnerStartsPerMinute="0").properties("ApiFunction")["Environment"]["Variables"]
+    assert Settings.from_env(variables).owner_starts_per_minute == 0
+    with pytest.raises(ParameterError, match="OwnerStartsPerMinute"):
+        check_parameters(load_yaml_template(), {"OwnerStartsPerMinute": "-5"})
+
+
 # -- signals
 
 
@@ -123,7 +150,7 @@ def test_the_api_writes_a_json_access_log_line_with_the_request_id_and_the_calle
     assert line["userArn"] == "$context.identity.userArn"  # the IAM caller
     assert line["jwtSubject"] == "$context.authorizer.claims.sub"  # the JWT caller
     assert line["status"] == "$context.status"
-    assert resolver.properties("ApiAccessLogGroup")["RetentionInDays"] == 30
+    assert resolver.properties("ApiAccessLogGroup")["RetentionInDays"] == "30"  # LogRetentionDays
 
 
 @pytest.mark.parametrize("level", ["ERROR", "ALL"])
@@ -162,6 +189,55 @@ def test_the_dashboard_shows_jobs_phase_durations_and_every_alarm_of_the_stack(d
     assert {"JobsStarted", "JobsCompleted", "JobsFailed", "StalledJobs"} <= own
     durations = {metric[3] for metric in metrics if metric[:2] == ["AWS/Lambda", "Duration"]}
     assert durations == {resolver.name(function_id) for function_id in phase_functions(resolver).values()}
+
+
+def _own_metric(resolver: Any, metric: dict[str, Any]) -> tuple[str, str, dict[str, str]]:
+    """(namespace, name, dimensions) of an alarm's metric, resolved."""
+    resolved = resolver.resolve(metric)
+    return resolved["Namespace"], resolved["MetricName"], {d["Name"]: d["Value"] for d in resolved["Dimensions"]}
+
+
+@pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
+def test_failed_jobs_alarm_on_the_count_the_functions_emit_on_every_driver(driver: str) -> None:
+    resolver = stack(Driver=driver)
+    variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
+    emitted = (variables["POWERTOOLS_METRICS_NAMESPACE"], {"service": variables["POWERTOOLS_SERVICE_NAME"]})
+    count = resolver.properties("FailedJobsAlarm")
+    namespace, name, dimensions = _own_metric(resolver, count)
+    assert (namespace, dimensions) == emitted
+    assert name == "JobsFailed"
+    assert (count["Statistic"], count["Period"], count["ComparisonOperator"]) == ("Sum", 300, "GreaterThanThreshold")
+    assert count["Threshold"] == "0"  # any failed job, by default
+    assert stack(FailedJobsThreshold="25").properties("FailedJobsAlarm")["Threshold"] == "25"
+
+    rate = resolver.properties("JobFailureRateAlarm")
+    assert rate["Threshold"] == "10"
+    read = {metric["Id"]: metric for metric in rate["Metrics"]}
+    assert [metric["Id"] for metric in rate["Metrics"] if metric["ReturnData"]] == ["rate"]
+    assert read["rate"]["Expression"] == "IF(ended >= 10, 100 * FILL(failed, 0) / ended, 0)"
+    assert read["ended"]["Expression"] == "FILL(failed, 0) + FILL(completed, 0)"
+    for metric_id, metric_name in (("failed", "JobsFailed"), ("completed", "JobsCompleted")):
+        assert _own_metric(resolver, read[metric_id]["MetricStat"]["Metric"]) == (*emitted[:1], metric_name, emitted[1])
+    assert stack(FailedJobsPercent="50").properties("JobFailureRateAlarm")["Threshold"] == "50"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        ({"Stage": "prod"}, True),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com"}, False),
+        ({"Stage": "prod", "AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:oncall"}, False),
+        ({"Stage": "dev"}, False),
+        ({}, False),
+    ],
+)
+def test_a_prod_stack_needs_somewhere_for_its_alarms_to_go(overrides: dict[str, str], refused: bool) -> None:
+    template = load_yaml_template()
+    if refused:
+        with pytest.raises(ParameterError, match="Stage=prod needs AlarmEmail or AlarmTopicArn"):
+            check_parameters(template, overrides)
+    else:
+        check_parameters(template, overrides)
 
 
 # -- data protection
@@ -204,6 +280,48 @@ def test_the_bucket_keeps_old_versions_a_while_and_the_alarm_topic_is_encrypted(
     assert not stack().exists("AlarmTopicKey")
 
 
+KEY = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+def test_customer_managed_keys_encrypt_what_they_name_and_the_functions_use_them_through_the_service() -> None:
+    default = stack()
+    assert default.properties("CheckpointTable")["SSESpecification"] == {"SSEEnabled": True}
+    (rule,) = default.properties("StateBucket")["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule == {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+    keyed = stack(TableKmsKeyArn=KEY, BucketKmsKeyArn=KEY + "b", LogsKmsKeyArn=KEY + "c")
+    table = keyed.properties("CheckpointTable")["SSESpecification"]
+    assert table == {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": KEY}
+    (rule,) = keyed.properties("StateBucket")["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": KEY + "b"}
+    assert rule["BucketKeyEnabled"] is True
+    statements = {
+        statement["Sid"]: statement for statement in keyed.properties("JobStorePolicy")["PolicyDocument"]["Statement"]
+    }
+    assert statements["TableKey"]["Resource"] == KEY
+    assert statements["TableKey"]["Condition"] == {
+        "StringEquals": {"kms:ViaService": "dynamodb.us-east-1.amazonaws.com"}
+    }
+    assert statements["BucketKey"]["Resource"] == KEY + "b"
+    assert statements["BucketKey"]["Condition"] == {"StringEquals": {"kms:ViaService": "s3.us-east-1.amazonaws.com"}}
+    assert {"TableKey", "BucketKey"}.isdisjoint(
+        statement["Sid"] for statement in default.properties("JobStorePolicy")["PolicyDocument"]["Statement"]
+    )
+    for group in keyed.of_type("AWS::Logs::LogGroup"):
+        assert keyed.properties(group)["KmsKeyId"] == KEY + "c", group
+        assert "KmsKeyId" not in default.properties(group), group
+    with pytest.raises(ParameterError, match="TableKmsKeyArn"):
+        check_parameters(load_yaml_template(), {"TableKmsKeyArn": "alias/my-key"})
+
+
+def test_every_log_group_keeps_its_events_as_long_as_the_stack_says() -> None:
+    for days, resolver in ((30, stack()), (365, stack(LogRetentionDays="365"))):
+        groups = list(resolver.of_type("AWS::Logs::LogGroup"))
+        assert len(groups) >= 13
+        assert {str(resolver.properties(group)["RetentionInDays"]) for group in groups} == {str(days)}
+    with pytest.raises(ParameterError, match="LogRetentionDays"):
+        check_parameters(load_yaml_template(), {"LogRetentionDays": "45"})
+
+
 # -- safe deploys
 
 
@@ -216,16 +334,59 @@ def test_every_phase_function_is_invoked_through_its_live_alias() -> None:
         assert resolver.resources[version]["Properties"]["FunctionName"] == alias["FunctionName"]
         aliases[alias["FunctionName"]["Ref"]] = alias["Name"]
     functions = phase_functions(resolver)
-    assert aliases == dict.fromkeys(functions.values(), "live")
+    assert aliases == dict.fromkeys([*functions.values(), "SchedulerFunction", "ApiFunction"], "live")
     variables = resolver.properties("SchedulerFunction")["Environment"]["Variables"]
     settings = Settings.from_env(variables)
     for key, function_id in functions.items():
         assert settings.phase_function(*key) == f"{resolver.name(function_id)}:live"
+    assert settings.scheduler_function == f"{resolver.name('SchedulerFunction')}:live"
     granted = resolver.properties("InvokeFunctionsPolicy")["PolicyDocument"]["Statement"][0]["Resource"]
     assert sorted(granted) == sorted(
-        [f"{resolver.arn(function_id)}:live" for function_id in functions.values()]
-        + [resolver.arn("SchedulerFunction")]
+        f"{resolver.arn(function_id)}:live" for function_id in [*functions.values(), "SchedulerFunction"]
     )
+
+
+@pytest.mark.parametrize("driver", ["direct", "stepfunctions"])
+def test_everything_that_invokes_the_scheduler_invokes_its_live_alias(driver: str) -> None:
+    resolver = stack(Driver=driver)
+    alias = resolver.arn("SchedulerFunction") + ":live"
+    (mapping,) = resolver.of_type("AWS::Lambda::EventSourceMapping")
+    assert resolver.properties(mapping)["FunctionName"] == alias  # the delay queue
+    sweeps = [
+        rule for rule in resolver.of_type("AWS::Events::Rule") if "ScheduleExpression" in resolver.properties(rule)
+    ]
+    assert [resolver.properties(rule)["Targets"][0]["Arn"] for rule in sweeps] == [alias]
+    for function_id in phase_functions(resolver).values():  # crash reports
+        assert invoke_config(resolver, function_id)["DestinationConfig"]["OnFailure"]["Destination"] == alias
+    if driver == "stepfunctions":
+        substitutions = resolver.properties("PipelineStateMachine")["DefinitionSubstitutions"]
+        assert substitutions["SchedulerFunctionArn"] == alias
+
+
+@pytest.mark.parametrize(
+    ("overrides", "scheduler", "api"),
+    [
+        ({}, None, None),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com"}, 20, None),
+        ({"Stage": "prod", "AlarmEmail": "oncall@example.com", "SchedulerReservedConcurrency": ""}, None, None),
+        ({"SchedulerReservedConcurrency": "5", "ApiReservedConcurrency": "30"}, "5", "30"),
+    ],
+)
+def test_the_scheduler_is_reserved_in_prod_and_the_api_when_asked(
+    overrides: dict[str, str], scheduler: object, api: object
+) -> None:
+    resolver = stack(**overrides)
+    assert resolver.properties("SchedulerFunction").get("ReservedConcurrentExecutions") == scheduler
+    assert resolver.properties("ApiFunction").get("ReservedConcurrentExecutions") == api
+
+
+def test_the_scheduler_and_the_api_deploy_gradually_and_roll_back_on_their_alarms() -> None:
+    resolver = stack(GradualDeployment="Linear10PercentEvery1Minute")
+    for function_id, own in (("SchedulerFunction", "SchedulerErrorsAlarm"), ("ApiFunction", "ApiServerErrorsAlarm")):
+        group = resolver.properties(f"{function_id}DeploymentGroup")
+        assert group["DeploymentConfigName"] == "CodeDeployDefault.LambdaLinear10PercentEvery1Minute"
+        alarms = {alarm["Name"] for alarm in group["AlarmConfiguration"]["Alarms"]}
+        assert alarms == {resolver.name(own), resolver.name("JobFailureRateAlarm")}
 
 
 def test_no_gradual_deployment_by_default_and_codedeploy_with_the_errors_alarms_when_asked() -> None:
@@ -235,11 +396,13 @@ def test_no_gradual_deployment_by_default_and_codedeploy_with_the_errors_alarms_
     groups = {
         group_id: resolver.properties(group_id) for group_id in resolver.of_type("AWS::CodeDeploy::DeploymentGroup")
     }
-    assert set(groups) == {f"{function_id}DeploymentGroup" for function_id in functions.values()}
+    assert set(groups) == {
+        f"{function_id}DeploymentGroup" for function_id in [*functions.values(), "SchedulerFunction", "ApiFunction"]
+    }
     for (pipeline, _), function_id in functions.items():
         group = groups[f"{function_id}DeploymentGroup"]
         assert group["DeploymentConfigName"] == "CodeDeployDefault.LambdaCanary10Percent5Minutes"
         alarms = {alarm["Name"] for alarm in group["AlarmConfiguration"]["Alarms"]}
-        errors = resources.alarm_ids(PIPELINES.get(pipeline), resources.ERRORS)
+        errors = [*resources.alarm_ids(PIPELINES.get(pipeline), resources.ERRORS), "JobFailureRateAlarm"]
         assert alarms == {resolver.name(alarm_id) for alarm_id in errors}
         assert "DEPLOYMENT_STOP_ON_ALARM" in group["AutoRollbackConfiguration"]["Events"]

@@ -112,7 +112,13 @@ def test_the_table_has_the_only_extra_properties_a_deployment_adds(table: dict[s
     }
     assert extra == {"PointInTimeRecoverySpecification", "SSESpecification", "DeletionProtectionEnabled"}
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
-    assert table["SSESpecification"] == {"SSEEnabled": True}
+    assert table["SSESpecification"] == {  # the AWS owned key, or the deployer's (TableKmsKeyArn)
+        "Fn::If": [
+            "HasTableKey",
+            {"SSEEnabled": True, "SSEType": "KMS", "KMSMasterKeyId": {"Ref": "TableKmsKeyArn"}},
+            {"SSEEnabled": True},
+        ]
+    }
     assert "TableName" not in table, "a fixed name would stop two stacks sharing an account"
 
 

@@ -24,6 +24,10 @@ import warnings
 from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, Any
 
+# First: a layer built for another architecture stops here, saying so (before a compiled dependency fails).
+from . import layer_architecture  # noqa: F401
+
+# isort: split
 from . import (
     agents,  # noqa: F401  (importing it registers the agent and plan phase kinds; it loads little)
     features,  # noqa: F401  (importing it registers the run-level features: the guard, the budget, ...)

@@ -9,7 +9,8 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
 - Every reply stays under :data:`~cairn.aws.api_limits.MAX_REPLY_BYTES` (Lambda returns at most 6 MB); one
   that would not is a 500 ``reply_too_large`` saying so (:func:`~.api_limits.within_limit`).
-- ``GET /health`` reads the table once; ``GET /openapi.json`` is this API's OpenAPI document.
+- ``GET /health`` reads nothing (public); ``GET /health/deep`` reads the table once (signed callers);
+  ``GET /openapi.json`` is this API's OpenAPI document.
 - ``GET /dashboard`` is the dashboard's page, ``GET /assets/{file}`` its files: public (they hold no secret),
   left out of the OpenAPI document; the page calls the routes above with the user's token.
 
@@ -53,7 +54,7 @@ from .api_models import (
 )
 from .api_redaction import deployment_redaction, redacted_response
 from .api_request import MAX_BODY_BYTES, admit
-from .api_routes import caller, errors, responses
+from .api_routes import caller, responses
 from .api_services import ApiServices, current_services
 from .api_states import router as states_router
 from .entry import Handler, entry_point
@@ -96,14 +97,24 @@ def list_pipelines() -> PipelineList:
 
 @app.get(
     "/health",
-    summary="Whether the job table answers",
+    summary="Whether the API answers",
+    description="Public, for load balancers and uptime checks: reads nothing (GET /health/deep reads the table).",
     tags=["operations"],
-    responses={
-        HTTPStatus.OK.value: {"description": "The table answered a read"},
-        **errors(HTTPStatus.INTERNAL_SERVER_ERROR, HTTPStatus.SERVICE_UNAVAILABLE),
-    },
+    responses={HTTPStatus.OK.value: {"description": "The API's function answered"}},
 )
 def health() -> Health:
+    return Health(status="ok", driver=current_services().runtime.settings.driver, checked="api")
+
+
+@app.get(
+    "/health/deep",
+    summary="Whether the job table answers",
+    description="For signed callers: one read of the job table.",
+    tags=["operations"],
+    responses=responses(HTTPStatus.OK, "The table answered a read", HTTPStatus.SERVICE_UNAVAILABLE),
+)
+def deep_health() -> Health:
+    caller(app)
     services = current_services()
     storage = services.storage(HEALTH_OWNER)
     try:
@@ -111,7 +122,7 @@ def health() -> Health:
     except StorageError as exc:
         logger.exception("Health check: the job table cannot be read", exc_info=exc)
         raise ApiError(HTTPStatus.SERVICE_UNAVAILABLE, "unavailable", "The job table cannot be read") from exc
-    return Health(status="ok", driver=services.runtime.settings.driver)
+    return Health(status="ok", driver=services.runtime.settings.driver, checked="table")
 
 
 @app.get("/openapi.json", summary="This API's OpenAPI document", tags=["operations"])

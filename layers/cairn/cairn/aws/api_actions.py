@@ -88,7 +88,12 @@ def existing(jobs: Cairn, job_id: str) -> Route:
     status_code=HTTPStatus.ACCEPTED.value,
     summary="Start a job",
     tags=["jobs"],
-    responses=responses(HTTPStatus.ACCEPTED, "The job is stored and its first phase is scheduled", HTTPStatus.CONFLICT),
+    responses=responses(
+        HTTPStatus.ACCEPTED,
+        "The job is stored and its first phase is scheduled",
+        HTTPStatus.CONFLICT,
+        HTTPStatus.TOO_MANY_REQUESTS,
+    ),
 )
 def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView]:
     services = current_services()
@@ -97,10 +102,12 @@ def create_job(request: Annotated[CreateJobRequest, Body()]) -> Response[JobView
     job_id = request.job_id or str(uuid.uuid4())
     logger.append_keys(job_id=job_id)
     jobs = services.cairn(owner, pipeline)
-    try:
-        job = jobs.start(pipeline, job_id, state=checked_input(request.state), by=owner)
-    except SchedulingError as exc:
-        job = _started_anyway(jobs, job_id, exc)
+    state = checked_input(request.state)
+    with services.counted_start(owner):
+        try:
+            job = jobs.start(pipeline, job_id, state=state, by=owner)
+        except SchedulingError as exc:
+            job = _started_anyway(jobs, job_id, exc)
     metrics.add_metric(name="JobsStarted", unit=MetricUnit.Count, value=1)
     return _job_response(HTTPStatus.ACCEPTED, shown(jobs, job))
 

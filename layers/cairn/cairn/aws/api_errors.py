@@ -51,11 +51,14 @@ MAX_PROBLEMS = 10
 class ApiError(Exception):
     """An error the API reports as is: its status, code and message are meant for the caller."""
 
-    def __init__(self, status: HTTPStatus, code: str, message: str) -> None:
+    def __init__(
+        self, status: HTTPStatus, code: str, message: str, *, headers: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.headers = dict(headers or {})
 
 
 #: cairn's errors by type, most specific first: (type, status, code). The message is the error's own,
@@ -147,7 +150,7 @@ def _unauthenticated(exc: Unauthenticated) -> Response[dict[str, Any]]:
 
 
 def _api_error(exc: ApiError) -> Response[dict[str, Any]]:
-    return error_response(exc.status, exc.code, exc.message)
+    return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
 
 
 def _unsupported_media_type(exc: RequestUnsupportedContentType) -> Response[dict[str, Any]]:

@@ -217,10 +217,11 @@ class JobLog(WireModel):
 
 
 class Health(WireModel):
-    """Whether the job table answered a read (the route is public: it names no resource of the stack)."""
+    """Whether the API answers (``checked: api``, public) or also its job table (``checked: table``, signed callers)."""
 
     status: Literal["ok"]
     driver: str
+    checked: Literal["api", "table"]
 
 
 class SignalView(WireModel):

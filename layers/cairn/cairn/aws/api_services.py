@@ -87,6 +87,34 @@ class ApiServices:
         runtime = self.runtime
         return _configured(lambda: runtime.storage(owner))
 
+    @contextmanager
+    def counted_start(self, owner: str) -> Iterator[None]:
+        """Count the start the block makes against ``owner``'s start rate (past it, 429 with ``Retry-After``, and
+        the block does not run); given back when the block raises, having started nothing."""
+        limit = self.runtime.settings.owner_starts_per_minute
+        if not limit:
+            yield
+            return
+        storage = self.storage(owner)
+        counted = storage.count_start(limit)
+        if counted.retry_after is not None:
+            logger.warning(
+                "Refused a start past the owner's start rate",
+                extra={"limit": limit, "retry_after": counted.retry_after},
+            )
+            raise ApiError(
+                HTTPStatus.TOO_MANY_REQUESTS,
+                "rate_limited",
+                f"This caller has started {limit} jobs this minute, the most the stack allows "
+                f"(OwnerStartsPerMinute); try again in {counted.retry_after} s",
+                headers={"Retry-After": str(counted.retry_after)},
+            )
+        try:
+            yield
+        except BaseException:
+            storage.uncount_start(counted)
+            raise
+
     def cairn(self, owner: str, pipeline: Pipeline[Any] | None = None) -> Cairn:
         """The front door onto ``owner``'s jobs; with ``pipeline``, the one that starts or retries jobs of it.
 

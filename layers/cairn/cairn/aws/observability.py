@@ -67,6 +67,20 @@ def tracer() -> Tracer:
     return Tracer(service="cairn")
 
 
+def record_job_end(job: Job | None) -> None:
+    """``JobsCompleted`` or ``JobsFailed`` when ``job``, as this invocation committed it, has ended.
+
+    Every path that ends a job counts here once: a phase function's advance, and the scheduler's crash
+    reports, recorded failures and advances of unknown phases (the failed-jobs alarms watch ``JobsFailed``).
+    """
+    if job is None:
+        return
+    if job.status == JobStatus.COMPLETE:
+        metrics.add_metric(name="JobsCompleted", unit=MetricUnit.Count, value=1)
+    elif job.status == JobStatus.ERROR:
+        metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=1)
+
+
 def record_phase_metrics(job: Job | None, *, phase: str, duration_ms: float) -> None:
     """EMF metrics for one advance: duration, failures, retries and checkpoint size."""
     metrics.add_metric(name="PhaseDuration", unit=MetricUnit.Milliseconds, value=duration_ms)
@@ -76,10 +90,7 @@ def record_phase_metrics(job: Job | None, *, phase: str, duration_ms: float) -> 
     outcome = job.phases[-1].outcome if job.phases else None
     if outcome in ("error", "unknown-phase"):
         metrics.add_metric(name="PhaseFailures", unit=MetricUnit.Count, value=1)
-    if job.status == JobStatus.COMPLETE:
-        metrics.add_metric(name="JobsCompleted", unit=MetricUnit.Count, value=1)
-    elif job.status == JobStatus.ERROR:
-        metrics.add_metric(name="JobsFailed", unit=MetricUnit.Count, value=1)
+    record_job_end(job)
     if outcome == "retry":
         metrics.add_metric(name="PhaseRetries", unit=MetricUnit.Count, value=1)
     if job.checkpoint is not None and job.checkpoint.state is not None:  # a map's item reads no state kept apart

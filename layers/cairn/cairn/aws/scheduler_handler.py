@@ -22,7 +22,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.engine import record_crash
 from ..core.errors import JobExistsError
@@ -33,7 +33,7 @@ from ..core.scheduler_port import Scheduler
 from ..scheduling import recovery
 from ..scheduling.messages import AdvanceMessage
 from .entry import Handler, LazyRuntime, entry_point
-from .observability import logger, metrics
+from .observability import logger, metrics, record_job_end
 from .routing import function_for
 from .runtime import Runtime
 from .stepfunctions_scheduler import StepRecorder
@@ -75,6 +75,19 @@ class RetryRequest(_ActionRequest):
     pipeline: str
     mode: RetryMode = RetryMode.RESUME
     state: Any = None
+
+
+class DiscardRecord(_ActionRequest):
+    """``cairn ops redrive --discard``: who discarded which dead-lettered message, why, and what it was about."""
+
+    messageId: str = Field(max_length=200)
+    by: str = Field(min_length=1, max_length=2048)
+    reason: str = Field(min_length=1, max_length=1000)
+    kind: str = Field(default="event", max_length=100)
+    jobId: str | None = Field(default=None, max_length=300)
+    phase: str | None = Field(default=None, max_length=300)
+    failedAt: str | None = Field(default=None, max_length=100)
+    why: str = Field(default="", max_length=1000)
 
 
 class FailureReport(_ActionRequest):
@@ -130,6 +143,8 @@ def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = 
             return dispatch.start(StartRequest.model_validate(event))
         if action == "retry":
             return dispatch.retry(RetryRequest.model_validate(event))
+        if action == "discard":
+            return dispatch.discard(DiscardRecord.model_validate(event))
         logger.error("Rejected an event the scheduler does not handle", extra={"keys": sorted(event)})
         return {"status": "rejected", "error": "unrecognised event"}
 
@@ -198,6 +213,7 @@ class Dispatcher:
             sequence=message.sequence,
             failure=reported_failure(response.get("errorType"), response.get("stackTrace")),
         )
+        record_job_end(job)
         return {"status": job.status.value if job else "stale", "jobId": message.job_id}
 
     def sweep(self) -> dict[str, Any]:
@@ -258,6 +274,13 @@ class Dispatcher:
             "functionName": function_for(pipeline, route.next_phase, self.runtime.settings),
         }
 
+    def discard(self, record: DiscardRecord) -> dict[str, Any]:
+        """An operator discarded a message of the dead-letter queue (``cairn ops redrive --discard``): the audit
+        entry, in this function's log group."""
+        logger.warning("Discarded a dead-lettered scheduler event", extra={"discard": record.model_dump()})
+        metrics.add_metric(name="DeadLettersDiscarded", unit=MetricUnit.Count, value=1)
+        return {"status": "discarded", "messageId": record.messageId}
+
     def record_failure(self, report: FailureReport) -> dict[str, Any]:
         """For the state machine's Catch: the phase task failed; record it like a crash."""
         pipeline = self.pipelines.get(report.pipeline)
@@ -274,6 +297,7 @@ class Dispatcher:
             sequence=report.sequence,
             failure=report.failure(),
         )
+        record_job_end(job)
         return {
             "status": job.status.value if job else "stale",
             "jobId": report.jobId,
@@ -311,6 +335,7 @@ class Dispatcher:
         )
         jobs = self.runtime.cairn(message.owner, pipeline, scheduler=scheduler)
         job = jobs.advance(message.job_id, phase=message.phase, sequence=message.sequence)
+        record_job_end(job)
         response: dict[str, Any] = {
             "status": job.status.value if job else "skipped",
             "jobId": message.job_id,

@@ -298,6 +298,7 @@ def api_events(pipeline: PipelineOutline, registered: Sequence[str], *, job_id: 
         "send-signal": _Request("POST", "/jobs/{jobId}/signals/{name}", signal, body=_json(SIGNAL_PAYLOAD)),
         "list-pipelines": _Request("GET", "/pipelines"),
         "health": _Request("GET", "/health", caller="public"),
+        "health-deep": _Request("GET", "/health/deep"),
         "openapi": _Request("GET", "/openapi.json", caller="public"),
         "unauthenticated": _Request("POST", "/jobs", body=_json(create), caller="unsigned"),
     }

@@ -138,14 +138,20 @@ def check_states(bundle: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """``layer.py SITE [BUNDLE]``: check the bundle's state models, then prune and compile the layer's
-    ``python/`` folder; 1 when a state model does not fit, 2 with one line on a bad call."""
-    if len(argv) not in (2, 3):
-        print("usage: python3.12 layer.py LAYER_PYTHON_FOLDER [BUNDLE_FOLDER]", file=sys.stderr)
+    """``layer.py SITE [BUNDLE [ARCHITECTURE]]``: check the bundle's state models, then prune and compile the
+    layer's ``python/`` folder, and record the architecture it was built for (:mod:`cairn.layer_architecture`);
+    1 when a state model does not fit, 2 with one line on a bad call."""
+    if len(argv) not in (2, 3, 4):
+        print("usage: python3.12 layer.py LAYER_PYTHON_FOLDER [BUNDLE_FOLDER [ARCHITECTURE]]", file=sys.stderr)
         return 2
     site = Path(argv[1])
-    if len(argv) == 3 and check_states(Path(argv[2]).resolve()) != 0:
+    if len(argv) >= 3 and check_states(Path(argv[2]).resolve()) != 0:
         return 1
+    if len(argv) == 4:
+        if argv[3] not in ("arm64", "x86_64"):
+            print(f"cairn layer: unknown architecture {argv[3]!r} (arm64 or x86_64)", file=sys.stderr)
+            return 2
+        (site / "cairn" / "layer-architecture").write_text(f"{argv[3]}\n", encoding="utf-8")
     try:
         removed = prune(site)
         compiled = compile_bytecode(site)

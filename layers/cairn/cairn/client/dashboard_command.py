@@ -47,7 +47,7 @@ def run_dashboard(arguments: argparse.Namespace) -> int:
         proxy = DashboardProxy(client, port=arguments.port, log=lambda line: print(line, flush=True))
     except OSError as exc:
         return _error(f"127.0.0.1:{arguments.port} is already in use ({exc.strerror}): choose another with --port")
-    print(f"cairn dashboard: {proxy.url}/ for the API at {client.base_url} (IAM, signed for {region})", flush=True)
+    print(f"cairn dashboard: {proxy.address} for the API at {client.base_url} (IAM, signed for {region})", flush=True)
     print("Ready. Ctrl-C stops.", flush=True)
     proxy.serve_forever()
     return 0

@@ -6,17 +6,25 @@ each such call is sent on to the deployed API through :class:`cairn.client.ApiCl
 it came: status, ``Content-Type``, ``Location`` and body.
 
 The server acts with the user's credentials, so it answers only its own page: a request for another
-host (DNS rebinding) or from another origin (a site in the same browser) is refused (403).
+host (DNS rebinding) or from another origin (a site in the same browser) is refused (403), and an API call
+that does not carry this session's key is refused (401), so that another local process (or user) that
+reaches the port cannot have its calls signed. The key is in the address ``cairn dashboard`` prints
+(``/?key=...``); the page loaded from it gets it as an HttpOnly, SameSite=Strict cookie its own calls carry.
+A script may send it as the ``X-Cairn-Dashboard-Key`` header instead.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import secrets
 import signal
 import threading
 from collections.abc import Callable
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 from ..dashboard.assets import asset_at, is_dashboard_path, reply
 from ..dev.serving import LocalSite
@@ -33,6 +41,9 @@ API_PATHS = frozenset({"/jobs", "/pipelines", "/health", "/openapi.json"})
 """Paths forwarded to the API, with every path under ``/jobs/``."""
 ANSWER_HEADERS = ("Content-Type", "Location")
 """The API's headers passed back to the page."""
+KEY_COOKIE = "cairn_dashboard_key"
+KEY_HEADER = "X-Cairn-Dashboard-Key"
+"""Where an API call carries this session's key: the page's cookie, or a script's header."""
 
 
 def is_api_path(path: str) -> bool:
@@ -50,9 +61,11 @@ class DashboardProxy(LocalSite):
         host: str = "127.0.0.1",
         port: int,
         log: Callable[[str], None] | None = None,
+        key: str | None = None,
     ) -> None:
         self.client = client
         self.log = log
+        self.key = key or secrets.token_urlsafe(24)
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -88,6 +101,22 @@ class DashboardProxy(LocalSite):
             for number, handler in previous.items():
                 signal.signal(number, handler)
 
+    @property
+    def address(self) -> str:
+        """The page's address with this session's key: what ``cairn dashboard`` prints for the user to open."""
+        return f"{self.url}/?key={self.key}"
+
+    def holds_key(self, request: BaseHTTPRequestHandler) -> bool:
+        """Whether the request carries this session's key, in its cookie or its header."""
+        given = request.headers.get(KEY_HEADER)
+        if given is None:
+            try:
+                cookie = SimpleCookie(request.headers.get("Cookie") or "")
+            except CookieError:
+                return False
+            given = cookie[KEY_COOKIE].value if KEY_COOKIE in cookie else None
+        return given is not None and hmac.compare_digest(given.encode(), self.key.encode())
+
     def __enter__(self) -> DashboardProxy:
         self.start()
         return self
@@ -119,11 +148,20 @@ class DashboardProxy(LocalSite):
             request.close_connection = True
             return
         body = request.rfile.read(length) if length else b""
-        if is_api_path(path):
+        if is_api_path(path) and not self.holds_key(request):
+            message = (
+                f"Open the dashboard at the address cairn dashboard printed ({self.url}/?key=...): its calls carry it"
+            )
+            self._send_error(request, 401, "unauthenticated", message)
+        elif is_api_path(path):
             self._forward(request, method, path, query, body)
         elif method in ("GET", "HEAD") and is_dashboard_path(path) and (found := asset_at(path)) is not None:
             answer = reply(found, dict(request.headers.items()))
-            self._send(request, answer.status, answer.headers, answer.body)
+            headers = dict(answer.headers)
+            keys = parse_qs(query).get("key") or [""]
+            if hmac.compare_digest(keys[0].encode(), self.key.encode()):  # the page opened from the printed address
+                headers["Set-Cookie"] = f"{KEY_COOKIE}={self.key}; HttpOnly; SameSite=Strict; Path=/"
+            self._send(request, answer.status, headers, answer.body)
         else:
             self._send_error(request, 404, "not_found", f"Nothing at {path}")
 

@@ -285,5 +285,6 @@ class ApiClient:
             return {**job, "alreadyCancelled": True}
 
     def health(self) -> Json:
-        """Whether the API's job table answers: ``{"status": "ok", "driver": ...}``."""
-        return self.request("GET", "/health")
+        """Whether the API and its job table answer (a signed call): ``{"status": "ok", "driver": ..., "checked":
+        "table"}``."""
+        return self.request("GET", "/health/deep")

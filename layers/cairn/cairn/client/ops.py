@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from .redrive import Target
 
 REDRIVE_COMMAND = "cairn ops redrive"
+MAX_REASON = 1000
+"""The longest reason a discard records."""
 SUMMARY = "operator actions on a deployed stack (redrive the scheduler's dead-letter queue)"
 REDRIVE_SUMMARY = "give the scheduler again the events in its dead-letter queue"
 REDRIVE_DESCRIPTION = (
@@ -47,6 +49,15 @@ def add_command(commands: argparse._SubParsersAction[Any]) -> None:
     redrive.add_argument("--dry-run", action="store_true", help="list the messages (job, phase, when, why) only")
     redrive.add_argument("--max", type=positive(int), metavar="N", help="handle at most N messages")
     redrive.add_argument("--json", action="store_true", help="print the summary as JSON")
+    redrive.add_argument(
+        "--discard",
+        action="append",
+        default=[],
+        metavar="MESSAGE_ID",
+        help="delete this message (a --dry-run lists its id) instead of redriving it, once the scheduler has "
+        "logged who discarded it and why (repeat for more; needs --reason)",
+    )
+    redrive.add_argument("--reason", metavar="TEXT", help="why the --discard messages will never succeed (audited)")
     from .owner_limit import add_parser as add_owner_limit
 
     add_owner_limit(actions)
@@ -62,14 +73,24 @@ def run_redrive(arguments: argparse.Namespace) -> int:
         return _error("say which stack: --stack-name NAME, or --queue-url URL --function NAME")
     if arguments.stack_name and (arguments.queue_url or arguments.function):
         return _error("give --stack-name, or --queue-url and --function, not both")
+    if arguments.discard and not (arguments.reason or "").strip():
+        return _error("--discard needs --reason TEXT: the audit entry says why")
+    if arguments.reason and not arguments.discard:
+        return _error("--reason goes with --discard MESSAGE_ID")
+    if len(arguments.reason or "") > MAX_REASON:
+        return _error(f"--reason is over {MAX_REASON} characters")
     return on_stack(REDRIVE_COMMAND, (RedriveUsageError,), lambda: _redrive(arguments))
 
 
 def _redrive(arguments: argparse.Namespace) -> int:
-    from .redrive import redrive
+    from .redrive import Discard, redrive
 
     clients = Clients.of(arguments)
     target = _target(arguments, clients)
+    discard = None
+    if arguments.discard:
+        who = str(clients.make("sts").get_caller_identity()["Arn"])
+        discard = Discard(frozenset(arguments.discard), arguments.reason.strip(), who)
     summary = redrive(
         clients.make("sqs"),
         clients.make("lambda"),
@@ -77,6 +98,7 @@ def _redrive(arguments: argparse.Namespace) -> int:
         dry_run=arguments.dry_run,
         max_messages=arguments.max,
         report=lambda handled: print(handled.line(), file=sys.stderr, flush=True),
+        discard=discard,
     )
     if arguments.json:
         print(json.dumps({"queueUrl": target.queue_url, "function": target.function, **summary.to_json()}))

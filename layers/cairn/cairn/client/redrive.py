@@ -7,6 +7,11 @@ dead-letter queue (template.yaml: ``SchedulerDeadLetterQueue``). :func:`redrive`
 failed on) and deletes the message once the scheduler took it; a message the scheduler fails on again,
 and one that is no on-failure record, stays in the queue (visible again once the run ends) and is reported.
 
+A message that will never succeed (an event for a pipeline the stack no longer runs, say) can be discarded
+instead, by its message id, with a reason: the scheduler is invoked with ``{"action": "discard", ...}``, and
+writes the audit entry (who, why, what the message was about) to its log group, then the message is
+deleted. A discard the scheduler did not record deletes nothing.
+
 A repeat is harmless, which is what makes a redrive safe to run at any time, twice included: a crash
 report names the claim it is about and changes nothing unless that claim is still the job's current
 one; an advance carries the job's sequence and does nothing once the job moved past it.
@@ -34,7 +39,7 @@ QUEUE_OUTPUT: Final = "SchedulerDeadLetterQueueUrl"
 FUNCTION_OUTPUT: Final = "SchedulerFunctionName"
 COUNTED: Final = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible")
 
-Outcome = Literal["redriven", "failed", "malformed", "listed"]
+Outcome = Literal["redriven", "discarded", "failed", "malformed", "listed"]
 
 
 class RedriveUsageError(Exception):
@@ -198,6 +203,15 @@ class Handled:
         }
 
 
+@dataclass(frozen=True)
+class Discard:
+    """Discard the messages ``message_ids`` (not redrive them), because ``reason``, in the name of ``by``."""
+
+    message_ids: frozenset[str]
+    reason: str
+    by: str
+
+
 @dataclass
 class Summary:
     """A redrive's outcome: each message handled, and how many are left in the queue."""
@@ -210,10 +224,13 @@ class Summary:
         """How many messages had ``outcome``."""
         return sum(1 for item in self.handled if item.outcome == outcome)
 
+    unseen: list[str] = field(default_factory=list)
+    """Message ids asked to be discarded that the run did not receive."""
+
     @property
     def exit_status(self) -> int:
-        """0 when every message was applied (or listed), 1 when some failed or are malformed."""
-        return 1 if self.count("failed") or self.count("malformed") else 0
+        """0 when every message was applied, discarded (or listed), 1 when some failed, are malformed or unseen."""
+        return 1 if self.count("failed") or self.count("malformed") or self.unseen else 0
 
     def line(self) -> str:
         """``redriven 3, failed 0, malformed 0; the queue is empty``."""
@@ -222,6 +239,10 @@ class Summary:
         else:
             counts = f"redriven {self.count('redriven')}, failed {self.count('failed')}, "
             counts += f"malformed {self.count('malformed')}"
+            if self.count("discarded"):
+                counts += f", discarded {self.count('discarded')}"
+        if self.unseen:
+            counts += f"; not found to discard: {', '.join(self.unseen)}"
         if self.left is None:
             return counts
         if self.left == 0:
@@ -236,6 +257,8 @@ class Summary:
             "failed": self.count("failed"),
             "malformed": self.count("malformed"),
             "listed": self.count("listed"),
+            "discarded": self.count("discarded"),
+            "notFound": self.unseen,
             "left": self.left,
             "messages": [item.to_json() for item in self.handled],
         }
@@ -250,6 +273,7 @@ def redrive(
     max_messages: int | None = None,
     report: Callable[[Handled], None] = lambda _: None,
     wait_seconds: int = WAIT_SECONDS,
+    discard: Discard | None = None,
 ) -> Summary:
     """Give the scheduler again each event of its dead-letter queue (at most ``max_messages``); ``report`` each.
 
@@ -277,14 +301,21 @@ def redrive(
             if not fresh:
                 break
             for message in fresh:
-                handled = _handle(sqs, lambda_client, target, read_dead_letter(message), dry_run=dry_run)
-                if handled.outcome != "redriven":
+                letter = read_dead_letter(message)
+                if discard is not None and letter.message_id in discard.message_ids:
+                    handled = _discard(sqs, lambda_client, target, letter, discard, dry_run=dry_run)
+                else:
+                    handled = _handle(sqs, lambda_client, target, letter, dry_run=dry_run)
+                if handled.outcome not in ("redriven", "discarded"):
                     kept[handled.letter.message_id] = handled.letter.receipt_handle
                 summary.handled.append(handled)
                 report(handled)
     finally:
         for handle in kept.values():
             sqs.change_message_visibility(QueueUrl=target.queue_url, ReceiptHandle=handle, VisibilityTimeout=0)
+    if discard is not None:
+        seen = {item.letter.message_id for item in summary.handled}
+        summary.unseen = sorted(discard.message_ids - seen)
     attributes = sqs.get_queue_attributes(QueueUrl=target.queue_url, AttributeNames=list(COUNTED))
     summary.left = sum(int((attributes.get("Attributes") or {}).get(name, 0)) for name in COUNTED)
     return summary
@@ -316,6 +347,45 @@ def _handle(
     except Exception as exc:
         return Handled(letter, "failed", f"applied, but not deleted ({exc}): a later redrive repeats it, harmlessly")
     return Handled(letter, "redriven", _answer(answer))
+
+
+def _discard(
+    sqs: DeadLetterQueue,
+    lambda_client: FunctionInvoker,
+    target: Target,
+    letter: DeadLetter,
+    discard: Discard,
+    *,
+    dry_run: bool,
+) -> Handled:
+    """Have the scheduler record the discard of one message (who, why, what), then delete it."""
+    if dry_run:
+        return Handled(letter, "listed", "would be discarded")
+    audit = {
+        "action": "discard",
+        "messageId": letter.message_id,
+        "by": discard.by,
+        "reason": discard.reason,
+        "kind": letter.kind if letter.event is not None else "malformed",
+        "jobId": letter.job_id,
+        "phase": letter.phase,
+        "failedAt": letter.failed_at,
+        "why": (letter.why or letter.problem)[:1000],
+    }
+    try:
+        response = lambda_client.invoke(
+            FunctionName=target.function, InvocationType="RequestResponse", Payload=json.dumps(audit).encode()
+        )
+    except Exception as exc:
+        return Handled(letter, "failed", f"the discard was not recorded ({exc}); left in the queue")
+    answer = _mapping(_payload(response.get("Payload")))
+    if response.get("FunctionError") or answer.get("status") != "discarded":
+        return Handled(letter, "failed", f"the scheduler did not record the discard ({answer}); left in the queue")
+    try:
+        sqs.delete_message(QueueUrl=target.queue_url, ReceiptHandle=letter.receipt_handle)
+    except Exception as exc:
+        return Handled(letter, "failed", f"recorded, but not deleted ({exc}): discard it again")
+    return Handled(letter, "discarded", f"by {discard.by}: {discard.reason}")
 
 
 def _payload(stream: Any) -> Any:

@@ -53,6 +53,9 @@ OWNER_CONCURRENCY = "CAIRN_OWNER_CONCURRENCY"
 """The most phases of one owner's jobs running at once (the template's ``OwnerConcurrency``), a whole number from 0
 to 100000 (0 or unset: no limit; anything else is refused at start-up); an owner's own limit kept in the table
 overrides it (:mod:`.owner_share`)."""
+OWNER_STARTS_PER_MINUTE = "CAIRN_OWNER_STARTS_PER_MINUTE"
+"""The most jobs one owner may start through the API in a minute (the template's ``OwnerStartsPerMinute``), a whole
+number from 0 to 100000 (0 or unset: no limit); a start past it is refused with 429 and ``Retry-After``."""
 MAX_OWNER_LIMIT = 100_000
 """The highest limit of phases running at once, for the stack (``CAIRN_OWNER_CONCURRENCY``) as for one owner."""
 OWNER_LIMIT_RANGE = f"a whole number from 0 (no limit) to {MAX_OWNER_LIMIT}"
@@ -122,6 +125,8 @@ class Settings:
     sweep_batch: int = 100
     owner_concurrency: int = 0
     """``CAIRN_OWNER_CONCURRENCY``: the stack's fair share per owner (0: off), checked when settings are read."""
+    owner_starts_per_minute: int = 0
+    """``CAIRN_OWNER_STARTS_PER_MINUTE``: the API's start rate per owner (0: off), checked when settings are read."""
 
     def phase_function(self, pipeline: str, phase: str) -> str:
         """The function that runs ``phase`` of ``pipeline``: ``<prefix><pipeline>-<phase>``, ``:<alias>`` after it."""
@@ -152,6 +157,7 @@ class Settings:
             aws_max_attempts=_positive_int(env, AWS_MAX_ATTEMPTS, 8),
             max_transitions=stack_max_transitions(env),
             owner_concurrency=stack_owner_concurrency(env),
+            owner_starts_per_minute=_owner_starts_per_minute(env),
         )
 
 
@@ -209,6 +215,11 @@ def stack_owner_concurrency(environ: Mapping[str, str] | None = None) -> int:
     env = os.environ if environ is None else environ
     raw = env.get(OWNER_CONCURRENCY, "")
     return 0 if raw == "" else owner_limit_of(raw, OWNER_CONCURRENCY)
+
+
+def _owner_starts_per_minute(env: Mapping[str, str]) -> int:
+    raw = env.get(OWNER_STARTS_PER_MINUTE, "")
+    return 0 if raw == "" else owner_limit_of(raw, OWNER_STARTS_PER_MINUTE)
 
 
 def owner_limit_of(raw: str, what: str) -> int:

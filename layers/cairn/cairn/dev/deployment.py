@@ -1,6 +1,6 @@
 """The template deployed as ``sam deploy`` deploys it, onto the local endpoint: what ``cairn dev`` serves.
 
-:func:`deploy` checks the parameter values as CloudFormation does (:mod:`cairn.dev.parameters`),
+:func:`deploy` checks the parameter values as CloudFormation does (:mod:`cairn.bundle.templating.parameters`),
 packages the template (each code folder zipped into the local S3, :mod:`cairn.dev.packaging`), runs
 the SAM transform (:mod:`cairn.bundle.templating.transform`), and creates the result as a stack with
 moto's CloudFormation. The Lambda functions it creates are run by the local runner:
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ..bundle.templating import cfnyaml
+from ..bundle.templating import parameters as checks
 from ..bundle.templating.transform import packaged, transform
 from . import coverage
-from . import parameters as checks
 from .functions import DeploymentError, StackReader
 from .models import Deployment, StateMachineInfo
 from .packaging import ArtifactBucket

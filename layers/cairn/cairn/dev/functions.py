@@ -99,7 +99,7 @@ class StackReader:
                 on_failure_queue=self._queue_url(on_failure) if on_failure and ":sqs:" in str(on_failure) else None,
                 sqs_sources=tuple(self._sqs_sources(name)),
                 schedules=tuple(_schedules(rules, arn, logical_id)),
-                http_routes=tuple(route for route, function in routes if function == arn),
+                http_routes=tuple(route for route, function in routes if _invokes(function, arn)),
                 layers=layers,
                 runtime=str(configuration.get("Runtime", "")),
                 built_layers=_built_layers(layers, layer_folders),
@@ -112,8 +112,10 @@ class StackReader:
 
     def _sqs_sources(self, name: str) -> Iterator[SqsSource]:
         """The function's enabled SQS event source mappings."""
-        listed = self.lambda_client.list_event_source_mappings(FunctionName=name)["EventSourceMappings"]
-        for mapping in listed:
+        listed = self.lambda_client.list_event_source_mappings()["EventSourceMappings"]
+        for mapping in listed:  # bound to the function or to an alias of it (AutoPublishAlias)
+            if _function_name(mapping.get("FunctionArn", "")) != name:
+                continue
             arn = str(mapping.get("EventSourceArn", ""))
             if ":sqs:" not in arn or mapping.get("State") not in ("Enabled", "Creating", None):
                 continue
@@ -151,7 +153,8 @@ def _schedules(rules: list[tuple[str, dict[str, Any]]], function_arn: str, logic
     for rule_id, properties in rules:
         targets = [str(target.get("Arn")) for target in properties.get("Targets") or []]
         expression = str(properties.get("ScheduleExpression", "")).strip()
-        if function_arn not in targets or not expression or properties.get("State") == "DISABLED":
+        invoked = any(_invokes(target, function_arn) for target in targets)
+        if not invoked or not expression or properties.get("State") == "DISABLED":
             continue
         name = rule_id.removeprefix(logical_id) or rule_id
         if expression.startswith(("cron(", "at(")):
@@ -168,6 +171,11 @@ def _built_layers(layers: tuple[str, ...], folders: Mapping[str, Path | None]) -
     """The layers' ``python/`` folders when every layer is a built one of this stack, else ()."""
     built = [folder / "python" for layer in layers if (folder := folders.get(layer)) and (folder / "python").is_dir()]
     return tuple(built) if layers and len(built) == len(layers) else ()
+
+
+def _invokes(target: str, function_arn: str) -> bool:
+    """Whether ``target`` (an ARN a rule or a route invokes) is the function or one of its versions or aliases."""
+    return target == function_arn or target.startswith(f"{function_arn}:")
 
 
 def _function_name(reference: Any) -> str:

@@ -53,6 +53,7 @@ from .lessons import Lessons
 from .map_items import MapItems
 from .owner_shares import DynamoDBOwnerShares
 from .result_links import result_link
+from .start_rates import StartCount, give_back, take_start
 from .table import Table
 
 if TYPE_CHECKING:
@@ -253,6 +254,15 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         See :meth:`.listings.Listings.list_page`.
         """
         return self._listings.list_page(status=status, cursor=cursor, limit=limit, where=where)
+
+    def count_start(self, limit: int) -> StartCount:
+        """Count one start of this owner against ``limit`` starts a minute (:mod:`.start_rates`); refused (nothing
+        counted) with the seconds until the next minute, when it may start again."""
+        return take_start(self._table, self.owner, limit, self._table.clock())
+
+    def uncount_start(self, counted: StartCount) -> None:
+        """Give back a start :meth:`count_start` counted that started nothing."""
+        give_back(self._table, self.owner, counted.window)
 
     def count_jobs(self) -> JobCounts:
         """How many of this owner's live jobs have each status: exact up to a bound, else a lower bound of each.

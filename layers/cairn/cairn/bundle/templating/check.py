@@ -11,7 +11,7 @@ from ...core import naming
 from ...core.pipeline import Phase, Pipeline
 from ...core.registry import PipelineRegistry
 from ...core.settings import PHASE, PIPELINE
-from . import cfnyaml, handwritten, loading, resources, section, serverless, stack_names
+from . import cfnyaml, handwritten, loading, resources, saved_settings, section, serverless, stack_names
 from .errors import TemplateError
 
 FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
@@ -110,6 +110,7 @@ def check(
     functions: Path = loading.DEFAULT_FUNCTIONS,
     *,
     stack_name: Sequence[str] = (),
+    config_env: Sequence[str] = (),
 ) -> list[str]:
     """Every disagreement between ``template`` and ``registry``, and every part of the template that
     cannot work, one line each; none when all is well. (``functions``, the folder the registry was
@@ -120,7 +121,8 @@ def check(
     phase the registry does not have; the generated section must be what ``cairn template sync``
     writes; every resource must pass :func:`.handwritten.problems`; and each stack name (``stack_name``,
     else those samconfig.toml beside the template saves) must keep every name the template makes from
-    it within its limit (:mod:`.stack_names`).
+    it within its limit (:mod:`.stack_names`); and each environment of ``config_env`` must be one
+    ``sam deploy --config-env`` can deploy (:mod:`.saved_settings`).
     """
     where = template.name
     try:
@@ -150,4 +152,6 @@ def check(
     elif current != section.render(registry):
         problems.append(f"the generated section of {where} is not what the registry gives: run cairn template sync")
     problems += handwritten.problems(loaded, template.parent, where, broken, reported=phase_functions)
-    return problems + stack_name_problems(loaded, template.parent / "samconfig.toml", stack_name)
+    samconfig = template.parent / "samconfig.toml"
+    problems += stack_name_problems(loaded, samconfig, stack_name)
+    return problems + saved_settings.problems(loaded, samconfig, config_env)

@@ -71,6 +71,15 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
                 help="check that every name the template makes from this stack name stays within its limit "
                 "(repeat for more; default: the stack names samconfig.toml saves)",
             )
+            parser.add_argument(
+                "--config-env",
+                action="append",
+                default=[],
+                metavar="NAME",
+                help="check that samconfig.toml's environment NAME can be deployed as it is saved (its parameter "
+                "values against the template's declarations and rules, no placeholder left): run it before "
+                "`sam deploy --config-env NAME` (repeat for more)",
+            )
 
 
 def _paths(arguments: argparse.Namespace) -> tuple[Path, Path]:
@@ -109,7 +118,11 @@ def run_check(arguments: argparse.Namespace) -> int:
     states_only: bool = arguments.states
     try:
         registry = load_registry(arguments.registry, functions)
-        problems = [] if states_only else check(template, registry, functions, stack_name=arguments.stack_name)
+        problems = (
+            []
+            if states_only
+            else check(template, registry, functions, stack_name=arguments.stack_name, config_env=arguments.config_env)
+        )
         problems += state_schema_problems(template, registry)
         sealed = seal_schemas(template, registry) if arguments.seal and not problems else []
     except TemplateError as exc:

@@ -19,6 +19,8 @@ METRICS_NAMESPACE = "cairn/${AWS::StackName}"
 SERVICE = "cairn"
 
 STACK_ALARMS = (
+    "FailedJobsAlarm",
+    "JobFailureRateAlarm",
     "SchedulerErrorsAlarm",
     "SchedulerDeliveryFailuresAlarm",
     "SchedulerDeadLetterAlarm",

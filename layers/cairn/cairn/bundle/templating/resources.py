@@ -21,7 +21,8 @@ from . import dashboard
 from .errors import TemplateError
 
 # Hand-written resources and conditions of template.yaml the generated ones refer to.
-SCHEDULER_FUNCTION = "SchedulerFunction"
+SCHEDULER_ALIAS = "SchedulerFunctionAliaslive"
+"""The scheduler's ``live`` alias as SAM names it: what a phase function's crash report goes to."""
 JOB_STORE_POLICY = "JobStorePolicy"
 """The table and the state bucket, as every function of the stack uses them."""
 DELAYED_RETRIES_POLICY = "DelayedRetriesPolicy"
@@ -40,6 +41,8 @@ PHASE_RESERVED_CONCURRENCY = "PhaseReservedConcurrency"
 DEPLOY_GRADUALLY = "DeployGradually"
 GRADUAL_DEPLOYMENT = "GradualDeployment"
 """The CodeDeploy preference a deploy shifts each phase function's alias with (``none``: at once)."""
+FAILURE_RATE_ALARM = "JobFailureRateAlarm"
+"""The stack's alarm on the share of ended jobs that failed: every gradual deploy rolls back on it too."""
 FUNCTION_ALIAS = "live"
 """The alias each phase function is published under and invoked through (``CAIRN_FUNCTION_ALIAS``)."""
 
@@ -51,7 +54,11 @@ SCHEDULER_NAME = "scheduler"
 
 CODE_URI = "functions/"
 HANDLER = "phases.handler"
-LOG_RETENTION_DAYS = 30
+LOG_RETENTION_DAYS = "LogRetentionDays"
+"""The stack's parameter: how long every log group keeps its events."""
+HAS_LOGS_KEY = "HasLogsKey"
+LOGS_KMS_KEY = "LogsKmsKeyArn"
+"""The stack's optional customer managed key for its log groups (condition, parameter)."""
 MAX_ALARM_METRICS = 10
 """CloudWatch's limit on the metrics one alarm's math expression may read."""
 ALARM_PERIOD = 300
@@ -134,10 +141,11 @@ def reserved_concurrency(phase: Phase) -> Any:
 
 
 def deployment_preference(pipeline: Pipeline[Any]) -> dict[str, Any]:
-    """With ``GradualDeployment``, CodeDeploy shifts the alias and rolls back on the pipeline's errors alarms."""
+    """With ``GradualDeployment``, CodeDeploy shifts the alias and rolls back on the pipeline's errors alarms
+    and on the stack's job failure rate (a phase that fails every job it runs raises no Lambda error)."""
     preference = {
         "Type": {"Ref": GRADUAL_DEPLOYMENT},
-        "Alarms": [{"Ref": alarm_id} for alarm_id in alarm_ids(pipeline, ERRORS)],
+        "Alarms": [{"Ref": alarm_id} for alarm_id in [*alarm_ids(pipeline, ERRORS), FAILURE_RATE_ALARM]],
     }
     return {"Fn::If": [DEPLOY_GRADUALLY, preference, NO_VALUE]}
 
@@ -160,9 +168,7 @@ def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
             "LoggingConfig": {"LogGroup": {"Ref": naming.resource_id(pipeline.name, phase.name, "LogGroup")}},
             "EventInvokeConfig": {
                 "MaximumRetryAttempts": 0,
-                "DestinationConfig": {
-                    "OnFailure": {"Type": "Lambda", "Destination": {"Fn::GetAtt": [SCHEDULER_FUNCTION, "Arn"]}}
-                },
+                "DestinationConfig": {"OnFailure": {"Type": "Lambda", "Destination": {"Ref": SCHEDULER_ALIAS}}},
             },
             "Environment": {"Variables": environment(pipeline, phase)},
             "Policies": policies(phase),
@@ -171,7 +177,7 @@ def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
 
 
 def log_group(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
-    """The phase function's log group, kept 30 days."""
+    """The phase function's log group, kept ``LogRetentionDays`` (with the stack's logs key, if it has one)."""
     suffix = naming.function_suffix(pipeline.name, phase.name)
     return {
         "Type": "AWS::Logs::LogGroup",
@@ -179,7 +185,8 @@ def log_group(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
         "UpdateReplacePolicy": "Delete",
         "Properties": {
             "LogGroupName": {"Fn::Sub": f"/aws/lambda/${{AWS::StackName}}-{suffix}"},
-            "RetentionInDays": LOG_RETENTION_DAYS,
+            "RetentionInDays": {"Ref": LOG_RETENTION_DAYS},
+            "KmsKeyId": {"Fn::If": [HAS_LOGS_KEY, {"Ref": LOGS_KMS_KEY}, NO_VALUE]},
         },
     }
 
@@ -320,7 +327,7 @@ def invoke_policy(registry: PipelineRegistry) -> dict[str, Any]:
                         "Sid": "InvokeStackFunctions",
                         "Effect": "Allow",
                         "Action": "lambda:InvokeFunction",
-                        "Resource": [*arns, function_arn(SCHEDULER_NAME)],
+                        "Resource": [*arns, function_arn(SCHEDULER_NAME, FUNCTION_ALIAS)],
                     }
                 ],
             },

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..bundle.templating.errors import TemplateError
+from .errors import TemplateError
 
 
 class ParameterError(TemplateError):
