@@ -48,10 +48,21 @@ def cairn_template(action: str, template: Path) -> subprocess.CompletedProcess[s
     )
 
 
-def block(text: str, first: str, next_one: str) -> str:
-    """The lines of ``text`` from the line ``first`` up to the line ``next_one``."""
+def block(text: str, first: str) -> str:
+    """The lines of ``text`` from the line ``first`` up to the next declaration of its section (a line indented
+    as ``first`` is), comments above that one included."""
     start = text.index(first)
-    return text[start : text.index(next_one, start)]
+    indent = len(first) - len(first.lstrip())
+    lines = text[start:].splitlines(keepends=True)
+    end = 1
+    while end < len(lines):
+        line = lines[end]
+        if line.strip() and not line.startswith(" " * (indent + 1)):
+            break
+        end += 1
+    while end > 1 and lines[end - 1].lstrip().startswith("#"):  # a comment above the next declaration is its own
+        end -= 1
+    return "".join(lines[:end])
 
 
 def test_a_removed_pipelines_parameter_and_condition_go_with_it(tmp_path: Path) -> None:
@@ -65,8 +76,8 @@ def test_a_removed_pipelines_parameter_and_condition_go_with_it(tmp_path: Path) 
     after = template.read_text(encoding="utf-8")
     assert "AgentModel" not in after
     # Outside the generated section only the two declarations went: every other line, comment and layout stays.
-    parameter = block(before, "  AgentModelId:\n", "  AlarmEmail:\n")
-    condition = block(before, "  HasAgentModel:", "  HasAlarmEmail:")
+    parameter = block(before, "  AgentModelId:\n")
+    condition = block(before, "  HasAgentModel:")
     expected = section.without(before).replace(parameter, "").replace(condition, "")
     assert section.without(after) == expected
     assert "HasDocumentsBucket: !Not [!Equals [!Ref DocumentsBucket" in after  # document-intake still uses them
