@@ -28,7 +28,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: tools demo dev docs test test-long checks lint types unit validate build deploy venv clean bench proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale coverage
+.PHONY: tools demo dev docs test test-long checks lint types unit validate build deploy venv clean bench proof history-proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale coverage
 
 venv: $(STAMP)
 
@@ -182,6 +182,12 @@ coverage: $(STAMP) $(SAM_STAMP) $(NODE_STAMP)
 PROOF_SCALE ?= 10
 proof: $(STAMP)
 	CAIRN_PROOF_SCALE=$(PROOF_SCALE) $(BIN)/pytest tests/contract/test_fault_schedules.py
+
+# The Step Functions driver's history limits at full size (tests/functional/test_execution_history.py with the shipped
+# limits): a job of 2,000 transitions handed on from execution to execution and a map of 5,000 items in rounds on
+# moto's engine, each history's events counted (about 10 minutes). `make test-long` runs them with small limits.
+history-proof: $(STAMP)
+	CAIRN_HISTORY_PROOF=1 $(BIN)/pytest -p no:xdist -s tests/functional/test_execution_history.py
 
 # The load test behind docs/SCALE.md: SCALE_JOBS jobs on moto (10,000 take about half an hour; moto runs under
 # cairn/dev/moto_speedups.py, so its time per request does not grow with the table), then the scale model written

@@ -77,6 +77,7 @@ LONG_FILES = (
     "functional/test_dev_dead_letters.py",
     "functional/test_dev_deployment.py",
     "functional/test_dev_ready.py",
+    "functional/test_execution_history.py",
     "functional/test_job_read_units.py",
     "functional/test_listing_read_units.py",
     "functional/test_listing_shards.py",
@@ -86,9 +87,9 @@ LONG_FILES = (
     "unit/test_scaffold.py",
 )
 """Files of long proofs elsewhere: the benchmark suites' quick runs, read units at hundreds of jobs and a thousand
-transitions, whole bundles from ``cairn init`` and ``cairn new`` (their own checks run in them, their layer's build
-too), the API fuzzed from
-its OpenAPI document, ``cairn dev``'s deployment and processes, a fresh virtualenv."""
+transitions, Step Functions executions handing a job on and running maps in rounds, whole bundles from
+``cairn init`` and ``cairn new`` (their own checks run in them, their layer's build too), the API fuzzed from its
+OpenAPI document, ``cairn dev``'s deployment and processes, a fresh virtualenv."""
 PROPERTY_FILES = ("contract/test_crash_recovery.py", "contract/test_fault_schedules.py")
 """The crash and fault properties: on memory in ``make test``, on every other store in ``make test-long``."""
 QUICK_STORES = {"memory"}

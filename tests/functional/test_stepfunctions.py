@@ -7,7 +7,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -120,6 +120,13 @@ Deploy = Callable[[PipelineRegistry], Machine]
 @pytest.fixture
 def deploy() -> Iterator[Deploy]:
     """Deploys pipelines on moto with moto's Step Functions engine; its Lambda tasks run on the local stack."""
+    with deployments() as make:
+        yield make
+
+
+@contextmanager
+def deployments() -> Iterator[Deploy]:
+    """While open, deploys pipelines on moto with moto's Step Functions engine (the ``deploy`` fixture's)."""
     with (
         mock_aws(config={"stepfunctions": {"execute_state_machine": True}}),
         ExitStack() as routes,
@@ -410,8 +417,12 @@ def test_the_definition_is_generic_over_phases_and_bounds_every_task() -> None:
     states = definition["States"]
     tasks = {name: state for name, state in states.items() if state["Type"] == "Task"}
 
-    assert set(tasks) == {"ResolveNextPhase", "RunPhase", "RecordFailure"}
-    assert all(state["Resource"] == "arn:aws:states:::lambda:invoke" for state in tasks.values())
+    assert set(tasks) == {"ResolveNextPhase", "RunPhase", "RecordFailure", "HandOff"}
+    invokes = {name: state for name, state in tasks.items() if name != "HandOff"}
+    assert all(state["Resource"] == "arn:aws:states:::lambda:invoke" for state in invokes.values())
+    # the one other task starts a fresh execution of this machine, which takes the job on
+    assert tasks["HandOff"]["Resource"] == "arn:aws:states:::states:startExecution"
+    assert tasks["HandOff"]["Parameters"]["StateMachineArn.$"] == "$$.StateMachine.Id"
     assert all(0 < state["TimeoutSeconds"] <= 960 for state in tasks.values())
     assert tasks["RunPhase"]["TimeoutSeconds"] > 900
     assert tasks["RunPhase"]["Parameters"]["FunctionName.$"] == "$.invoked.Payload.next.functionName"

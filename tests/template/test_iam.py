@@ -451,6 +451,15 @@ def test_the_state_machine_invokes_the_stack_functions_and_nothing_else() -> Non
     }
     assert invoked == {*arns.functions, arns.scheduler}
     used = {service(action) for statement in granted for action in actions(statement)}
-    assert used <= {"lambda", "xray", "logs"}
+    assert used <= {"lambda", "xray", "logs", "states"}
+    # its own executions only: the hand-off starts one of this machine, a distributed map runs children of it
+    machine = resolver.arn("PipelineStateMachine")
+    executions = machine.replace(":stateMachine:", ":execution:")
+    assert allows(granted, "states:StartExecution", machine)
+    assert not allows(granted, "states:StartExecution", machine + "-other")
+    assert allows(granted, "states:DescribeExecution", f"{executions}/map-run:child")
+    assert not allows(granted, "states:DescribeExecution", f"{executions}-other/map-run:child")
+    states = {action for statement in granted for action in actions(statement) if service(action) == "states"}
+    assert states == {"states:StartExecution", "states:DescribeExecution", "states:StopExecution"}
     logging = {action for statement in granted for action in actions(statement) if service(action) == "logs"}
     assert logging <= set(STAR_ACTIONS), "the state machine's role writes no logs itself: it sets up delivery"

@@ -20,6 +20,7 @@ from ..core.text import shown
 from ..scheduling.messages import AdvanceMessage
 from .bundle_pipelines import own_pipelines as own_pipelines  # where a bundle's phases.py imports it from
 from .entry import Handler, LazyRuntime, entry_point
+from .execution_history import hand_off, slot_goes_on
 from .observability import keys_for, logger, metrics, record_phase_metrics
 from .routing import function_for
 from .runtime import Runtime
@@ -135,17 +136,23 @@ def _advance_handler(pipeline: Pipeline[Any], phase: str, runtimes: LazyRuntime)
             item=message.item,
         )
         record_phase_metrics(job, phase=message.phase, duration_ms=(time.perf_counter() - started) * 1000)
-        return {
+        scheduled = recorder.scheduled.to_wire() if recorder.scheduled else None
+        reply: dict[str, Any] = {
             "jobId": message.job_id,
             "owner": message.owner,
             "phase": message.phase,
             "status": job.status.value if job else "skipped",
-            "scheduled": recorder.scheduled.to_wire() if recorder.scheduled else None,
+            "scheduled": scheduled,
             "next": next_advance(recorder, pipeline, active.settings),
             "items": [
                 item.model_copy(update={"function_name": function_for(pipeline, item.phase, active.settings)}).to_wire()
                 for item in recorder.items
+                if message.item is None or slot_goes_on(message.item, item.item)
             ],
         }
+        handed = hand_off(message.job_id, since=event.get("since"), ran_at=message.sequence, scheduled=scheduled)
+        if handed is not None:  # the state machine starts a fresh execution for the job (its history limit)
+            reply["handOff"] = handed
+        return reply
 
     return handler

@@ -25,6 +25,7 @@ from contextlib import ExitStack
 from typing import Any
 from urllib.parse import unquote
 
+from ..testing.moto_service_tasks import service_task_parameters
 from .lambda_service import MAX_ASYNC_PAYLOAD, MAX_SYNC_PAYLOAD, FunctionNotFound, LambdaService
 from .moto_responses import quick_moto_responses
 from .moto_speedups import proportional_moto
@@ -125,6 +126,7 @@ class AwsEndpoint:
         os.environ["MOTO_PORT"] = str(self.port)
         self._speedups.enter_context(proportional_moto())
         self._speedups.enter_context(quick_moto_responses())
+        self._speedups.enter_context(service_task_parameters())  # the machine's hand-off starts an execution
         self._serving.start()
         if execute_state_machines:
             body = json.dumps({"stepfunctions": {"execute_state_machine": True}}).encode()

@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 
 from ..core.failures import describe
 from .faults import SimulatedCrash
+from .moto_service_tasks import service_task_parameters
 from .stack import SCHEDULER, LocalStack
 
 if TYPE_CHECKING:
@@ -124,12 +125,13 @@ def route_lambda_tasks(stack: LocalStack) -> Iterator[None]:
     The hook is the one function of moto's engine that makes the call of an
     optimised Lambda task (``arn:aws:states:::lambda:invoke``); nothing else
     in moto changes. Executions run on moto's threads, so keep this open until
-    they have finished.
+    they have finished. A task that starts an execution (the machine's hand-off) works as on AWS
+    (:func:`~cairn.testing.moto_service_tasks.service_task_parameters`).
     """
     from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
 
     def invoke(parameters: dict[str, Any], region: str, state_credentials: Any) -> dict[str, Any]:
         return invoke_task(stack, parameters)
 
-    with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", invoke):
+    with mock.patch.object(lambda_eval_utils, "_invoke_lambda_function", invoke), service_task_parameters():
         yield
