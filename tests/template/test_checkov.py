@@ -1,4 +1,4 @@
-"""checkov in ``make validate``: .checkov.yaml is the one home of its skips, each with a reason and in docs/CHECKOV.md.
+"""checkov in ``make validate``: no check skipped for the whole stack; a skip sits on the resources it fails on.
 
 ``python -m tests.template.test_checkov FOLDER`` writes what ``make validate`` gives checkov: template.yaml as
 CloudFormation receives it (``AWS::LanguageExtensions``, then the SAM transform: tests/template/cfn.py), once per
@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from cairn.bundle.templating.checkov_skips import FUNCTION_CHECKS, LOG_GROUP_CHECKS, REASONS
 from tests.template.cfn import ROOT, evaluate_conditions, parameter_values, sam_template, sam_transform
 
 CHECKOV_CONFIG = ROOT / ".checkov.yaml"
@@ -28,7 +29,6 @@ MAKEFILE = ROOT / "Makefile"
 REQUIREMENTS = ROOT / "requirements-checkov.txt"
 
 CHECK_ID = re.compile(r"CKV2?_[A-Z0-9]+_\d+")
-SKIP_LINE = re.compile(r"^\s*-\s*(?P<check>\S+)\s*$")
 STATUSES = {"fixed", "skipped", "lead to fix"}
 
 #: The deployments checkov scans: the parameters' defaults (what `sam deploy` with samconfig.toml deploys), and
@@ -90,32 +90,71 @@ def write(folder: Path) -> list[Path]:
     return written
 
 
-# -- .checkov.yaml and docs/CHECKOV.md
+# -- the skips (each resource's Metadata), .checkov.yaml and docs/CHECKOV.md
+
+CHECKED_TYPE = {
+    "CKV_AWS_115": "AWS::Lambda::Function",
+    "CKV_AWS_116": "AWS::Lambda::Function",
+    "CKV_AWS_117": "AWS::Lambda::Function",
+    "CKV_AWS_173": "AWS::Lambda::Function",
+    "CKV_AWS_158": "AWS::Logs::LogGroup",
+    "CKV_AWS_119": "AWS::DynamoDB::Table",
+    "CKV_AWS_18": "AWS::S3::Bucket",
+    "CKV_AWS_27": "AWS::SQS::Queue",
+}
+"""The resource type each skipped check reads: a skip sits on resources of that type only."""
+SAM_COPY = "AWS::Lambda::EventInvokeConfig"
+
+
+def resource_skips(name: str) -> dict[str, dict[str, str]]:
+    """Each check the resources of deployment ``name`` skip: the logical id of each, with its comment."""
+    found: dict[str, dict[str, str]] = {}
+    for logical_id, resource in deployed(name)["Resources"].items():
+        for skip in ((resource.get("Metadata") or {}).get("checkov") or {}).get("skip", []):
+            found.setdefault(str(skip.get("id")), {})[logical_id] = str(skip.get("comment", ""))
+    return found
 
 
 def skips() -> dict[str, str]:
-    """Each check .checkov.yaml skips, with the comment lines right above it (its reason), in file order."""
-    found: dict[str, str] = {}
-    comment: list[str] = []
-    inside = False
-    for line in CHECKOV_CONFIG.read_text(encoding="utf-8").splitlines():
-        stripped = line.strip()
-        if not line.startswith((" ", "-", "#")) and stripped:
-            inside = stripped.startswith("skip-check:")
-            comment = []
-            continue
-        if not inside:
-            continue
-        if stripped.startswith("#"):
-            comment.append(stripped.lstrip("#").strip())
-        elif match := SKIP_LINE.match(line):
-            found[match["check"]] = " ".join(part for part in comment if part)
-            comment = []
-        elif not stripped:
-            comment = []
+    """Each check skipped on some resource of either deployment, with its reason (checkov_skips.REASONS)."""
+    checks = {check for name in DEPLOYMENTS for check in resource_skips(name)}
+    return {check: REASONS.get(check, "") for check in sorted(checks)}
+
+
+@pytest.mark.parametrize("name", list(DEPLOYMENTS))
+def test_every_skip_is_a_check_id_on_a_resource_it_reads_with_the_one_reason(name: str) -> None:
+    template = deployed(name)
+    found = resource_skips(name)
+    assert found, "no resource skips a check: the Metadata is not where this test reads it"
+    for check, resources in found.items():
+        assert CHECK_ID.fullmatch(check), f"not a checkov check id: {check}"
+        # SAM copies a function's Metadata to the EventInvokeConfig it makes for it, which no check reads
+        kinds = {template["Resources"][logical_id]["Type"] for logical_id in resources} - {SAM_COPY}
+        assert kinds == {CHECKED_TYPE[check]}, f"{check} is skipped on {kinds}, it reads {CHECKED_TYPE[check]}"
+        wrong = [logical_id for logical_id, comment in resources.items() if comment != REASONS[check]]
+        assert not wrong, f"{check}: the comment of {wrong} is not checkov_skips.REASONS[{check!r}]"
+        assert len(REASONS[check].split()) >= 5
+
+
+def test_no_check_is_skipped_for_the_whole_stack() -> None:
+    loaded = yaml.safe_load(CHECKOV_CONFIG.read_text(encoding="utf-8"))
+    assert loaded == {"skip-check": []}, (
+        ".checkov.yaml skips nothing and sets nothing else: skip a check on the resources it fails on, in their "
+        f"Metadata (cairn/bundle/templating/checkov_skips.py): {loaded}"
+    )
+
+
+def test_every_function_and_log_group_of_the_stack_says_why_it_skips() -> None:
+    template = deployed("defaults")
+    for logical_id, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::Lambda::Function":
+            expected = set(FUNCTION_CHECKS)
+        elif resource["Type"] == "AWS::Logs::LogGroup" and logical_id != "StateMachineLogGroup":
+            expected = set(LOG_GROUP_CHECKS)
         else:
-            raise AssertionError(f".checkov.yaml: skip-check holds a line that is not `- CHECK_ID`: {line!r}")
-    return found
+            continue
+        skipped = {skip["id"] for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", [])}
+        assert skipped == expected, f"{logical_id} skips {sorted(skipped)}, not {sorted(expected)}"
 
 
 def documented() -> dict[str, dict[str, str]]:
@@ -140,34 +179,17 @@ def documented() -> dict[str, dict[str, str]]:
     return rows
 
 
-def test_every_skip_is_a_check_id_with_its_reason() -> None:
-    found = skips()
-    assert found, ".checkov.yaml skips nothing: its skip-check list is not where this test reads it"
-    malformed = [check for check in found if not CHECK_ID.fullmatch(check)]
-    assert not malformed, f".checkov.yaml: not checkov check ids: {malformed}"
-    unexplained = [check for check, reason in found.items() if len(reason.split()) < 5]
-    assert not unexplained, f".checkov.yaml: give each of these a comment line above it saying why: {unexplained}"
-
-
-def test_the_skip_list_is_all_checkov_reads() -> None:
-    loaded = yaml.safe_load(CHECKOV_CONFIG.read_text(encoding="utf-8"))
-    assert isinstance(loaded, dict)
-    assert loaded.get("skip-check") == list(skips()), "skip-check must be a plain list of ids, one per line"
-    # One home: no other setting that drops findings (soft-fail, a baseline, a check list, skipped paths).
-    assert set(loaded) == {"skip-check"}, f".checkov.yaml sets more than skip-check: {sorted(loaded)}"
-
-
-def test_every_skip_is_in_the_doc_and_every_doc_skip_is_in_the_config() -> None:
+def test_every_skip_is_in_the_doc_and_every_doc_skip_is_on_a_resource() -> None:
     rows = documented()
     bad_status = {check: row["status"] for check, row in rows.items() if row["status"] not in STATUSES}
     assert not bad_status, f"docs/CHECKOV.md: status must be one of {sorted(STATUSES)}: {bad_status}"
     doc_skips = {check for check, row in rows.items() if row["status"] == "skipped"}
     config_skips = set(skips())
     assert not config_skips - doc_skips, (
-        f"skipped in .checkov.yaml but not listed as skipped in docs/CHECKOV.md: {sorted(config_skips - doc_skips)}"
+        f"skipped on resources but not listed as skipped in docs/CHECKOV.md: {sorted(config_skips - doc_skips)}"
     )
     assert not doc_skips - config_skips, (
-        f"docs/CHECKOV.md says skipped, .checkov.yaml does not skip: {sorted(doc_skips - config_skips)}"
+        f"docs/CHECKOV.md says skipped, no resource skips it: {sorted(doc_skips - config_skips)}"
     )
     no_reason = [check for check, row in rows.items() if len(row.get("reason", "").split()) < 5]
     assert not no_reason, f"docs/CHECKOV.md: give these a reason: {no_reason}"

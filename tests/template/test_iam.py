@@ -463,3 +463,24 @@ def test_the_state_machine_invokes_the_stack_functions_and_nothing_else() -> Non
     assert states == {"states:StartExecution", "states:DescribeExecution", "states:StopExecution"}
     logging = {action for statement in granted for action in actions(statement) if service(action) == "logs"}
     assert logging <= set(STAR_ACTIONS), "the state machine's role writes no logs itself: it sets up delivery"
+
+
+@pytest.mark.parametrize("overrides", DEPLOYMENTS)
+def test_every_function_writes_its_own_log_group_and_no_other(overrides: dict[str, str]) -> None:
+    """No role writes logs on "*" (as the roles SAM makes would): each function its own group's streams only."""
+    resolver = stack(**overrides)
+    groups = {
+        "ApiFunction": "ApiLogGroup",
+        "SchedulerFunction": "SchedulerLogGroup",
+        **{naming.resource_id(*key, "Function"): naming.resource_id(*key, "LogGroup") for key in registered_phases()},
+    }
+    for function_id, own in groups.items():
+        granted = statements(resolver, role_of(resolver, function_id))
+        for group in groups.values():
+            stream = f"{resolver.arn(group)[:-1]}log-stream:x"
+            assert allows(granted, "logs:PutLogEvents", stream) == (group == own), (function_id, group)
+        writes = [statement for statement in granted if "logs:PutLogEvents" in actions(statement)]
+        assert all("*" not in resources(statement) for statement in writes), function_id
+        assert not allows(granted, "logs:CreateLogGroup", "*"), function_id
+        attached = resolver.properties(role_of(resolver, function_id)).get("ManagedPolicyArns", [])
+        assert not [arn for arn in attached if ":aws:policy/" in str(arn)], f"{function_id}: an AWS managed policy"

@@ -124,8 +124,8 @@ def test_changed_memory_environment_and_statements_are_named(tmp_path: Path) -> 
         "{'Ref': 'DocumentsBucket'} in template.yaml, 'a-fixed-bucket' in the pipeline" in changed
     )
     assert (
-        'phase "fetch" of pipeline "document-intake": its IAM policies in template.yaml differ from the shared '
-        "policies and the statements the phase declares" in changed
+        'phase "fetch" of pipeline "document-intake": the IAM policies of its role DocumentIntakeFetchRole in '
+        "template.yaml differ from the shared policies and the statements the phase declares" in changed
     )
 
 

@@ -64,8 +64,10 @@ def test_a_second_pipeline_sharing_phase_names_is_added_once(
     printed = sync_two_pipelines(template, capsys)
     assert printed == [
         f"{template}: added InvoiceReviewFetchFunction (AWS::Serverless::Function)",
+        f"{template}: added InvoiceReviewFetchRole (AWS::IAM::Role)",
         f"{template}: added InvoiceReviewFetchLogGroup (AWS::Logs::LogGroup)",
         f"{template}: added InvoiceReviewPublishFunction (AWS::Serverless::Function)",
+        f"{template}: added InvoiceReviewPublishRole (AWS::IAM::Role)",
         f"{template}: added InvoiceReviewPublishLogGroup (AWS::Logs::LogGroup)",
         f"{template}: added InvoiceReviewErrorsAlarm (AWS::CloudWatch::Alarm)",
         f"{template}: added InvoiceReviewThrottlesAlarm (AWS::CloudWatch::Alarm)",
@@ -102,7 +104,7 @@ def test_sam_validate_lint_accepts_the_template_with_two_pipelines(
     assert "is a valid SAM Template" in result.stdout + result.stderr
 
 
-def test_a_removed_phase_is_removed_with_its_log_group(tmp_path: Path) -> None:
+def test_a_removed_phase_is_removed_with_its_role_and_log_group(tmp_path: Path) -> None:
     template = copy_of_template(tmp_path)
     registry = load_registry("tests.template.registries:WITHOUT_PUBLISH", FUNCTIONS)
     changed = sync(template, registry)
@@ -112,6 +114,7 @@ def test_a_removed_phase_is_removed_with_its_log_group(tmp_path: Path) -> None:
         "changed DocumentIntakeDeliveryFailuresAlarm",
         "changed InvokeFunctionsPolicy",
         "removed DocumentIntakePublishFunction (AWS::Serverless::Function)",
+        "removed DocumentIntakePublishRole (AWS::IAM::Role)",
         "removed DocumentIntakePublishLogGroup (AWS::Logs::LogGroup)",
     ]
     assert check(template, registry, FUNCTIONS) == []

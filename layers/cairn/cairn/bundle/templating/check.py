@@ -58,8 +58,8 @@ def _setting_problems(expected: Mapping[str, Any], actual: Mapping[str, Any], wh
                 f"its environment variable {variable} is {found.get(variable, 'missing')!r} in {where}, "
                 f"{wanted.get(variable, 'not declared')!r} in the pipeline"
             )
-    if actual.get("Policies") != expected["Policies"]:
-        yield f"its IAM policies in {where} differ from the shared policies and the statements the phase declares"
+    if actual.get("Role") != expected["Role"]:
+        yield f"its role (Role) is {actual.get('Role')!r} in {where}, {expected['Role']!r} in the pipeline"
 
 
 def _phase_problems(
@@ -86,6 +86,15 @@ def _phase_problems(
     log_group = naming.resource_id(pipeline.name, phase.name, "LogGroup")
     if log_group not in template:
         yield f"{_who(pipeline.name, phase.name)}: no log group in {where} (expected {log_group})"
+    role_id = naming.resource_id(pipeline.name, phase.name, "Role")
+    role = template.get(role_id)
+    if not isinstance(role, Mapping):
+        yield f"{_who(pipeline.name, phase.name)}: no role in {where} (expected {role_id})"
+    elif role.get("Properties") != resources.role(pipeline, phase)["Properties"]:
+        yield (
+            f"{_who(pipeline.name, phase.name)}: the IAM policies of its role {role_id} in {where} differ from the "
+            "shared policies and the statements the phase declares"
+        )
 
 
 def _stale_problems(registry: PipelineRegistry, template: Mapping[str, Any], where: str) -> Iterator[str]:

@@ -9,7 +9,7 @@ logical ids below.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from ...core.pipeline import Phase, Pipeline
 from ...core.registry import PipelineRegistry
 from ...core.settings import PHASE, PIPELINE
 from . import dashboard
+from .checkov_skips import FUNCTION_CHECKS, LOG_GROUP_CHECKS, skipped
 from .errors import TemplateError
 
 # Hand-written resources and conditions of template.yaml the generated ones refer to.
@@ -102,35 +103,68 @@ def environment(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
     return {PIPELINE: pipeline.name, PHASE: phase.name, **phase.function.environment}
 
 
-def policies(phase: Phase) -> list[Any]:
-    """A phase function's policies: the job store, invokes and delays under direct, executions for the jobs a
-    phase wakes under stepfunctions, the phase's own statements.
+LAMBDA_TRUST = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+}
+"""Who may take a function's role: Lambda."""
+TRACING = {
+    "Sid": "Tracing",
+    "Effect": "Allow",
+    "Action": ["xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"],
+    "Resource": "*",  # X-Ray takes no resource-level permissions for these actions
+}
 
-    An unconditional statement goes into one inline policy; a statement that is an ``Fn::If`` becomes a
-    policy under that condition, so no condition can leave an inline policy without statements.
-    """
-    found: list[Any] = [
+
+def managed_policies() -> list[Any]:
+    """A phase function's stack policies: the job store, invokes and delays under direct, executions for the jobs
+    a phase wakes under stepfunctions."""
+    return [
         {"Ref": JOB_STORE_POLICY},
         unless_step_functions({"Ref": DELAYED_RETRIES_POLICY}),
         unless_step_functions({"Ref": INVOKE_POLICY}),
         only_step_functions({"Ref": START_EXECUTIONS_POLICY}),
     ]
-    plain = [statement for statement in phase.function.statements if not _is_if(statement)]
-    if plain:
-        found.append({"Statement": [dict(statement) for statement in plain]})
-    for statement in phase.function.statements:
-        if _is_if(statement):
-            condition, when_true, when_false = statement["Fn::If"]
-            found.append({"Fn::If": [condition, _as_policy(when_true), _as_policy(when_false)]})
-    return found
 
 
-def _is_if(statement: Mapping[str, Any]) -> bool:
-    return set(statement) == {"Fn::If"}
+def own_statements(pipeline: Pipeline[Any], phase: Phase) -> list[Any]:
+    """A phase function's own statements: its log group only, tracing, its crash reports to the scheduler's alias
+    (Lambda delivers an on-failure record with the function's role), then what the phase declares (a statement
+    that is an ``Fn::If`` stays one: no condition can leave the policy without statements)."""
+    log_group_id = naming.resource_id(pipeline.name, phase.name, "LogGroup")
+    return [
+        {
+            "Sid": "OwnLogs",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": {"Fn::GetAtt": [log_group_id, "Arn"]},
+        },
+        TRACING,
+        {
+            "Sid": "CrashReports",
+            "Effect": "Allow",
+            "Action": "lambda:InvokeFunction",
+            "Resource": {"Ref": SCHEDULER_ALIAS},
+        },
+        *(dict(statement) for statement in phase.function.statements),
+    ]
 
 
-def _as_policy(statement: Any) -> Any:
-    return NO_VALUE if statement == NO_VALUE else {"Statement": [statement]}
+def role(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
+    """The phase function's own role: it writes its own log group only (not every group, as SAM's would)."""
+    return {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "AssumeRolePolicyDocument": LAMBDA_TRUST,
+            "ManagedPolicyArns": managed_policies(),
+            "Policies": [
+                {
+                    "PolicyName": "phase",
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": own_statements(pipeline, phase)},
+                }
+            ],
+        },
+    }
 
 
 def reserved_concurrency(phase: Phase) -> Any:
@@ -154,6 +188,7 @@ def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
     """The ``AWS::Serverless::Function`` that runs ``phase`` of ``pipeline``, published as its ``live`` alias."""
     return {
         "Type": "AWS::Serverless::Function",
+        "Metadata": skipped(*FUNCTION_CHECKS),
         "Properties": {
             "FunctionName": stack_name(naming.function_suffix(pipeline.name, phase.name)),
             "Description": f"Phase {phase.name} of pipeline {pipeline.name}.",
@@ -171,7 +206,7 @@ def function(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
                 "DestinationConfig": {"OnFailure": {"Type": "Lambda", "Destination": {"Ref": SCHEDULER_ALIAS}}},
             },
             "Environment": {"Variables": environment(pipeline, phase)},
-            "Policies": policies(phase),
+            "Role": {"Fn::GetAtt": [naming.resource_id(pipeline.name, phase.name, "Role"), "Arn"]},
         },
     }
 
@@ -183,6 +218,7 @@ def log_group(pipeline: Pipeline[Any], phase: Phase) -> dict[str, Any]:
         "Type": "AWS::Logs::LogGroup",
         "DeletionPolicy": "Delete",
         "UpdateReplacePolicy": "Delete",
+        "Metadata": skipped(*LOG_GROUP_CHECKS),
         "Properties": {
             "LogGroupName": {"Fn::Sub": f"/aws/lambda/${{AWS::StackName}}-{suffix}"},
             "RetentionInDays": {"Ref": LOG_RETENTION_DAYS},
@@ -349,6 +385,7 @@ def generated(registry: PipelineRegistry) -> dict[str, dict[str, Any]]:
             phase = pipeline.get_phase(name)
             owner = f'phase "{name}" of pipeline "{pipeline.name}"'
             add(naming.resource_id(pipeline.name, name, "Function"), function(pipeline, phase), owner)
+            add(naming.resource_id(pipeline.name, name, "Role"), role(pipeline, phase), owner)
             add(naming.resource_id(pipeline.name, name, "LogGroup"), log_group(pipeline, phase), owner)
         for alarm_id, alarm in phase_alarms(pipeline).items():
             add(alarm_id, alarm, f'the alarms of pipeline "{pipeline.name}"')

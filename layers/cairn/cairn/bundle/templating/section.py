@@ -30,7 +30,7 @@ def _pipeline_ids(registry: PipelineRegistry) -> list[tuple[str, list[str]]]:
         ids = [
             naming.resource_id(pipeline.name, phase, kind)
             for phase in pipeline.phase_names
-            for kind in ("Function", "LogGroup")
+            for kind in ("Function", "Role", "LogGroup")
         ]
         groups.append((f"{pipeline.name}: {', '.join(pipeline.phase_names)}", ids + resources.alarm_ids(pipeline)))
     return groups
