@@ -185,7 +185,7 @@ proof: $(STAMP)
 
 # The Step Functions driver's history limits at full size (tests/functional/test_execution_history.py with the shipped
 # limits): a job of 2,000 transitions handed on from execution to execution and a map of 5,000 items in rounds on
-# moto's engine, each history's events counted (about 10 minutes). `make test-long` runs them with small limits.
+# moto's engine, each history's events counted (about 20 minutes). `make test-long` runs them with small limits.
 history-proof: $(STAMP)
 	CAIRN_HISTORY_PROOF=1 $(BIN)/pytest -p no:xdist -s tests/functional/test_execution_history.py
 

@@ -106,6 +106,25 @@ def test_a_start_refused_as_bad_input_is_not_counted(gateway: ApiGateway) -> Non
         assert start(gateway, f"job-{number}")[0] == 202
 
 
+@pytest.mark.parametrize("corrupt", [{"S": "many"}, {"BOOL": True}, {"L": []}])
+def test_a_corrupt_count_is_started_again_not_a_refusal_nor_an_outage(
+    gateway: ApiGateway, stack: LocalStack, stack_clock: FakeClock, corrupt: dict[str, Any]
+) -> None:
+    stack_clock.advance_to((stack_clock() // 60_000 + 1) * 60_000 + 5_000)
+    assert stack.runtime.dynamodb is not None
+    table = stack.runtime.settings.table_name
+    assert table is not None
+    key = {"pk": {"S": f"RATE#{LOCAL_IDENTITY}"}, "sk": {"S": f"STARTS#{stack_clock() // 60_000}"}}
+    stack.runtime.dynamodb.put_item(TableName=table, Item={**key, "starts": corrupt})
+
+    assert start(gateway, "job-0")[0] == 202  # counted as the minute's first
+    stored = stack.runtime.dynamodb.get_item(TableName=table, Key=key)["Item"]
+    assert stored["starts"] == {"N": "1"}
+    for number in range(1, LIMIT):
+        assert start(gateway, f"job-{number}")[0] == 202
+    assert start(gateway, "job-over")[0] == 429  # the limit holds again
+
+
 def test_anonymous_health_answers_without_reading_the_table(gateway: ApiGateway, stack: LocalStack) -> None:
     assert request(gateway, "GET", "/health/deep")[2] == {"status": "ok", "driver": "direct", "checked": "table"}
     assert stack.runtime.dynamodb is not None

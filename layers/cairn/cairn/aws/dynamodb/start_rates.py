@@ -43,25 +43,59 @@ def _key(owner: str, window: int) -> dict[str, Any]:
     return to_item({"pk": f"{RATE_PREFIX}{owner}", "sk": f"{STARTS_PREFIX}{window}"})
 
 
+NAMES = {"#starts": "starts", "#expires": "expiresAt"}
+"""The attributes an update names (DynamoDB refuses a name the expressions do not use)."""
+
+
+def _update(table: Table, owner: str, window: int, expression: str, condition: str, **values: Any) -> None:
+    """One conditional ``UpdateItem`` of the owner's count in ``window``."""
+    table.call(
+        table.client.update_item,
+        TableName=table.name,
+        Key=_key(owner, window),
+        UpdateExpression=expression,
+        ConditionExpression=condition,
+        ExpressionAttributeNames={
+            name: attribute for name, attribute in NAMES.items() if name in expression + condition
+        },
+        ExpressionAttributeValues=to_item(values),
+    )
+
+
 def take_start(table: Table, owner: str, limit: int, now_ms: int) -> StartCount:
     """Count one start of ``owner`` in the current minute while fewer than ``limit`` are counted there; refused,
-    nothing is counted and ``retry_after`` is the seconds until the next minute."""
+    nothing is counted and ``retry_after`` is the seconds until the next minute.
+
+    A count that is not a number (written by hand, or corrupt) is not read as a limit reached: it is replaced
+    by this start's count of 1, so the owner is never refused, nor the API down, for the rest of that minute."""
     window = now_ms // WINDOW_MS
     ends_ms = (window + 1) * WINDOW_MS
+    expires = epoch_seconds(ends_ms + KEPT_AFTER_MS)
     try:
-        table.call(
-            table.client.update_item,
-            TableName=table.name,
-            Key=_key(owner, window),
-            UpdateExpression="ADD #starts :one SET #expires = :expires",
-            ConditionExpression="attribute_not_exists(#starts) OR #starts < :limit",
-            ExpressionAttributeNames={"#starts": "starts", "#expires": "expiresAt"},
-            ExpressionAttributeValues=to_item(
-                {":one": 1, ":limit": limit, ":expires": epoch_seconds(ends_ms + KEPT_AFTER_MS)}
-            ),
+        _update(
+            table,
+            owner,
+            window,
+            "ADD #starts :one SET #expires = :expires",
+            "attribute_not_exists(#starts) OR NOT attribute_type(#starts, :number) OR #starts < :limit",
+            **{":one": 1, ":limit": limit, ":expires": expires, ":number": "N"},
         )
     except ConditionFailed:
         return StartCount(window, max(1, math.ceil((ends_ms - now_ms) / 1000)))
+    except StorageError as exc:
+        if exc.retryable:
+            raise
+        try:  # ADD found a count of another type: start the minute's count again, if it is still not a number
+            _update(
+                table,
+                owner,
+                window,
+                "SET #starts = :one, #expires = :expires",
+                "attribute_exists(#starts) AND NOT attribute_type(#starts, :number)",
+                **{":one": 1, ":expires": expires, ":number": "N"},
+            )
+        except ConditionFailed:  # another start put a number there meanwhile: count this one as usual
+            return take_start(table, owner, limit, now_ms)
     return StartCount(window)
 
 
@@ -70,14 +104,6 @@ def give_back(table: Table, owner: str, window: int) -> None:
 
     A give-back that fails leaves the start counted: the owner's minute is only stricter."""
     try:
-        table.call(
-            table.client.update_item,
-            TableName=table.name,
-            Key=_key(owner, window),
-            UpdateExpression="ADD #starts :less",
-            ConditionExpression="#starts > :none",
-            ExpressionAttributeNames={"#starts": "starts"},
-            ExpressionAttributeValues=to_item({":less": -1, ":none": 0}),
-        )
+        _update(table, owner, window, "ADD #starts :less", "#starts > :none", **{":less": -1, ":none": 0})
     except (ConditionFailed, StorageError):
         return
