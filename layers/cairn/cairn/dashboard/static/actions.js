@@ -13,8 +13,9 @@ const OFFLINE_REASON = "The API does not answer: actions wait until it does (the
  * Which action each status allows: `{allowed, reason}` per button (the reason is the disabled button's title).
  *
  *   Retry            resume from the checkpoint: error, cancelled, paused, idle. Not for a complete job (it
- *                    has no checkpoint to resume; Start over runs it again), nor while running (nothing to
- *                    retry) or waiting (the API refuses: send the signal, or start over).
+ *                    has no checkpoint to resume; Start over runs it again), nor while running or pausing (a
+ *                    paused job whose phase is still in flight: nothing to retry) or waiting (the API refuses:
+ *                    send the signal, or start over).
  *   Start over       always (a running job's worker is fenced off); asks for confirmation first.
  *   Rerun from phase always, when the pipeline's phases are known; it offers the job's rerunPhases (not
  *                    the phases the job runs only as a map's items).
@@ -23,22 +24,28 @@ const OFFLINE_REASON = "The API does not answer: actions wait until it does (the
  *   Cancel           any job but a complete or cancelled one (the API's rule).
  *   Send signal      only a waiting job.
  *
+ * One of them is `primary` (the button drawn as the way on), when the job has one: Retry for a failed,
+ * cancelled or idle job, Resume for a paused one whose phase has ended, Send signal for a waiting one; none
+ * while it runs or is pausing (the phase in flight decides), nor once it is complete.
  * @param {object} job a JobView
  * @param {string[]} phases the pipeline's phases ([] when unknown)
- * @returns {Record<string, {allowed: boolean, reason: string}>}
+ * @returns {Record<string, {allowed: boolean, reason: string, primary: boolean}>}
  */
 export function actionRules(job, phases) {
   const status = job.status;
   const is = (...statuses) => statuses.includes(status);
+  const pausing = is("paused") && Boolean(job.claimedAt); // paused while a worker still runs its phase
   const where = job.nextPhase ? ` at ${quoted(job.nextPhase)}` : "";
   const rule = (allowed, yes, no) => ({ allowed, reason: allowed ? yes : no });
   const retryRefusal = is("complete")
     ? "A complete job has no checkpoint to resume: Start over runs it again"
     : is("waiting")
       ? `The job waits for signal ${quoted(job.waitingFor ?? "")}: send it, or start over`
-      : "The job is running: there is nothing to retry";
-  return {
-    Retry: rule(is("error", "cancelled", "paused", "idle"), `Resumes from the checkpoint${where}`, retryRefusal),
+      : pausing
+        ? `The job pauses after phase ${quoted(job.nextPhase ?? "?")}, still running: there is nothing to retry`
+        : "The job is running: there is nothing to retry";
+  const rules = {
+    Retry: rule(is("error", "cancelled", "idle") || (is("paused") && !pausing), `Resumes from the checkpoint${where}`, retryRefusal),
     "Start over": rule(true, "Discards the checkpoint and the log and runs from the first phase", ""),
     "Rerun from phase": rule(
       phases.length > 0,
@@ -62,19 +69,23 @@ export function actionRules(job, phases) {
       `Only a waiting job takes a signal; this one is ${status}`,
     ),
   };
+  const primary = is("error", "cancelled", "idle") ? "Retry" : is("waiting") ? "Send signal" : is("paused") && !pausing ? "Resume" : null;
+  for (const [name, found] of Object.entries(rules)) found.primary = name === primary;
+  return rules;
 }
 
 export const ACTION_NAMES = ["Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal"];
 
+/** A button's look before the job is known; which one is primary follows the job (actionRules). */
 export function actionClass(name) {
   if (name === "Start over" || name === "Cancel") return "danger-outline";
-  if (name === "Retry") return "primary";
   return "";
 }
 
 /**
  * Enable the buttons the job's status allows (none while the API does not answer); a disabled one says why
- * in its title. A focused button that the new status disables hands the focus to its nearest enabled neighbour.
+ * in its title; the job's primary action is drawn so. A focused button that the new status disables hands the
+ * focus to its nearest enabled neighbour.
  */
 export function renderActions(buttons, job, phases) {
   const rules = actionRules(job, phases);
@@ -84,6 +95,7 @@ export function renderActions(buttons, job, phases) {
     const { allowed, reason } = rules[name];
     button.disabled = offline || !allowed;
     button.title = offline ? OFFLINE_REASON : reason;
+    button.classList.toggle("primary", rules[name].primary);
   }
   if (focused?.disabled) restoreFocus(focused);
 }

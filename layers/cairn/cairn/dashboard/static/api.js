@@ -3,11 +3,19 @@
  * ApiError, and the deployment's pipelines (read once per page load).
  */
 
-import { recordAnswer } from "./connection.js";
+import { recordAnswer, recordRead } from "./connection.js";
 import { getToken } from "./token.js";
 
 /** Answers that say the API behind the page is out of reach (the dashboard's proxy, API Gateway). */
 const UNREACHABLE_STATUSES = new Set([502, 503, 504]);
+
+/** What a gateway's reply (not the API's: no `error` in its body) says, by status. */
+const GATEWAY_REPLIES = {
+  500: "The API failed before it could answer",
+  502: "The API's function failed or could not be reached",
+  503: "The API timed out or is unavailable",
+  504: "The API timed out",
+};
 
 /** An API error: the HTTP status (0: no answer), the API's code and its message. */
 export class ApiError extends Error {
@@ -44,7 +52,6 @@ export async function api(path, { method = "GET", body, signal } = {}) {
     recordAnswer(false);
     throw new ApiError(0, "unreachable", "The API did not answer: is the server still running?");
   }
-  recordAnswer(!UNREACHABLE_STATUSES.has(response.status));
   const text = await response.text();
   let data = null;
   try {
@@ -52,18 +59,34 @@ export async function api(path, { method = "GET", body, signal } = {}) {
   } catch {
     data = null;
   }
-  if (!response.ok) throw apiErrorOf(response, data);
+  const error = response.ok ? null : apiErrorOf(response, data, method);
+  if (UNREACHABLE_STATUSES.has(response.status)) recordAnswer(false, error.message);
+  else if (method === "GET") recordRead(response.status < 500, error?.message); // a 4xx: the API answered the read
+  else recordAnswer(true);
+  if (error) throw error;
   return data;
 }
 
-/** The ApiError for a refused call: the API's own message, else API Gateway's, else the HTTP status. */
-function apiErrorOf(response, data) {
+/**
+ * The ApiError for a refused call: the API's own message; for a gateway's reply (a 5xx without the API's
+ * `error`: a timeout, a function that failed) what it means for the call, never a bare "Internal Server Error".
+ */
+function apiErrorOf(response, data, method) {
   const detail = data?.error;
-  let message = detail?.message ?? data?.message ?? `${response.status} ${response.statusText}`.trim();
+  const status = `${response.status} ${response.statusText}`.trim();
+  let message = detail?.message ?? data?.message ?? status;
+  if (!detail && response.status >= 500) message = gatewayMessage(response.status, data?.message ?? status, method);
   if (response.status === 401) {
     message += getToken() ? " (the API refused the token: set another with API token)" : " (set one with API token)";
   }
   return new ApiError(response.status, detail?.code ?? `http_${response.status}`, message, data);
+}
+
+/** "The API timed out; the action may still have happened — refresh to see (504: Endpoint request timed out)". */
+function gatewayMessage(status, said, method) {
+  const what = GATEWAY_REPLIES[status] ?? "The API failed before it could answer";
+  const then = method === "GET" ? "the page tries again" : "the action may still have happened — refresh to see";
+  return `${what}; ${then} (${status}: ${said})`;
 }
 
 export const jobPath = (jobId) => `jobs/${encodeURIComponent(jobId)}`;

@@ -14,9 +14,13 @@ const SIGNAL_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 const SIGNAL_NAME_RULE = "A signal's name is 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit.";
 
+/** The payload a signal without a declared model starts from: JSON null, which the API takes as "no payload". */
+const NO_PAYLOAD = "null";
+
 /**
- * Send signal: a name (prefilled with what the job waits for) and a JSON payload (empty: none), prefilled
- * from the signal's declared schema when the pipeline has one.
+ * Send signal: a name (prefilled with what the job waits for) and a JSON payload, prefilled from the signal's
+ * declared schema when the pipeline has one, else with `null` (no payload: the phase reads ctx.signal as None).
+ * A payload that is not JSON is refused in the dialog, with where it stops parsing.
  */
 export async function openSignal(view, act, jobId) {
   const dialog = $("#signal-dialog");
@@ -35,10 +39,10 @@ export async function openSignal(view, act, jobId) {
     const signal = declared[name.value.trim()];
     hint.textContent = signal
       ? "The pipeline declares this signal's payload: it is checked against its schema before it is sent."
-      : "The phase after the wait reads it as ctx.signal.";
-    if (signal && payload.value.trim() === "") {
-      payload.value = prettyJson(signal.sample ?? templateFor(signal.payloadSchema));
-    }
+      : "No model is declared for this signal: any JSON (null: no payload). The phase after the wait reads it as ctx.signal.";
+    const untouched = payload.value.trim() === "" || payload.value.trim() === NO_PAYLOAD;
+    if (signal && untouched) payload.value = prettyJson(signal.sample ?? templateFor(signal.payloadSchema));
+    else if (!signal && payload.value.trim() === "") payload.value = NO_PAYLOAD;
   };
   prefill();
   name.onchange = prefill;

@@ -156,10 +156,12 @@ function findPrevious(records, index) {
 
 /**
  * The run in flight of a running job, for the timeline: its phase growing to now, or the backoff or sleep
- * it waits out (until `wakeAt`), or the wait of a waiting job. Null when nothing is in flight.
+ * it waits out (until `wakeAt`), or the wait of a waiting job, or the phase a paused job's worker still runs
+ * (the pause is pending: the job stops after it). Null when nothing is in flight.
  */
 function currentRun(job, log, now) {
-  if (!["running", "waiting"].includes(job.status) || !job.nextPhase) return null;
+  const pausing = job.status === "paused" && Boolean(job.claimedAt);
+  if (!(pausing || ["running", "waiting"].includes(job.status)) || !job.nextPhase) return null;
   const lastEnd = (job.phases ?? []).at(-1)?.endedAt ?? job.createdAt ?? now;
   // The run in flight began when the last phase run ended, or later when the job was started again (a resume,
   // a rerun: the log says so). Not at the checkpoint's time: a phase's own saves move that while it runs.
@@ -209,8 +211,10 @@ function currentRun(job, log, now) {
       phase: job.nextPhase,
       attempt: job.attempt,
       outcome: "running",
-      summary: `running · ${formatDuration(now - start)} so far`,
-      title: `${job.nextPhase}, attempt ${job.attempt}: running since ${fullFormat.format(new Date(start))}`,
+      summary: `running · ${formatDuration(now - start)} so far${pausing ? " · pause pending: the job stops after this phase" : ""}`,
+      title: `${job.nextPhase}, attempt ${job.attempt}: running since ${fullFormat.format(new Date(start))}${
+        pausing ? ", pausing after this phase" : ""
+      }`,
       bar: { left: at(start), width: width(now - start) },
     }),
   };
