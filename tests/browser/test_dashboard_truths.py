@@ -1,7 +1,7 @@
 """Small truths of the job view, in chromium on ``cairn dev``: a pending pause draws the phase still in flight and
 offers nothing to retry; the "Live" indicator says when a read fails, and a gateway's timeout reads as one (never a
 bare "Internal Server Error"); a signal without a declared model starts from ``null`` and a payload that is not
-JSON is refused in the dialog.
+JSON is refused in the dialog; a map's item phase is never offered (nor accepted) as a place to rerun from.
 
 The pipeline is ``gated`` (tests/local/gated_pipeline.py): ``gather`` holds while a file exists, then waits for the
 signal its state names.
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, Route, expect
 
+from cairn.client.errors import ApiError
 from tests.browser.dashboard import Posts, button, open_job, refreshed
 from tests.browser.test_dashboard_controls import held
 from tests.local.devstack import DevStack
@@ -150,3 +151,22 @@ def test_a_signal_without_a_model_starts_from_null_and_refuses_a_payload_that_is
     expect(dialog).to_be_hidden()
     assert gated_stack.wait_for("undeclared-signal")["status"] == "complete"
     assert gated_stack.api.get("undeclared-signal", include_state=True)["result"]["signal"] is None
+
+
+def test_a_maps_item_phase_is_never_a_place_to_rerun_from_even_before_the_job_maps(
+    browser_page: Page, gated_stack: DevStack
+) -> None:
+    # page by page: this job extracts in one phase and never maps, but extract_page is the map's item phase
+    gated_stack.api.start("document-intake", state={"document": "contract.txt"}, job_id="never-mapped")
+    assert gated_stack.wait_for("never-mapped")["status"] == "complete"
+    with pytest.raises(ApiError, match=r'runs only as an item of the map started by phase "split"') as refused:
+        gated_stack.api.retry("never-mapped", mode="from", phase="extract_page")
+    assert refused.value.status == 409
+    assert gated_stack.api.get("never-mapped")["status"] == "complete"
+    assert "extract_page" not in gated_stack.api.get("never-mapped")["rerunPhases"]
+
+    page = browser_page
+    open_job(page, gated_stack.base_url, "never-mapped")
+    button(page, "Rerun from phase").click()
+    phase = page.get_by_role("dialog", name="Rerun this job").get_by_label("Phase")
+    expect(phase.locator("option")).to_have_text(["fetch", "split", "extract", "publish"])

@@ -35,9 +35,9 @@ def test_the_job_view_offers_no_rerun_from_a_phase_the_job_runs_only_as_a_maps_i
     assert "extract_page" not in view["rerunPhases"]
     assert view["rerunPhases"] == [phase for phase in intake["phases"] if phase != "extract_page"]
 
-    api.create("page-by-page", document="contract.txt")  # no map: every phase is offered
+    api.create("page-by-page", document="contract.txt")  # no map: the item phase is left out all the same
     api.run()
-    assert api.call("get-job", job_id="page-by-page").body["rerunPhases"] == intake["phases"]
+    assert api.call("get-job", job_id="page-by-page").body["rerunPhases"] == view["rerunPhases"]
 
 
 def test_a_rerun_from_the_item_phase_is_refused_with_where_to_rerun_from(api: Api) -> None:
@@ -51,6 +51,21 @@ def test_a_rerun_from_the_item_phase_is_refused_with_where_to_rerun_from(api: Ap
     assert 'rerun from "split"' in reply.message
     assert '"publish"' in reply.message
     assert api.stored(JOB) == before
+
+
+def test_a_rerun_from_the_item_phase_is_refused_for_a_job_whose_map_never_ran(api: Api) -> None:
+    api.create("page-by-page", document="contract.txt")  # extracts in one phase: it never maps
+    api.run()
+    before = api.stored("page-by-page")
+    assert before.status.value == "complete", before.error
+
+    reply = api.call("retry-job-from", job_id="page-by-page", body={"mode": "from", "phase": "extract_page"})
+
+    assert reply.status == 409, reply.body
+    assert 'Phase "extract_page" runs only as an item of the map started by phase "split"' in reply.message
+    assert 'rerun from "split"' in reply.message
+    assert api.stored("page-by-page") == before
+    assert api.call("retry-job-from", job_id="page-by-page", body={"mode": "from", "phase": "extract"}).status == 202
 
 
 def test_a_rerun_from_then_publishes_the_pages_results_again(api: Api) -> None:

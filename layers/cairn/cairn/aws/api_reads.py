@@ -17,6 +17,7 @@ from ..app import Cairn
 from ..core.errors import InvalidInputError, JobNotFoundError
 from ..core.history_pages import RecentJob
 from ..core.ids import validate_job_id
+from ..core.map_phases import pipeline_item_phases
 from ..core.map_reruns import item_only_phases, rerun_phases
 from ..core.models import Job, PhaseRecord
 from ..core.transitions.changes import changed
@@ -121,10 +122,11 @@ def _within_reply(jobs: Cairn, job: Job, view: JobView) -> JobView | None:
 def _rerun_phases(jobs: Cairn, view: RecentJob) -> list[str] | None:
     """The phases a rerun of the job may start from (None: this deployment does not run its pipeline).
 
-    A phase the job runs only as a map's items is left out: a rerun from it is refused (the records of
-    the job's maps say which; one small query). A map's item phase that the view's newest records do
-    not show run as a phase of its own may have run so earlier: only then, and only for a job with
-    maps, is older history read, until each such phase is found or the history ends.
+    A phase the job runs only as a map's items is left out: a rerun from it is refused (the pipeline's
+    code names it in ``Map(...)``, or the records of the job's maps say so; one small query). A map's
+    item phase that the view's newest records do not show run as a phase of its own may have run so
+    earlier: only then, and only for a job with maps, is older history read, until each such phase is
+    found or the history ends.
     """
     job = view.job
     if job.pipeline not in jobs.pipelines.names:
@@ -146,7 +148,8 @@ def _rerun_phases(jobs: Cairn, view: RecentJob) -> list[str] | None:
             break
         older = [item.record for item in reversed(page.items) if item.record is not None] + older
         cursor = page.cursor
-    return rerun_phases(pipeline.phase_names, with_older(), maps, pipeline.resolve_name)
+    named = pipeline_item_phases(pipeline)  # those the code names, for a job that has not mapped (yet)
+    return rerun_phases(pipeline.phase_names, with_older(), maps, pipeline.resolve_name, named)
 
 
 def job_history(jobs: Cairn, job_id: str, *, limit: int, cursor: str | None) -> JobHistory:

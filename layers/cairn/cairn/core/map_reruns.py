@@ -1,14 +1,17 @@
 """Reruns of a job with maps: the phases a rerun may start from, and the map a phase's entry took.
 
-A phase that ran only as a map's items (never as a phase of its own) is not a place to rerun from: a
-rerun starts from the phase that began the map, or from its ``then``.
+A phase that runs only as a map's items (never as a phase of its own) is not a place to rerun from: a
+rerun starts from the phase that began the map, or from its ``then``. The item phases are those the
+pipeline's code names in ``Map(...)`` (:mod:`.map_phases`: known before the job maps, whatever branch it
+took) and those the job's maps ran (a name the code computes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .errors import InvalidInputError
+from .map_phases import ItemPhase
 from .models import Checkpoint, Job, MapRecord
 
 Resolve = Callable[[str], str]
@@ -24,12 +27,20 @@ def map_order(record: MapRecord) -> tuple[int, int, str]:
     return (record.created_at, record.sequence, record.fan_out.id)
 
 
-def item_only_phases(job: Job, maps: Sequence[MapRecord], resolve: Resolve = _same) -> dict[str, MapRecord]:
-    """The phases ``job`` ran only as a map's items (never as a phase of its own), each with its newest map."""
+def item_only_phases(
+    job: Job, maps: Sequence[MapRecord], resolve: Resolve = _same, named: Mapping[str, ItemPhase] | None = None
+) -> dict[str, MapRecord | ItemPhase]:
+    """The phases ``job`` runs only as a map's items (never as a phase of its own), each with its newest map.
+
+    ``named``: the item phases the pipeline's code names (:func:`.map_phases.item_phases`), for a job
+    that has not run their map (yet).
+    """
     ran = {resolve(record.phase) for record in job.phases}
     if job.checkpoint is not None:
         ran.add(resolve(job.checkpoint.next_phase))
-    found: dict[str, MapRecord] = {}
+    found: dict[str, MapRecord | ItemPhase] = {
+        resolve(name): item for name, item in (named or {}).items() if resolve(name) not in ran
+    }
     for record in sorted(maps, key=map_order):
         if resolve(record.fan_out.phase) not in ran:
             found[resolve(record.fan_out.phase)] = record
@@ -37,22 +48,34 @@ def item_only_phases(job: Job, maps: Sequence[MapRecord], resolve: Resolve = _sa
 
 
 def rerun_phases(
-    phase_names: Sequence[str], job: Job, maps: Sequence[MapRecord], resolve: Resolve = _same
+    phase_names: Sequence[str],
+    job: Job,
+    maps: Sequence[MapRecord],
+    resolve: Resolve = _same,
+    named: Mapping[str, ItemPhase] | None = None,
 ) -> list[str]:
     """The phases a rerun of ``job`` may start from: the pipeline's, but those it runs only as a map's items."""
-    items = item_only_phases(job, maps, resolve)
+    items = item_only_phases(job, maps, resolve, named)
     return [name for name in phase_names if resolve(name) not in items]
 
 
-def refuse_item_phase(job: Job, phase: str, maps: Sequence[MapRecord], resolve: Resolve = _same) -> None:
-    """InvalidInputError when ``phase`` runs only as an item of one of the job's maps: say where to rerun from."""
-    record = item_only_phases(job, maps, resolve).get(resolve(phase))
-    if record is None:
+def refuse_item_phase(
+    job: Job,
+    phase: str,
+    maps: Sequence[MapRecord],
+    resolve: Resolve = _same,
+    named: Mapping[str, ItemPhase] | None = None,
+) -> None:
+    """InvalidInputError when ``phase`` runs only as a map's items: say where to rerun from instead."""
+    item = item_only_phases(job, maps, resolve, named).get(resolve(phase))
+    if item is None:
         return
+    started_by = f'"{item.started_by}"' if item.started_by else "the phase that returns the map"
+    then = f'"{item.then}"' if item.then else "the map's then phase"
     raise InvalidInputError(
-        f'Phase "{phase}" runs only as an item of the map started by phase "{record.started_by}" '
-        f'(then "{record.then}"): rerun from "{record.started_by}" to run the map again, or from '
-        f'"{record.then}" to rerun what follows it with the items\' results'
+        f'Phase "{phase}" runs only as an item of the map started by phase {started_by} '
+        f"(then {then}): rerun from {started_by} to run the map again, or from "
+        f"{then} to rerun what follows it with the items' results"
     )
 
 

@@ -6,6 +6,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import InvalidInputError, JobNotFoundError, StorageError, VersionConflict
+from ..map_phases import pipeline_item_phases
 from ..map_reruns import map_entered, refuse_item_phase
 from ..models import Checkpoint, Job, LogEntry
 from ..pipeline import Pipeline
@@ -31,9 +32,11 @@ def rerun_from(
         if existing is None:
             raise JobNotFoundError(job_id)
         maps = storage.get_maps(job_id)
-        if any(pipeline.resolve_name(record.fan_out.phase) == pipeline.resolve_name(phase) for record in maps):
-            # a phase a map ran as its items: refused if it never ran as a phase of its own (its records tell)
-            refuse_item_phase(storage.get_job(job_id) or existing, phase, maps, pipeline.resolve_name)
+        named = pipeline_item_phases(pipeline)
+        target = pipeline.resolve_name(phase)
+        if target in named or any(pipeline.resolve_name(record.fan_out.phase) == target for record in maps):
+            # a phase a map runs as its items: refused if it never ran as a phase of its own (its records tell)
+            refuse_item_phase(storage.get_job(job_id) or existing, phase, maps, pipeline.resolve_name, named)
         follows_map = any(pipeline.resolve_name(record.then) == pipeline.resolve_name(phase) for record in maps)
         kept = storage.entered(job_id, phase) if given_state is None or follows_map else None
         state, source = given_state, "the state given"
