@@ -102,8 +102,9 @@ def gated_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     of the dashboard's tests (each names its own jobs): one start of the stack instead of one per module.
 
     The pipeline is tests/local/gated_pipeline.py: ``gather`` (holds, or waits for a signal), ``check`` (fails
-    while its gate file reads "closed"), ``finish``. The bundle's ``document-intake`` is there too.
+    while its gate file reads "closed"), ``finish``. The bundle's ``document-intake`` is there too, and
+    tests/local/held_map_pipeline.py (a map whose items a test holds).
     """
-    project = scratch_project(tmp_path_factory.mktemp("gated-project"), ("gated",))
+    project = scratch_project(tmp_path_factory.mktemp("gated-project"), ("gated", "held_map"))
     with dev_stack(project / "dev.log", "--driver", "direct", cwd=project) as stack:
         yield stack

@@ -170,3 +170,31 @@ def test_a_maps_item_phase_is_never_a_place_to_rerun_from_even_before_the_job_ma
     button(page, "Rerun from phase").click()
     phase = page.get_by_role("dialog", name="Rerun this job").get_by_label("Phase")
     expect(phase.locator("option")).to_have_text(["fetch", "split", "extract", "publish"])
+
+
+def test_the_usage_panel_counts_a_running_maps_items_so_far_and_once_when_it_ends(
+    browser_page: Page, gated_stack: DevStack, tmp_path: Path
+) -> None:
+    hold = tmp_path / "hold-item"
+    hold.write_text("held")
+    gated_stack.api.start("held-map", state={"holds": ["", "", "", str(hold)]}, job_id="map-usage")
+    page = browser_page
+    banner = open_job(page, gated_stack.base_url, "map-usage")
+    usage = page.locator(".usage")
+
+    def requests_shown() -> int:
+        term = usage.locator("dt", has_text=re.compile(r"^lambda_requests$"))
+        return int(term.locator("xpath=following-sibling::dd").inner_text().replace(",", ""))
+
+    def three_items_counted() -> None:
+        expect(banner).to_have_attribute("data-status", "running")
+        assert requests_shown() == 1 + 3, requests_shown()  # spread, and the three items that ran
+
+    refreshed(page, three_items_counted)
+    assert gated_stack.api.get("map-usage")["usage"]["lambda_requests"] == 1 + 3
+
+    hold.unlink()
+    refreshed(page, lambda: expect(banner).to_have_attribute("data-status", "complete"))
+    refreshed(page, lambda: expect(usage).to_contain_text("lambda_requests"))
+    assert requests_shown() == 1 + 4 + 1  # every item once, and gathered
+    assert gated_stack.api.get("map-usage")["usage"]["lambda_requests"] == 1 + 4 + 1

@@ -21,6 +21,7 @@ from ..core.map_phases import pipeline_item_phases
 from ..core.map_reruns import item_only_phases, rerun_phases
 from ..core.models import Job, PhaseRecord
 from ..core.transitions.changes import changed
+from ..maps.map_items import usage_so_far
 from .api_errors import ApiError
 from .api_job_view import JobView, LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
@@ -61,7 +62,7 @@ def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bo
     for _ in range(LINK_READS):
         view = _view(jobs, job_id)
         shown = JobView.of(
-            view.job,
+            _with_items_usage(jobs, view.job),
             include_state=include_state,
             include_input=include_input,
             rerun_phases=_rerun_phases(jobs, view),
@@ -79,11 +80,16 @@ def shown(jobs: Cairn, job: Job) -> JobView:
     view = jobs.storage.get_job_view(job.job_id)
     if view is None:
         return JobView.of(job, prices=jobs.prices)
-    answer = JobView.of(view.job, history_cursor=view.older, prices=jobs.prices)
+    answer = JobView.of(_with_items_usage(jobs, view.job), history_cursor=view.older, prices=jobs.prices)
     bounded = _within_reply(jobs, view.job, answer)
     if bounded is None:
         raise ApiError(*TOO_LARGE, too_large_message(_values_bytes(answer)))
     return bounded
+
+
+def _with_items_usage(jobs: Cairn, job: Job) -> Job:
+    """``job`` with the usage (and so the cost) of its running map's items so far (:func:`usage_so_far`)."""
+    return job if job.fan_out is None else changed(job, usage=usage_so_far(jobs.storage, job))
 
 
 def _values_bytes(view: JobView) -> int:

@@ -21,6 +21,7 @@ from ..core.pipeline import Pipeline
 from ..core.run_features import Run, RunFeature, first_stop, open_hooks, summed_usage
 from ..core.scheduler_port import ItemScheduler, Scheduler
 from ..core.storage_port import Storage
+from ..core.transitions import merge_usage
 from .fan_out import (
     ItemRun,
     ItemStore,
@@ -191,3 +192,22 @@ def _mark_joined(store: ItemStore) -> None:
         store.mark("joined")
     except StorageError as exc:  # the write it follows has landed: a rerun of then would add the usage again
         logger.warning("Job %s: could not mark map %s's usage joined: %s", store.job_id, store.fan_out, exc)
+
+
+def usage_so_far(storage: Storage, job: Job) -> dict[str, float]:
+    """The job's usage with what the items of its map in progress have used so far, each counted once.
+
+    The items' usage joins the job's with the first write of the run of ``then`` (:func:`join_map`), which
+    marks the map ``joined``: until then it is read from the item records (every record of the map: a job
+    view of a running map costs what the map's lanes cost); once joined, or with no map in progress, the
+    job's own usage is all of it. A store that keeps no map record cannot say it was joined: a save of
+    ``then`` counts the items twice until ``then`` commits.
+    """
+    fan_out = job.fan_out
+    if fan_out is None:
+        return dict(job.usage)
+    record = storage.get_map(job.job_id, fan_out.id)
+    if record is not None and record.joined is not None:
+        return dict(job.usage)
+    _, items_usage, _ = collected(storage.get_items(job.job_id, fan_out.id))
+    return merge_usage(job.usage, items_usage)
