@@ -198,3 +198,26 @@ def test_the_usage_panel_counts_a_running_maps_items_so_far_and_once_when_it_end
     refreshed(page, lambda: expect(usage).to_contain_text("lambda_requests"))
     assert requests_shown() == 1 + 4 + 1  # every item once, and gathered
     assert gated_stack.api.get("map-usage")["usage"]["lambda_requests"] == 1 + 4 + 1
+
+
+def test_the_jobs_list_says_a_read_failed_beside_an_error_and_recovers(
+    browser_page: Page, gated_stack: DevStack
+) -> None:
+    gated_stack.api.start("gated", state={}, job_id="listed-truth")
+    page = browser_page
+    page.goto(f"{gated_stack.base_url}/#/")
+    note = page.locator(".live-note")
+    indicator = page.locator("#connection")
+    expect(note).to_contain_text("live, updated")
+    listing = re.compile(r".*/jobs(\?.*)?$")
+
+    failed = '{"message":"Internal Server Error"}'
+    page.route(listing, lambda route: route.fulfill(status=500, content_type="application/json", body=failed))
+    refreshed(page, lambda: expect(note).to_contain_text("a read failed, as read at"))
+    expect(indicator).to_have_attribute("data-state", "error")
+    expect(indicator).to_contain_text("Error since")
+    expect(indicator).to_have_attribute("title", re.compile("The API failed before it could answer"))
+
+    page.unroute(listing)
+    refreshed(page, lambda: expect(note).to_contain_text("live, updated"))
+    expect(indicator).to_have_text("Live")

@@ -347,10 +347,11 @@ function showLiveNote(page) {
   const { view } = page;
   const { liveNote } = page.ui;
   if (!view.count) return;
-  const offline = connectionState() === "offline";
-  liveNote.dataset.state = offline ? "offline" : "live";
-  liveNote.textContent = offline
-    ? `${view.count} · offline, as read at ${clockFormat.format(view.updated)}`
+  const connection = connectionState(); // "error": the API answers, but a read failed
+  const stale = { offline: "offline", error: "a read failed" }[connection];
+  liveNote.dataset.state = stale ? "offline" : "live";
+  liveNote.textContent = stale
+    ? `${view.count} · ${stale}, as read at ${clockFormat.format(view.updated)}`
     : `${view.count} · live, updated ${clockFormat.format(view.updated)}`;
 }
 
