@@ -61,15 +61,24 @@ def item_phases(phases: Iterable[tuple[str, Callable[..., Any]]]) -> dict[str, I
     return found
 
 
-@functools.cache
 def _map_calls(module_name: str) -> tuple[MapCall, ...]:
     """The ``Map(...)`` calls of module ``module_name`` that name their item phase as a literal."""
     module = sys.modules.get(module_name)
     if module is None:
         return ()
     try:
-        tree = ast.parse(inspect.getsource(module))
-    except (OSError, TypeError, SyntaxError):
+        source = inspect.getsource(module)  # read again when the file changed (a reloaded module)
+    except (OSError, TypeError):
+        return ()
+    return _calls_in(source)
+
+
+@functools.lru_cache(maxsize=64)
+def _calls_in(source: str) -> tuple[MapCall, ...]:
+    """The ``Map(...)`` calls of a module's ``source`` that name their item phase as a literal (parsed once)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
         return ()
     calls: list[MapCall] = []
     for top in tree.body:
