@@ -45,7 +45,11 @@ export function actionRules(job, phases) {
         ? `The job pauses after phase ${quoted(job.nextPhase ?? "?")}, still running: there is nothing to retry`
         : "The job is running: there is nothing to retry";
   const rules = {
-    Retry: rule(is("error", "cancelled", "idle") || (is("paused") && !pausing), `Resumes from the checkpoint${where}`, retryRefusal),
+    Retry: rule(
+      is("error", "cancelled", "idle") || (is("paused") && !pausing),
+      `Resumes from the checkpoint${where}`,
+      retryRefusal,
+    ),
     "Start over": rule(true, "Discards the checkpoint and the log and runs from the first phase", ""),
     "Rerun from phase": rule(
       phases.length > 0,
@@ -69,7 +73,13 @@ export function actionRules(job, phases) {
       `Only a waiting job takes a signal; this one is ${status}`,
     ),
   };
-  const primary = is("error", "cancelled", "idle") ? "Retry" : is("waiting") ? "Send signal" : is("paused") && !pausing ? "Resume" : null;
+  const primary = is("error", "cancelled", "idle")
+    ? "Retry"
+    : is("waiting")
+      ? "Send signal"
+      : is("paused") && !pausing
+        ? "Resume"
+        : null;
   for (const [name, found] of Object.entries(rules)) found.primary = name === primary;
   return rules;
 }

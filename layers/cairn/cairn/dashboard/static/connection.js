@@ -17,7 +17,7 @@ let reason = "";
 /** "online", "offline" or "error". */
 export const connectionState = () => state;
 
-/** When the page went offline (a Date), or null while online. */
+/** When the page went offline, or its reads began to fail (a Date); null while online. */
 export const offlineSince = () => since;
 
 /**

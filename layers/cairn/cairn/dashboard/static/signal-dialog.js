@@ -39,7 +39,8 @@ export async function openSignal(view, act, jobId) {
     const signal = declared[name.value.trim()];
     hint.textContent = signal
       ? "The pipeline declares this signal's payload: it is checked against its schema before it is sent."
-      : "No model is declared for this signal: any JSON (null: no payload). The phase after the wait reads it as ctx.signal.";
+      : "No model is declared for this signal: any JSON (null: no payload). The phase after the wait reads it " +
+        "as ctx.signal.";
     const untouched = payload.value.trim() === "" || payload.value.trim() === NO_PAYLOAD;
     if (signal && untouched) payload.value = prettyJson(signal.sample ?? templateFor(signal.payloadSchema));
     else if (!signal && payload.value.trim() === "") payload.value = NO_PAYLOAD;

@@ -11,6 +11,9 @@ import { runOf, runStarts, runTitle, waitedBefore } from "./timeline-runs.js";
 
 const MAX_TIMELINE_ROWS = 300;
 
+/** What the phase in flight of a paused job says: its worker still runs it, the job stops after it. */
+const PAUSE_PENDING = "pause pending: the job stops after this phase";
+
 /** A log line written when a job is started again at a phase (a start, resume, start over or rerun). */
 const RESTART_ENTRY = /^(Job (started|retried|rerun)|Rerun from phase|Resumed)/;
 
@@ -211,7 +214,7 @@ function currentRun(job, log, now) {
       phase: job.nextPhase,
       attempt: job.attempt,
       outcome: "running",
-      summary: `running · ${formatDuration(now - start)} so far${pausing ? " · pause pending: the job stops after this phase" : ""}`,
+      summary: `running · ${formatDuration(now - start)} so far${pausing ? ` · ${PAUSE_PENDING}` : ""}`,
       title: `${job.nextPhase}, attempt ${job.attempt}: running since ${fullFormat.format(new Date(start))}${
         pausing ? ", pausing after this phase" : ""
       }`,
