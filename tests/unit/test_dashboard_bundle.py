@@ -71,6 +71,7 @@ def test_a_module_comes_after_those_it_imports_and_reads_their_exports() -> None
         ('import { g } from "./dom.js";\n', "app.js:1: dom.js does not export g"),
         ('import { h } from "./gone.js";\n', "app.js:1: imports gone.js, which is not in the folder"),
         (f"const {SCOPE_PREFIX}dom = 1;\n", "app.js:1: uses the reserved prefix"),
+        ("const text = `\nexport const a = 1;\n`;\n", "app.js:2: a line starting with import or export inside"),
     ],
 )
 def test_a_form_it_does_not_handle_fails_naming_the_module_and_line(text: str, where: str) -> None:

@@ -17,8 +17,12 @@ The combiner is strict, not general: it handles the forms the modules use (``imp
 "./x.js"`` on one line or several, ``import * as x from``, ``import "./x.js"``, and ``export`` before a
 ``function``, ``async function``, ``class`` or ``const``) and raises :class:`BundleError`, naming the module and
 line, for any other (a default export, an export list, ``export let``, a dynamic import, ``import.meta``, an
-import cycle, a name the imported module does not export). The result is deterministic: the same files give
-the same bytes, hence the same content hash in the script's URL.
+import cycle, a name the imported module does not export). It reads statements by line: an import or an
+export starts its line, as the modules write them (one indented, or a line so starting inside a template
+literal, is refused). Exports are ``const``, functions and classes only, so a module's exports read once are
+what a live binding would read. The result is deterministic: the same files give the same bytes, hence the
+same content hash in the script's URL. No library is used: those that combine ES modules run on Node or
+ship a native program, which the runtime must not need.
 """
 
 from __future__ import annotations
@@ -135,6 +139,7 @@ def parse(file: str, text: str) -> _Module:
     if unhandled:
         raise BundleError(file, _line_of(text, unhandled.start()), f"unhandled form: {unhandled.group().strip()!r}")
     lines = text.split("\n")
+    _check_outside_templates(file, lines)
     imports: list[_Import] = []
     exports: list[str] = []
     body: list[str] = []
@@ -158,6 +163,16 @@ def parse(file: str, text: str) -> _Module:
     if len(set(exports)) != len(exports):
         raise BundleError(file, 0, "exports a name twice")
     return _Module(file, tuple(imports), tuple(exports), "\n".join(body))
+
+
+def _check_outside_templates(file: str, lines: list[str]) -> None:
+    """:class:`BundleError` for a line that starts like an import or export inside a template literal (an odd
+    count of backticks before it): the combiner reads statements by line and would take it for one."""
+    backticks = 0
+    for number, line in enumerate(lines, start=1):
+        if backticks % 2 and (_IMPORT_START.match(line) or _EXPORT_START.match(line)):
+            raise BundleError(file, number, "a line starting with import or export inside a template literal")
+        backticks += len(re.findall(r"(?<!\\)`", line))
 
 
 def _statement(lines: list[str], at: int) -> tuple[str, int]:
