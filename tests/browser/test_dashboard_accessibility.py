@@ -1,6 +1,6 @@
 """axe-core over every main view of the dashboard, with 0 serious or critical findings: the list (at a laptop's
 width and at a phone's), a job running, failed, waiting and complete, a map and its item, the start form, and
-each dialog open. The helper is tests/browser/accessibility.py."""
+each dialog open, and the list and a map in dark mode. The helper is tests/browser/accessibility.py."""
 
 from __future__ import annotations
 
@@ -98,6 +98,16 @@ def test_a_failed_job_and_its_restart_dialogs(page: Page, gated_stack: DevStack,
         expect_accessible(page, f"the {name} dialog")
         page.keyboard.press("Escape")
         expect(page.locator(dialog)).to_be_hidden()
+
+
+def test_dark_mode_the_list_and_a_map(browser: Browser, gated_stack: DevStack, jobs: dict[str, str]) -> None:
+    with axe_context(browser, viewport=LAPTOP, color_scheme="dark") as dark:
+        dark.goto(f"{gated_stack.base_url}/#/")
+        expect(dark.get_by_role("link", name=jobs["failed"])).to_be_visible()
+        expect_accessible(dark, "the list, dark")
+        open_job(dark, gated_stack.base_url, "axe-map")
+        expect(dark.get_by_role("list", name="Maps").locator("li.map-lane")).to_have_count(1)
+        expect_accessible(dark, "the map view, dark")
 
 
 def test_a_map_and_one_of_its_items(page: Page, gated_stack: DevStack, jobs: dict[str, str]) -> None:
