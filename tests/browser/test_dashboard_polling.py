@@ -13,6 +13,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from tests.browser.dashboard import (
     LOOK_MS,
     POLL_MS,
+    SETTLED_POLL_MS,
     button,
     failed_job,
     gate,
@@ -26,8 +27,6 @@ from tests.local.devstack import DevStack
 pytestmark = pytest.mark.xdist_group("browser-1")
 
 JOB = "settled-poll"
-SETTLED_POLL_MS = 60_000
-"""How often the view reads a settled job again (``SETTLED_POLL_MS`` in view-job.js)."""
 
 
 class Reads:
