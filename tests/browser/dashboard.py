@@ -26,6 +26,8 @@ TIMEOUT_MS = 15_000
 """How long a page action or an expectation waits by default."""
 POLL_MS = 2000
 """How often the page's live refresh reads the view again (``POLL_MS`` in poller.js)."""
+SETTLED_POLL_MS = 60_000
+"""How often a complete, failed or cancelled job's view reads it again (``SETTLED_POLL_MS`` in view-job.js)."""
 LOOK_MS = 500
 """How long (real time) one look at the page waits for what a test expects before the page's clock moves on."""
 SAFETY_S = 180.0

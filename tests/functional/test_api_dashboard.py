@@ -17,20 +17,37 @@ ISSUER = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_example"
 
 
 def test_the_page_is_served_without_a_caller_as_packaged_with_its_security_headers(api: Api) -> None:
-    """The page is the package's file with a preload link for each of its modules: nothing of the deployment
-    (no secret) is put in it."""
+    """The page is the package's file naming its script and stylesheet by content hash: nothing of the
+    deployment (no secret) is put in it, and it is revalidated on each load (a deploy is seen at once)."""
     reply = api.client.get("/dashboard", owner=None)
 
     assert reply.status == 200
     assert reply.headers["Content-Type"] == "text/html; charset=utf-8"
-    preloads = re.compile(r'<link rel="modulepreload" href="assets/[a-z-]+\.js">\n\s*')
-    assert preloads.findall(reply.body)
-    assert preloads.sub("", reply.body) == static_folder().joinpath("index.html").read_text()
+    assert reply.headers["Cache-Control"] == "no-cache"
+    hashed = re.compile(r"assets/app\.[0-9a-f]{16}\.(js|css)")
+    assert sorted(hashed.findall(reply.body)) == ["css", "js"]
+    assert hashed.sub(r"assets/app.\1", reply.body) == static_folder().joinpath("index.html").read_text()
     policy = reply.headers["Content-Security-Policy"]
     assert "script-src 'self'" in policy
     assert "connect-src 'self'" in policy
     assert "frame-ancestors 'none'" in policy
     assert reply.headers["X-Frame-Options"] == "DENY"
+
+
+def test_the_pages_one_script_and_stylesheet_are_cached_for_good_and_a_stale_hash_is_a_404(api: Api) -> None:
+    page = api.client.get("/dashboard", owner=None).body
+    names = re.findall(r"assets/(app\.[0-9a-f]{16}\.(?:js|css))", page)
+
+    for name in names:
+        event = http_api_event("GET", f"/assets/{name}", caller=None, headers={"accept-encoding": "gzip"})
+        served = api.stack.call(API_FUNCTION, event)
+        assert served["statusCode"] == 200
+        assert served["headers"]["Cache-Control"] == "public, max-age=31536000, immutable"
+        assert served["headers"]["Content-Encoding"] == "gzip"
+    script = next(name for name in names if name.endswith(".js"))
+    assert api.client.get(f"/assets/{script}", owner=None).body.count("(() => {") >= len(MODULES)
+    stale = api.client.get("/assets/app.0123456789abcdef.js", owner=None)
+    assert (stale.status, stale.code) == (404, "not_found")
 
 
 @pytest.mark.parametrize(("name", "content_type"), [("app.js", "text/javascript"), ("app.css", "text/css")])

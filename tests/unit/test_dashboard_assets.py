@@ -23,11 +23,11 @@ def static(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_page_for_an_empty_path_and_files_by_name(static: Path) -> None:
-    page = (b"<title>cairn dashboard</title>", "text/html; charset=utf-8")
+    page = assets.Asset(b"<title>cairn dashboard</title>", "text/html; charset=utf-8")
     assert assets.asset("") == page
     assert assets.asset("/") == page
     assert assets.asset("index.html") == page
-    assert assets.asset("icons/run.svg") == (b"<svg/>", "image/svg+xml")
+    assert assets.asset("icons/run.svg") == assets.Asset(b"<svg/>", "image/svg+xml")
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_urls_map_to_the_page_and_assets() -> None:
 
 
 def test_the_url_of_a_file(static: Path) -> None:
-    assert assets.asset_at("/assets/icons/run.svg") == (b"<svg/>", "image/svg+xml")
+    assert assets.asset_at("/assets/icons/run.svg") == assets.Asset(b"<svg/>", "image/svg+xml")
     assert assets.asset_at("/") == assets.asset_at("/index.html") == assets.asset("")
     assert assets.asset_at("/assets/") is None
     assert assets.asset_at("/jobs") is None
@@ -136,15 +136,59 @@ def test_a_changed_file_has_a_new_validator_and_is_sent_again() -> None:
     assert sent.headers["ETag"] != old_tag
 
 
-def test_the_page_preloads_every_module_so_the_browser_fetches_them_at_once() -> None:
+def test_the_page_loads_its_code_and_its_style_by_content_hash_each_cached_for_good() -> None:
     page = assets.asset_at("/")
     assert page is not None
-    preloaded = re.findall(r'<link rel="modulepreload" href="assets/([^"]+)">', page[0].decode())
-    modules = sorted(item.name for item in assets.static_folder().iterdir() if item.name.endswith(".js"))
+    text = page.content.decode()
+    scripts = re.findall(r'<script[^>]*src="assets/([^"]+)"', text)
+    styles = re.findall(r'<link rel="stylesheet" href="assets/([^"]+)"', text)
 
-    assert preloaded == modules
-    assert page[0].decode().index("modulepreload") < page[0].decode().index('<script type="module"')
-    for name in preloaded:
-        served = assets.asset_at(f"/assets/{name}")
-        assert served is not None
-        assert served[1].startswith("text/javascript")
+    assert "modulepreload" not in text
+    assert len(scripts) == len(styles) == 1
+    assert re.fullmatch(r"app\.[0-9a-f]{16}\.js", scripts[0])
+    assert re.fullmatch(r"app\.[0-9a-f]{16}\.css", styles[0])
+    script, style = assets.asset_at(f"/assets/{scripts[0]}"), assets.asset_at(f"/assets/{styles[0]}")
+    assert script is not None
+    assert style is not None
+    assert script.content_type.startswith("text/javascript")
+    style_file, module = assets.asset("app.css"), assets.asset("app.js")
+    assert style_file is not None
+    assert module is not None
+    assert style.content == style_file.content
+    for hashed in (script, style):
+        assert assets.reply(hashed, {}).headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    for revalidated in (page, style_file, module):  # the page, and each file by its own name
+        assert assets.reply(revalidated, {}).headers["Cache-Control"] == "no-cache"
+
+
+def test_a_changed_module_or_stylesheet_is_a_new_hash_and_the_old_one_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "index.html").write_text(
+        '<link rel="stylesheet" href="assets/app.css"><script type="module" src="assets/app.js"></script>'
+    )
+    (tmp_path / "app.js").write_text('import { h } from "./dom.js";\nh();\n')
+    (tmp_path / "dom.js").write_text("export function h() {}\n")
+    (tmp_path / "app.css").write_text("body {}\n")
+    monkeypatch.setattr(assets, "static_folder", lambda: tmp_path)
+
+    def hashed_names() -> list[str]:
+        page = assets.asset("")
+        assert page is not None
+        return re.findall(r'assets/(app\.[0-9a-f]+\.(?:js|css))"', page.content.decode())
+
+    before = hashed_names()
+    (tmp_path / "dom.js").write_text("export function h() { return 1; }\n")  # a module the entry imports
+    after_module = hashed_names()
+    (tmp_path / "app.css").write_text("body { margin: 0; }\n")
+    after_style = hashed_names()
+
+    assert before[1] != after_module[1]
+    assert before[0] == after_module[0]
+    assert after_module[0] != after_style[0]
+    assert assets.asset(before[1]) is None
+    assert assets.asset(before[0]) is None
+    current = assets.asset(after_style[1])
+    assert current is not None
+    assert b"return 1;" in current.content
+    assert assets.asset("app.0123456789abcdef.js") is None  # a hash that never was

@@ -61,18 +61,40 @@ export function filterControls(filters) {
   return { statusSelect, pipelineSelect, prefixInput, createdSelect };
 }
 
-/** The search form: each control with its label, then `liveNote`. */
+/**
+ * The search form: each control with its label, then `liveNote`. On a phone the controls fold behind a
+ * "Filters" button (a disclosure), open at first when a filter narrows the list, so that the jobs come first.
+ */
 export function filterForm(controls, liveNote) {
   const { statusSelect, pipelineSelect, prefixInput, createdSelect } = controls;
-  return h(
+  const narrowed = [statusSelect, pipelineSelect, prefixInput, createdSelect].some((control) => control.value);
+  const toggle = h(
+    "button",
+    { type: "button", class: "quiet small filters-toggle", "aria-controls": "job-filters", "aria-expanded": String(narrowed) },
+    "Filters",
+  );
+  const form = h(
     "form",
-    { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (event) => event.preventDefault() },
+    {
+      id: "job-filters",
+      class: narrowed ? "filters open" : "filters",
+      role: "search",
+      "aria-label": "Filter jobs",
+      onsubmit: (event) => event.preventDefault(),
+    },
+    toggle,
     h("div", { class: "field inline" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
     h("div", { class: "field inline" }, h("label", { for: "filter-pipeline" }, "Pipeline"), pipelineSelect),
     h("div", { class: "field inline" }, h("label", { for: "filter-created" }, "Created"), createdSelect),
     h("div", { class: "field inline" }, h("label", { for: "filter-prefix" }, "Job id starts with"), prefixInput),
     liveNote,
   );
+  toggle.addEventListener("click", () => {
+    const open = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", String(open));
+    form.classList.toggle("open", open);
+  });
+  return form;
 }
 
 /** Keep the filters in the address (without a navigation) so that a reload or a shared link keeps them. */

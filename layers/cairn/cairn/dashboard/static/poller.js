@@ -4,16 +4,17 @@
 
 import { clearAlert, reportError } from "./alerts.js";
 
-const POLL_MS = 2000;
+export const POLL_MS = 2000;
 
 /**
  * Runs `task` now and then every `interval` ms after each run finishes, never two at once; waits while
  * the tab is hidden and runs again as soon as it is shown. `now()` runs it at once (after an action).
+ * `interval` may be a function, asked after each run: a view that cannot change reads again seldom.
  */
 export class Poller {
   /**
    * @param {(signal: AbortSignal) => Promise<void>} task
-   * @param {number} [interval]
+   * @param {number | (() => number)} [interval]
    */
   constructor(task, interval = POLL_MS) {
     this.task = task;
@@ -61,7 +62,8 @@ export class Poller {
       this.again = false;
       this.now();
     } else if (!document.hidden) {
-      this.timer = setTimeout(() => this.now(), this.interval);
+      const wait = typeof this.interval === "function" ? this.interval() : this.interval;
+      this.timer = setTimeout(() => this.now(), wait);
     }
   }
 }

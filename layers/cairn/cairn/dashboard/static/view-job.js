@@ -14,7 +14,7 @@ import { renderCost } from "./cost.js";
 import { jobParts, notFoundBanner, notFoundPanel } from "./job-layout.js";
 import { renderCheckpoint, renderResult, renderUsage } from "./job-panels.js";
 import { renderLog } from "./log.js";
-import { Poller } from "./poller.js";
+import { Poller, POLL_MS } from "./poller.js";
 import { openRerun, openStartOver } from "./restart-dialogs.js";
 import { renderPipelineGraph } from "./pipeline-graph.js";
 import { openSignal } from "./signal-dialog.js";
@@ -22,6 +22,14 @@ import { renderTimeline } from "./timeline.js";
 
 /** The most older phase records the view reads for its timeline (which shows the last 300 runs). */
 const MAX_OLDER_PHASES = 300;
+/**
+ * How often a job that cannot change by itself (complete, failed, cancelled: only an action moves it on) is read
+ * again: seldom, for a change made elsewhere (another tab, the CLI). An action here reads it at once, and
+ * every POLL_MS again while it runs.
+ */
+const SETTLED_POLL_MS = 60_000;
+const SETTLED = new Set(["complete", "error", "cancelled"]);
+
 /** How often the lanes of a running job's maps are read again (each read reads every item record). */
 const MAPS_EVERY_MS = 10_000;
 
@@ -45,7 +53,7 @@ export function jobView(main, route) {
   listenToPanels(page);
   listenToActions(page);
 
-  page.poller = new Poller((signal) => load(page, signal));
+  page.poller = new Poller((signal) => load(page, signal), () => pollInterval(view));
   // Offline: every action disabled at once (renderActions); online again: the job's own rules, then a read.
   const stopListening = onConnectionChange(() => {
     if (view.job && !view.busy) renderActions(ui.buttons, view.job, view.phases);
@@ -58,6 +66,11 @@ export function jobView(main, route) {
     },
     refresh: () => page.poller.now(),
   };
+}
+
+/** The wait before the next read: long for a settled job no action of this page is waiting on. */
+function pollInterval(view) {
+  return SETTLED.has(view.job?.status) && !view.busy ? SETTLED_POLL_MS : POLL_MS;
 }
 
 /**
