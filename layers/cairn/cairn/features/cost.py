@@ -11,7 +11,7 @@ holds 15 significant digits: ``0.1`` is one tenth, and a counter that binary flo
 (:data:`EXACT`), so $0.20 and $0.10 make $0.30. ``Cost.exact`` keeps that figure (what a budget
 compares); ``Cost.usd`` is the float nearest it.
 
-A store keeps a job's cost as a figure (:func:`stored_cost`: integer 10^-12 dollars at its environment's
+A store keeps a job's cost as a figure (:func:`stored_cost`: dollars to 34 digits at its environment's
 prices) that a listing shows and sorts by without reading the job.
 """
 
@@ -155,25 +155,28 @@ def job_cost(job: Job, prices: PriceTable) -> JobCost:
     return JobCost(job.job_id, cost_of(job.usage, prices), phase_costs(job.phases, prices), prices)
 
 
-PICO_USD = Decimal("1e12")
-"""A stored cost figure counts millionths of a millionth of a dollar (an integer, well under 38 digits)."""
-MAX_COST_FIGURE = 10**32
-"""The largest cost figure stored ($10^20); a larger cost (no real job's) is stored as this."""
+FIGURE = Context(prec=34, traps=[])
+"""A stored cost figure's digits: 34 significant (a DynamoDB number holds 38), so it reads back as the same float."""
+FIGURE_PLACES = Decimal("1e-36")
+"""The smallest step of a stored cost figure (dollars): its digits after the point stay within a number's 38."""
 
 
-def cost_figure(usage: Mapping[str, float], prices: PriceTable) -> int:
-    """The cost of ``usage`` at ``prices`` as a stored figure, in 10^-12 dollars (what a listing shows and sorts by):
-    :func:`cost_of`'s exact sum, rounded, at most :data:`MAX_COST_FIGURE`; a sum that is not a finite positive
-    number (a counter that is not) is 0."""
+def cost_figure(usage: Mapping[str, float], prices: PriceTable) -> Decimal:
+    """The cost of ``usage`` at ``prices`` as a stored figure, in dollars (what a listing shows and sorts by):
+    :func:`cost_of`'s exact sum to 34 significant digits (steps of :data:`FIGURE_PLACES`), so that its float is
+    the cost's; a sum that is not a finite positive number (a counter that is not) is 0."""
     cost = cost_of(usage, prices).exact
     if not cost.is_finite() or cost <= 0:
-        return 0
-    return min(int(EXACT.multiply(cost, PICO_USD).to_integral_value()), MAX_COST_FIGURE)
+        return ZERO
+    figure = FIGURE.plus(cost)
+    if figure.as_tuple().exponent < FIGURE_PLACES.as_tuple().exponent:  # type: ignore[operator]
+        figure = figure.quantize(FIGURE_PLACES, context=EXACT)
+    return figure
 
 
-def figure_usd(figure: int) -> float:
-    """The dollars a stored cost figure stands for."""
-    return float(Decimal(figure) / PICO_USD)
+def plain_number(figure: Decimal) -> str:
+    """A figure as a number's text without an exponent (``0.0000052875``, not ``5.2875E-6``): how a cursor holds it."""
+    return format(figure, "f")
 
 
 @cache
@@ -186,7 +189,7 @@ def _environment_prices(overrides_file: str | None, region: str | None) -> Price
         return None
 
 
-def stored_cost(usage: Mapping[str, float]) -> int | None:
+def stored_cost(usage: Mapping[str, float]) -> Decimal | None:
     """The cost figure a store keeps for ``usage``: at the price table of the store's environment
     (``CAIRN_PRICES``, ``CAIRN_PRICE_REGION``: in a deployment the API's and the workers' alike); None when that
     table cannot be loaded."""

@@ -11,15 +11,20 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterable
+from decimal import Decimal
 
 from ..core.errors import InvalidInputError
 from ..core.ids import JOB_ID_PATTERN
 from ..core.models import Job, JobPage, JobSummary
 from ..core.storage_port import ListingFilter
-from ..features.cost import figure_usd, stored_cost
+from ..features.cost import plain_number, stored_cost
 
-_Place = tuple[int, int, str]
+_NUMBER = re.compile(r"-?[0-9]{1,40}(\.[0-9]{1,40})?")
+"""A figure as a cursor holds it."""
+
+_Place = tuple[Decimal, int, str]
 """A job's place in the order: its cost figure, its creation time and its id (greatest first)."""
 
 
@@ -33,9 +38,9 @@ def cost_page_of(jobs: Iterable[Job], where: ListingFilter | None, cursor: str |
     for job in jobs:
         figure = stored_cost(job.usage)
         summary = JobSummary.of(job).model_copy(
-            update={"cost_usd": None if figure is None else figure_usd(figure), "attempt": None, "next_phase": None}
+            update={"cost_usd": None if figure is None else float(figure), "attempt": None, "next_phase": None}
         )
-        place = (-1 if figure is None else figure, job.created_at, job.job_id)
+        place = (Decimal(-1) if figure is None else figure, job.created_at, job.job_id)
         if (where is None or where.matches(summary)) and (after is None or place < after):
             ranked.append((place, summary))
     ranked.sort(key=lambda ranking: ranking[0], reverse=True)
@@ -45,7 +50,8 @@ def cost_page_of(jobs: Iterable[Job], where: ListingFilter | None, cursor: str |
 
 
 def _encode(place: _Place, bound: str) -> str:
-    text = json.dumps({"c": list(place), "f": bound}, separators=(",", ":")).encode()
+    figure, created_at, job_id = place
+    text = json.dumps({"c": [plain_number(figure), created_at, job_id], "f": bound}, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(text).decode().rstrip("=")
 
 
@@ -63,8 +69,8 @@ def _decode(cursor: str, bound: str) -> _Place:
     if not (isinstance(place, list) and len(place) == 3):
         raise refused
     figure, created_at, job_id = place
-    if type(figure) is not int or type(created_at) is not int or not isinstance(job_id, str):
+    if not isinstance(figure, str) or not _NUMBER.fullmatch(figure) or type(created_at) is not int:
         raise refused
-    if not JOB_ID_PATTERN.fullmatch(job_id):
+    if not isinstance(job_id, str) or not JOB_ID_PATTERN.fullmatch(job_id):
         raise refused
-    return figure, created_at, job_id
+    return Decimal(figure), created_at, job_id

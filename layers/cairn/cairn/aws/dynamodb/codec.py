@@ -108,8 +108,8 @@ class ItemCodec(EntryCodec, MapCodec):
 
     def _job_values(self, job: Job, *, token: str) -> dict[str, Any]:
         """The job item's attributes, but for the checkpoint and the result."""
-        cost = stored_cost(job.usage)
-        cost = schema.UNKNOWN_COST if cost is None else cost
+        figure = stored_cost(job.usage)
+        cost = schema.UNKNOWN_COST if figure is None else figure
         return {
             "pk": self.pk(job.job_id),
             "sk": schema.JOB_SK,

@@ -22,6 +22,7 @@ from typing import Any
 
 from ...core.errors import InvalidInputError, StorageError
 from ...core.models import JobPage
+from ...features.cost import plain_number
 from ..listing import JobFilter
 from . import schema
 from .attributes import Item, to_item
@@ -85,7 +86,8 @@ class CostListings(Listings):
         return merge_newest_first(fetched, frontiers, limit, order=_cost_order)
 
     def _position(self, entry: Item) -> list[str]:
-        return [str(entry[schema.LISTED_COST_ATTRIBUTE].get("N")), str(entry["pk"].get("S", "")).split("#", 2)[-1]]
+        cost = plain_number(_cost_order(entry)[0])
+        return [cost, str(entry["pk"].get("S", "")).split("#", 2)[-1]]
 
     def _query(self, listing: _Listing, kwargs: dict[str, Any]) -> Any:
         try:

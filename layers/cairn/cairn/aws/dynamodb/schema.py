@@ -92,7 +92,7 @@ STATUS_LISTING_INDEX = "StatusListing"
 PIPELINE_LISTING_INDEX = "PipelineListing"
 STALLED_INDEX = "Stalled"
 COST_LISTING_INDEX = "CostListing"
-#: The job's cost as the last write that set its usage left it: integer 10^-12 dollars at the store's environment's
+#: The job's cost as the last write that set its usage left it: dollars (34 digits) at the store's environment's
 #: prices (:func:`cairn.features.cost.stored_cost`), set by every write that sets the usage (never the index's).
 COST_ATTRIBUTE = "cost"
 #: ``cost`` as the last status change found it: the ``CostListing`` index's sort key.

@@ -19,7 +19,6 @@ from typing import Any
 from ...core import ttl
 from ...core.errors import CorruptJobError, StorageError
 from ...core.models import JobStatus, JobSummary
-from ...features.cost import figure_usd
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, location, unreadable_reason
 from .expressions import Expression
@@ -96,9 +95,9 @@ def summary_of(item: Item, *, status: JobStatus | None = None) -> JobSummary:
 def _listed_cost(values: dict[str, Any]) -> float | None:
     """The dollars of an entry's ``listCost`` (None: it has none, or it is unknown)."""
     figure = values.get(schema.LISTED_COST_ATTRIBUTE)
-    if not isinstance(figure, int) or isinstance(figure, bool) or figure < 0:
+    if not isinstance(figure, int | float) or isinstance(figure, bool) or figure < 0:
         return None
-    return figure_usd(figure)
+    return float(figure)
 
 
 def corrupt_summary(item: Item, error: CorruptJobError, *, status: JobStatus | None = None) -> JobSummary:
