@@ -18,6 +18,7 @@ from cairn.core.storage_port import Storage
 from cairn.features.cost import cost_of
 from cairn.features.prices import load_prices
 from cairn.storage.memory import MemoryStorage
+from tests.functional.api_client import ALICE, Api
 from tests.functional.conftest import Moto
 from tests.support import FakeClock, make_scheduler
 
@@ -139,3 +140,40 @@ class _NoCostOrder(MemoryStorage):
 def test_a_store_without_a_cost_order_refuses_it_by_name(clock: FakeClock) -> None:
     with pytest.raises(ConfigurationError, match="dearest first"):
         _NoCostOrder(clock=clock).cost_page()
+
+
+def _cost_pages(api: Api, query: dict[str, str]) -> list[list[tuple[str, float]]]:
+    pages: list[list[tuple[str, float]]] = []
+    cursor: str | None = None
+    while True:
+        answer = api.call(
+            "list-jobs", caller=ALICE, query={**query, "sort": "cost", **({"cursor": cursor} if cursor else {})}
+        )
+        assert answer.status == 200, answer.body
+        pages.append([(job["jobId"], job["costUsd"]) for job in answer.body["jobs"]])
+        cursor = answer.body.get("cursor")
+        if not cursor:
+            return pages
+
+
+def test_the_api_pages_dearest_first_across_the_filter_and_refuses_a_foreign_cursor(api: Api) -> None:
+    api.create("api-dear", document="invoice.txt")
+    api.create("api-cheap", document="missing.txt")
+    api.run()
+    api.create("api-new")  # started after the others ran: it has cost nothing yet
+    api.create("other-job")  # the filter leaves it out
+
+    pages = _cost_pages(api, {"idPrefix": "api-", "limit": "1"})
+
+    assert all(len(page) <= 1 for page in pages)  # a page of one: the order is the API's, not the page's
+    listed = [entry for page in pages for entry in page]
+    assert [job_id for job_id, _ in listed] == ["api-dear", "api-cheap", "api-new"]  # across the pages
+    for job_id, usd in listed:  # each at the cost its view shows (none of them running)
+        assert usd == api.call("get-job", caller=ALICE, job_id=job_id).body["cost"]["usd"]
+    assert listed[0][1] > listed[1][1] > listed[2][1] == 0
+
+    newest_first = api.call("list-jobs", caller=ALICE, query={"limit": "1"}).body["cursor"]
+    for cursor in (newest_first, "x" * 5000, "not a cursor"):
+        answer = api.call("list-jobs", caller=ALICE, query={"sort": "cost", "cursor": cursor})
+        assert answer.status == 400, answer.body
+        assert len(str(answer.body)) < 2_000
