@@ -177,3 +177,34 @@ def test_the_api_pages_dearest_first_across_the_filter_and_refuses_a_foreign_cur
         answer = api.call("list-jobs", caller=ALICE, query={"sort": "cost", "cursor": cursor})
         assert answer.status == 400, answer.body
         assert len(str(answer.body)) < 2_000
+
+
+def test_a_table_without_the_cost_index_refuses_the_order_saying_why(moto: Moto, clock: FakeClock) -> None:
+    from cairn.aws.dynamodb.cost_listings import CostOrderUnavailable
+
+    indexes = moto.dynamodb.describe_table(TableName=moto.table)["Table"]["GlobalSecondaryIndexes"]
+    table = f"{moto.table}-before"
+    kept = [index for index in indexes if index["IndexName"] != "CostListing"]
+    moto.dynamodb.create_table(
+        TableName=table,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            definition
+            for definition in moto.dynamodb.describe_table(TableName=moto.table)["Table"]["AttributeDefinitions"]
+            if definition["AttributeName"] != "listCost"
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[
+            {"IndexName": index["IndexName"], "KeySchema": index["KeySchema"], "Projection": index["Projection"]}
+            for index in kept
+        ],
+    )
+    try:
+        storage = DynamoDBStorage(table, owner="before", client=moto.dynamodb, clock=clock)
+        run_jobs(storage, clock, [("older", "billed", 3)])
+        with pytest.raises(CostOrderUnavailable, match="CostListing index is missing or still being built") as refused:
+            storage.cost_page()
+        assert refused.value.retryable
+        assert storage.list_page().jobs  # the newest-first listing is unaffected
+    finally:
+        moto.dynamodb.delete_table(TableName=table)
