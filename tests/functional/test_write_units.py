@@ -102,7 +102,9 @@ def test_a_middle_transition_writes_the_state_once_and_reads_it_once(moto: Moto,
 
 
 @SIZES
-def test_the_finish_costs_its_seven_index_writes_more_than_a_middle_transition(moto: Moto, kind: str, size: int) -> None:
+def test_the_finish_costs_its_seven_index_writes_more_than_a_middle_transition(
+    moto: Moto, kind: str, size: int
+) -> None:
     cost = _run_job(moto, kind, size)
 
     finish = cost.finish
