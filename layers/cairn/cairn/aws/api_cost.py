@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import math
+
 from pydantic import Field
 
+from ..core.errors import StorageError
 from ..core.models import Job, JobPage, WireModel
 from ..core.storage_port import Storage
 from ..features.cost import cost_of, job_cost
@@ -20,15 +24,23 @@ SORT_BY_COST = (
 )
 """What ``?sort=`` does (the listing's OpenAPI description)."""
 
+logger = logging.getLogger(__name__)
+
 
 def with_costs(page: JobPage, storage: Storage, prices: PriceTable) -> JobPage:
     """The page with each job's cost so far (``costUsd``), priced as its view prices it: from its usage counters,
     read for the whole page at once (:meth:`~cairn.core.storage_port.Storage.job_usages`), never its view. A job
-    whose counters cannot be read keeps no cost (the dashboard shows "-")."""
-    usages = storage.job_usages([summary.job_id for summary in page.jobs if not summary.corrupt])
+    whose counters cannot be read keeps no cost (the dashboard shows "-"); so does every job of the page when the
+    read fails (the page is listed all the same)."""
+    try:
+        usages = storage.job_usages([summary.job_id for summary in page.jobs if not summary.corrupt])
+    except StorageError as exc:
+        logger.warning("Listed a page without its jobs' costs: their usage could not be read: %s", exc)
+        return page
+    costs = {job_id: cost_of(usage, prices).usd for job_id, usage in usages.items()}
     costed = [
-        summary.model_copy(update={"cost_usd": cost_of(usages[summary.job_id], prices).usd})
-        if summary.job_id in usages
+        summary.model_copy(update={"cost_usd": costs[summary.job_id]})
+        if math.isfinite(costs.get(summary.job_id, math.nan))
         else summary
         for summary in page.jobs
     ]
