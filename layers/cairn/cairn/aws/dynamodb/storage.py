@@ -255,9 +255,7 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         """
         return self._listings.list_page(status=status, cursor=cursor, limit=limit, where=where)
 
-    def cost_page(
-        self, *, where: ListingFilter | None = None, cursor: str | None = None, limit: int = 50
-    ) -> JobPage:
+    def cost_page(self, *, where: ListingFilter | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
         """One page of this owner's live jobs, dearest first, across the whole filter ``where`` (a
         :class:`~cairn.aws.listing.JobFilter`). See :meth:`.cost_listings.CostListings.cost_page`."""
         from ..listing import JobFilter
