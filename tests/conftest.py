@@ -73,6 +73,7 @@ LONG_FILES = (
     "bundle/test_init.py",
     "functional/test_api_fuzz.py",
     "functional/test_api_reply_limits.py",
+    "functional/test_cost_order_read_units.py",
     "functional/test_dashboard_proxy.py",
     "functional/test_dev_dead_letters.py",
     "functional/test_dev_deployment.py",

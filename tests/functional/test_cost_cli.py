@@ -45,8 +45,12 @@ def test_list_sort_cost_puts_the_dearest_job_first_with_its_cost(
 
     status, out, err = run_cli(capsys, "list")
     assert status == 0, err
-    assert sorted(line.split()[0] for line in out.splitlines()[1:]) == ["not-run-yet", "ran-first"]
-    assert "COST" not in out.splitlines()[0]  # a listing not sorted by cost reads no job for it
+    header, *rows = out.splitlines()
+    listed = {row.split()[0]: row.split()[-1] for row in rows}
+    assert sorted(listed) == ["not-run-yet", "ran-first"]
+    assert header.split()[-1] == "COST"  # each job's cost so far, unsorted too
+    ran = show_json(capsys, "ran-first")["cost"]["usd"]
+    assert listed == {"ran-first": f"${ran:.6f}", "not-run-yet": "$0.000000"}
 
     status, out, err = run_cli(capsys, "list", "--sort", "cost")
     assert status == 0, err
@@ -54,7 +58,6 @@ def test_list_sort_cost_puts_the_dearest_job_first_with_its_cost(
     assert header.split()[-1] == "COST"
     assert [row.split()[0] for row in rows] == ["ran-first", "not-run-yet"]
     assert rows[1].split()[-1] == "$0.000000"
-    ran = show_json(capsys, "ran-first")["cost"]["usd"]
     assert rows[0].split()[-1] == f"${ran:.6f}"
 
     with pytest.raises(SystemExit) as exited:
@@ -74,7 +77,8 @@ def test_the_api_lists_by_cost_only_when_asked_and_refuses_another_sort(stack: L
 
     plain = api.get("/jobs")
     assert plain.status == 200, plain.body
-    assert all("costUsd" not in job for job in plain.body["jobs"])  # the plain listing reads no job
+    for job in plain.body["jobs"]:  # newest first, each with its cost so far
+        assert job["costUsd"] == api.get(f"/jobs/{job['jobId']}").body["cost"]["usd"]
     by_cost = api.get("/jobs", query={"sort": "cost"})
     assert by_cost.status == 200, by_cost.body
     listed = [(job["jobId"], job["costUsd"]) for job in by_cost.body["jobs"]]

@@ -252,18 +252,19 @@ def test_list_prints_a_table_newest_first_and_json_prints_the_apis_page(
 
     assert (status, err) == (0, "")
     header, *rows = out.splitlines()
-    # a listing shows what changes with the status only: when it last changed, not the phase or the attempt
-    assert header.split() == ["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED"]
+    # a listing shows what changes with the status only: when it last changed, not the phase or the attempt; and
+    # each job's cost so far
+    assert header.split() == ["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED", "COST"]
     assert [row.split()[:3] for row in rows] == [
         ["fourth", "document-intake", "running"],
         ["third", "document-intake", "complete"],
         ["second", "document-intake", "complete"],
         ["first", "document-intake", "complete"],
     ]
-    for column in ("PIPELINE", "STATUS", "CHANGED", "CREATED"):  # columns line up under their headings
+    for column in ("PIPELINE", "STATUS", "CHANGED", "CREATED", "COST"):  # columns line up under their headings
         start_at = header.index(column)
         assert all(row[start_at - 2 : start_at] == "  " and row[start_at] != " " for row in rows), column
-    assert all(re.search(r"\d+[smhd] ago\s+\d+[smhd] ago$", row) for row in rows)
+    assert all(re.search(r"\d+[smhd] ago\s+\d+[smhd] ago\s+\$\d+\.\d{6}$", row) for row in rows)
 
     status, out, _ = run_cli(capsys, "list", "--json")
     page = json.loads(out)

@@ -75,10 +75,11 @@ def test_the_indexes_are_the_ones_the_storage_queries_and_project_what_only_a_st
 ) -> None:
     indexes = {index["IndexName"]: index for index in table["GlobalSecondaryIndexes"]}
     filters = dynamodb_schema.FILTER_INDEXES
-    assert set(indexes) == {dynamodb_schema.LISTING_INDEX, dynamodb_schema.STALLED_INDEX, *filters.values()}
+    cost = dynamodb_schema.COST_LISTING_INDEX
+    assert set(indexes) == {dynamodb_schema.LISTING_INDEX, dynamodb_schema.STALLED_INDEX, cost, *filters.values()}
     for index in indexes.values():
         keys = {part["AttributeName"] for part in index["KeySchema"]}
-        assert keys <= {"owner", "sweepKey", "createdAt", "status", "pipeline"}
+        assert keys <= {"owner", "sweepKey", "createdAt", "status", "pipeline", "listCost"}
     # A phase transition changes no index key and no projected attribute: it writes no index. The listing's
     # summary is projected: what a status change writes, never what every transition does.
     assert indexes[dynamodb_schema.STALLED_INDEX]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
@@ -92,6 +93,12 @@ def test_the_indexes_are_the_ones_the_storage_queries_and_project_what_only_a_st
         assert [part["KeyType"] for part in indexes[name]["KeySchema"]] == ["HASH", "HASH", "RANGE"]
         projected = indexes[name]["Projection"]["NonKeyAttributes"]
         assert sorted([key, *projected]) == sorted(dynamodb_schema.LISTING_ATTRIBUTES)
+    # The cost order holds the same entries keyed on the cost at the last status change (which only a status
+    # change or the start writes), with the creation time and the summary.
+    assert [part["AttributeName"] for part in indexes[cost]["KeySchema"]] == ["owner", "listCost"]
+    assert sorted(indexes[cost]["Projection"]["NonKeyAttributes"]) == sorted(
+        ["createdAt", *listing["NonKeyAttributes"]]
+    )
 
 
 def test_the_table_has_the_ttl_create_table_turns_on(

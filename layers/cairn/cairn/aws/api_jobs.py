@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from ..core.models import JobCounts, JobPage, JobStatus
-from .api_cost import SORT_BY_COST, sorted_by_cost
+from .api_cost import SORT_BY_COST, with_costs
 from .api_job_view import JobView
 from .api_models import CreatedTime, Cursor, IdPrefix, JobHistory, JobLog, PipelineName, epoch_ms
 from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view
@@ -37,7 +37,7 @@ CREATED_TO_FILTER = "Only jobs created at or before this time; a time before cre
 
 @router.get(
     "/jobs",
-    summary="List jobs, newest first",
+    summary="List jobs, newest first (or dearest first)",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
 )
@@ -63,8 +63,11 @@ def list_jobs(
         created_to=epoch_ms(created_to),
         id_prefix=id_prefix,
     )
-    page = services.storage(caller(router)).list_page(cursor=cursor, limit=limit, where=where)
-    return sorted_by_cost(page, services.cairn(caller(router))) if sort == "cost" else page
+    storage = services.storage(caller(router))
+    if sort == "cost":
+        return storage.cost_page(cursor=cursor, limit=limit, where=where)
+    page = storage.list_page(cursor=cursor, limit=limit, where=where)
+    return with_costs(page, storage, services.cairn(caller(router)).prices)
 
 
 @router.get(

@@ -23,7 +23,6 @@ from .moments import moment
 from .options import AUTH_MODES, ENV_IDENTITY, ENV_TOKEN, UsageError, api_url, make_auth, positive, read_json
 from .pull import add_pull, run_pull
 from .render import (
-    by_cost,
     counts_table,
     diff_lines,
     final_line,
@@ -150,8 +149,6 @@ def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
         page = client.list_all(limit=arguments.limit, **filters)
     else:
         page = client.list(limit=arguments.limit, cursor=arguments.cursor, **filters)
-    if arguments.sort == "cost":  # each page comes sorted: every page together is sorted here
-        page = {**page, "jobs": by_cost(page.get("jobs") or [])}
     if arguments.json:
         _print_json(page)
         return 0
@@ -325,7 +322,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     listing.add_argument("--all", action="store_true", help="follow the cursor through every page")
     listing.add_argument("--cursor", help="the page after the one that printed this cursor")
     listing.add_argument(
-        "--sort", choices=["cost"], help="cost: dearest first, with each job's cost so far (a page; --all: every job)"
+        "--sort", choices=["cost"], help="cost: every job the filter lets through, dearest first (a page, or --all)"
     )
     action("count", run_count, "count your jobs by status (exact up to a bound, else at least so many)")
     show = action("show", run_show, "show a job: status, phase timeline, usage, error")

@@ -74,7 +74,7 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
     """
     if not jobs:
         return "No jobs."
-    costed = any("costUsd" in job for job in jobs)  # a listing sorted by cost (--sort cost) carries it
+    costed = any("costUsd" in job for job in jobs)  # a listing carries each job's cost (an older API: sorted only)
     rows = [
         [
             _text(job.get("jobId")),
@@ -87,11 +87,6 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
         for job in jobs
     ]
     return table(["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED", *(["COST"] if costed else [])], rows)
-
-
-def by_cost(jobs: Sequence[Json]) -> list[Json]:
-    """Jobs of a listing sorted by cost, dearest first (``cairn jobs list --sort cost``)."""
-    return sorted(jobs, key=lambda job: -float(job.get("costUsd") or 0))
 
 
 def usd(value: Any) -> str:

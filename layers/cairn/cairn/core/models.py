@@ -385,8 +385,9 @@ class JobSummary(WireModel):
     cost_usd: float | None = Field(
         default=None,
         exclude_if=lambda cost: cost is None,
-        description="What the job has cost so far (USD): present in a listing asked for ?sort=cost, read from each "
-        "job of the page as it is now",
+        description="What the job has cost so far (USD), in a listing: newest first, from its usage counters as "
+        "they are now; dearest first (?sort=cost), its cost when its status last changed (what the order is by). "
+        "Absent: not known (a job whose status has not changed since costs were listed, in the cost order)",
     )
 
     @classmethod

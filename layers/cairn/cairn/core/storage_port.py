@@ -14,15 +14,42 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from . import history_pages
 from .clock import Clock, system_clock_ms
 from .errors import ConfigurationError
 from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
-from .models import Checkpoint, FanOut, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from .models import (
+    Checkpoint,
+    FanOut,
+    HistoryItem,
+    Job,
+    JobCounts,
+    JobPage,
+    JobStatus,
+    JobSummary,
+    Lesson,
+    MapItem,
+    MapMark,
+    MapRecord,
+)
 from .share_port import OwnerShares
 from .storage_compat import adapt_earlier_methods
 from .transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
+
+
+class ListingFilter(Protocol):
+    """What a listing is filtered by (:class:`cairn.aws.listing.JobFilter`): which summaries pass, and a digest a
+    cursor is bound to."""
+
+    def matches(self, summary: JobSummary) -> bool:
+        """Whether a listed job passes the filter."""
+        ...
+
+    def fingerprint(self) -> str:
+        """A short digest of the filter."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -153,6 +180,23 @@ class Storage(ABC):
     @abstractmethod
     def list_jobs(self, *, status: JobStatus | None = None) -> list[Job]:
         """Live jobs, newest first, optionally only those with ``status``."""
+
+    def cost_page(self, *, where: ListingFilter | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
+        """One page of the live jobs ``where`` lets through, dearest first (each summary with its ``cost_usd``),
+        paged by ``cursor`` across the whole filter: a page starts where the one before ended.
+
+        Optional: a store without a cost order refuses (a ConfigurationError naming it); a store of an earlier
+        release has none.
+        """
+        raise self._lacks("a listing dearest first")
+
+    def job_usages(self, job_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        """The usage counters of each of ``job_ids`` that is stored (what a listing prices each job's cost from).
+
+        Optional: by default each job is read; an adapter with a cheaper read of the counters overrides it.
+        """
+        found = {job_id: self.get_job(job_id) for job_id in job_ids}
+        return {job_id: dict(job.usage) for job_id, job in found.items() if job is not None}
 
     def count_jobs(self) -> JobCounts:
         """How many live jobs have each status: exact here (every job read); an adapter may bound its count.

@@ -10,19 +10,27 @@ holds 15 significant digits: ``0.1`` is one tenth, and a counter that binary flo
 ``0.30000000000000004`` is 0.3), multiplied and added in decimal arithmetic without rounding
 (:data:`EXACT`), so $0.20 and $0.10 make $0.30. ``Cost.exact`` keeps that figure (what a budget
 compares); ``Cost.usd`` is the float nearest it.
+
+A store keeps a job's cost as a figure (:func:`stored_cost`: dollars to 34 digits at its environment's
+prices) that a listing shows and sorts by without reading the job.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
-from functools import reduce
+from functools import cache, reduce
 
+from ..core.errors import ConfigurationError
 from ..core.models import Job, PhaseRecord
-from .prices import PriceTable, is_metered
+from ..core.settings import PRICE_REGION, PRICES, price_settings
+from .prices import PriceTable, is_metered, load_prices
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -145,3 +153,45 @@ def phase_costs(records: Sequence[PhaseRecord], prices: PriceTable) -> tuple[Pha
 def job_cost(job: Job, prices: PriceTable) -> JobCost:
     """The job's cost: its usage at ``prices``, with the cost of each phase run its record holds."""
     return JobCost(job.job_id, cost_of(job.usage, prices), phase_costs(job.phases, prices), prices)
+
+
+FIGURE = Context(prec=34, traps=[])
+"""A stored cost figure's digits: 34 significant (a DynamoDB number holds 38), so it reads back as the same float."""
+FIGURE_PLACES = Decimal("1e-36")
+"""The smallest step of a stored cost figure (dollars): its digits after the point stay within a number's 38."""
+
+
+def cost_figure(usage: Mapping[str, float], prices: PriceTable) -> Decimal:
+    """The cost of ``usage`` at ``prices`` as a stored figure, in dollars (what a listing shows and sorts by):
+    :func:`cost_of`'s exact sum to 34 significant digits (steps of :data:`FIGURE_PLACES`), so that its float is
+    the cost's; a sum that is not a finite positive number (a counter that is not) is 0."""
+    cost = cost_of(usage, prices).exact
+    if not cost.is_finite() or cost <= 0:
+        return ZERO
+    figure = FIGURE.plus(cost)
+    if figure.as_tuple().exponent < FIGURE_PLACES.as_tuple().exponent:  # type: ignore[operator]
+        figure = figure.quantize(FIGURE_PLACES, context=EXACT)
+    return figure
+
+
+def plain_number(figure: Decimal) -> str:
+    """A figure as a number's text without an exponent (``0.0000052875``, not ``5.2875E-6``): how a cursor holds it."""
+    return format(figure, "f")
+
+
+@cache
+def _environment_prices(overrides_file: str | None, region: str | None) -> PriceTable | None:
+    """The price table of these settings (None: it cannot be loaded; said once)."""
+    try:
+        return load_prices(environ={PRICES: overrides_file or "", PRICE_REGION: region or ""})
+    except ConfigurationError as exc:
+        logger.warning("Jobs are stored without their cost figure: the price table cannot be loaded: %s", exc)
+        return None
+
+
+def stored_cost(usage: Mapping[str, float]) -> Decimal | None:
+    """The cost figure a store keeps for ``usage``: at the price table of the store's environment
+    (``CAIRN_PRICES``, ``CAIRN_PRICE_REGION``: in a deployment the API's and the workers' alike); None when that
+    table cannot be loaded."""
+    prices = _environment_prices(*price_settings(None))
+    return None if prices is None else cost_figure(usage, prices)

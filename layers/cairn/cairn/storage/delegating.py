@@ -10,9 +10,20 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
-from ..core.models import Checkpoint, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.models import (
+    Checkpoint,
+    HistoryItem,
+    Job,
+    JobCounts,
+    JobPage,
+    JobStatus,
+    Lesson,
+    MapItem,
+    MapMark,
+    MapRecord,
+)
 from ..core.share_port import NoteOutcome, OwnerShares, ShareTaken, SlotRequest, Waiter, WaiterNote
-from ..core.storage_port import ResultLink, Route, StateLink, Storage
+from ..core.storage_port import ListingFilter, ResultLink, Route, StateLink, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 
 _T = TypeVar("_T")
@@ -56,6 +67,12 @@ class DelegatingStorage(Storage):
 
     def count_jobs(self) -> JobCounts:
         return self.around("count_jobs", self.inner.count_jobs)
+
+    def cost_page(self, *, where: ListingFilter | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
+        return self.around("cost_page", lambda: self.inner.cost_page(where=where, cursor=cursor, limit=limit))
+
+    def job_usages(self, job_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        return self.around("job_usages", lambda: self.inner.job_usages(job_ids))
 
     def start_job(self, request: StartJob) -> Job:
         return self.around("start_job", lambda: self.inner.start_job(request))

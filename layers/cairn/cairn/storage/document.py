@@ -20,10 +20,11 @@ from ..core import lessons as lesson_rules
 from ..core import transitions
 from ..core.errors import JobExistsError
 from ..core.lessons import StoredLesson
-from ..core.models import Checkpoint, HistoryItem, Job, JobStatus, Lesson, MapItem, MapMark, MapRecord
-from ..core.storage_port import Storage
+from ..core.models import Checkpoint, HistoryItem, Job, JobPage, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.storage_port import ListingFilter, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry, Written, new_token
 from ..core.transitions.changes import changed
+from .cost_order import cost_page_of
 from .job_loading import checked_whole_job
 
 
@@ -151,6 +152,11 @@ class DocumentStorage(Storage):
         if status is not None:
             live_jobs = [job for job in live_jobs if job.status == status]
         return sorted(live_jobs, key=lambda job: (job.created_at, job.job_id), reverse=True)
+
+    def cost_page(self, *, where: ListingFilter | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
+        """One page of the live jobs ``where`` lets through, dearest first, from every job read whole
+        (:mod:`.cost_order`)."""
+        return cost_page_of(self.list_jobs(), where, cursor, limit)
 
     def get_job_or_skip(self, job_id: str) -> Job | None:
         """Like get_job, for listings: adapters may skip unreadable documents here."""

@@ -30,6 +30,7 @@ from ...core.models import (
 )
 from ...core.transitions import linked_history, shown_log
 from ...core.transitions.changes import changed
+from ...features.cost import stored_cost
 from ..payloads import ITEM_BUDGET, EncodedPayload, MissingPartError, PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, item_size, location, to_item, unreadable_reason, value_of
@@ -107,6 +108,8 @@ class ItemCodec(EntryCodec, MapCodec):
 
     def _job_values(self, job: Job, *, token: str) -> dict[str, Any]:
         """The job item's attributes, but for the checkpoint and the result."""
+        figure = stored_cost(job.usage)
+        cost = schema.UNKNOWN_COST if figure is None else figure
         return {
             "pk": self.pk(job.job_id),
             "sk": schema.JOB_SK,
@@ -138,6 +141,8 @@ class ItemCodec(EntryCodec, MapCodec):
             "nextPhase": job.checkpoint.next_phase if job.checkpoint else None,
             "inputToken": job.input_token,
             "usage": json.dumps(job.usage) if job.usage else None,
+            schema.COST_ATTRIBUTE: cost,
+            schema.LISTED_COST_ATTRIBUTE: cost,  # a start sets the status: what the CostListing index orders by
             "writeToken": token,
             "historyHead": job.history_head,
             "historyRenewBy": job.history_renew_by,

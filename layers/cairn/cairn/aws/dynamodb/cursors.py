@@ -11,6 +11,7 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -46,8 +47,14 @@ def position_of(item: Item) -> list[str]:
     return [str(item["createdAt"].get("N")), str(item["pk"].get("S", "")).split("#", 2)[-1]]
 
 
-def merge_newest_first(fetched: list[list[Item]], frontiers: list[Item | None], limit: int) -> list[tuple[int, Item]]:
-    """Up to ``limit`` entries of the shards' lists, newest first, each shard taken in its own order.
+def merge_newest_first(
+    fetched: list[list[Item]],
+    frontiers: list[Item | None],
+    limit: int,
+    order: Callable[[Item], tuple[Decimal, ...] | tuple[Decimal, str]] = _order,
+) -> list[tuple[int, Item]]:
+    """Up to ``limit`` entries of the shards' lists, newest first (greatest ``order`` first), each shard taken in
+    its own order.
 
     ``frontiers`` holds, per shard, the last index entry its query examined when the shard has
     more (DynamoDB's ``LastEvaluatedKey``), else None. A shard none of whose fetched entries is left
@@ -61,15 +68,15 @@ def merge_newest_first(fetched: list[list[Item]], frontiers: list[Item | None], 
         best: int | None = None
         for shard, entries in enumerate(fetched):
             if next_of[shard] < len(entries) and (
-                best is None or _order(entries[next_of[shard]]) > _order(fetched[best][next_of[best]])
+                best is None or order(entries[next_of[shard]]) > order(fetched[best][next_of[best]])
             ):
                 best = shard
         if best is None:
             break
-        candidate = _order(fetched[best][next_of[best]])
+        candidate = order(fetched[best][next_of[best]])
         for shard, entries in enumerate(fetched):
             frontier = frontiers[shard]
-            if next_of[shard] == len(entries) and frontier is not None and _order(frontier) > candidate:
+            if next_of[shard] == len(entries) and frontier is not None and order(frontier) > candidate:
                 return taken
         taken.append((best, fetched[best][next_of[best]]))
         next_of[best] += 1

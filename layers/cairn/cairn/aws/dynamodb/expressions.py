@@ -20,6 +20,7 @@ class Expression:
         self._values: dict[str, Any] = {}
         self._assigned: dict[str, str] = {}
         self._copies: dict[str, str] = {}
+        self._fallbacks: dict[str, str] = {}
 
     def name(self, path: str) -> str:
         """The aliased form of an attribute path (``a.b`` aliases each part)."""
@@ -57,6 +58,14 @@ class Expression:
         self._copies[attribute] = source
         return self
 
+    def set_as_or(self, attribute: str, source: str, otherwise: str) -> Expression:
+        """``SET attribute`` to what this write sets ``source`` to when it sets it, else to ``otherwise`` (an
+        expression of placeholders, such as ``if_not_exists(#source, :none)``)."""
+        self.name(attribute)
+        self._copies[attribute] = source
+        self._fallbacks[attribute] = otherwise
+        return self
+
     def remove(self, *attributes: str) -> Expression:
         """``REMOVE attribute, ...``."""
         self._removes.extend(self.name(attribute) for attribute in attributes)
@@ -78,9 +87,10 @@ class Expression:
         clauses = []
         sets = list(self._sets)
         for attribute, source in self._copies.items():
-            if source not in self._assigned:
+            assigned = self._assigned.get(source, self._fallbacks.get(attribute))
+            if assigned is None:
                 raise ValueError(f"{attribute} takes the value of {source}, which this write does not set")
-            sets.append(f"{self.name(attribute)} = {self._assigned[source]}")
+            sets.append(f"{self.name(attribute)} = {assigned}")
         if sets:
             clauses.append("SET " + ", ".join(sets))
         if self._removes:

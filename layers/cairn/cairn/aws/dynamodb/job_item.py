@@ -245,12 +245,17 @@ def _is_save(sk: str | None) -> bool:
 def set_status(expression: Expression, codec: ItemCodec, job_id: str, status: JobStatus) -> None:
     """Set the job's status, its sweep key (only a running job has one), and what its ``Listing`` entry shows.
 
-    ``statusAt`` and ``statusExpiresAt`` take the ``updatedAt`` and ``expiresAt`` the same write sets: the
-    index projects them, so only a status change writes the index (:mod:`cairn.aws.dynamodb.schema`).
+    ``statusAt`` and ``statusExpiresAt`` take the ``updatedAt`` and ``expiresAt`` the same write sets, and
+    ``listCost`` the ``cost`` it sets (else the item's, :mod:`.cost_figures`): the indexes project them, so only a
+    status change writes the indexes (:mod:`cairn.aws.dynamodb.schema`).
     """
     expression.set("status", status.value)
     expression.set_as("statusAt", "updatedAt")
     expression.set_as("statusExpiresAt", "expiresAt")
+    # what the CostListing index orders by: the cost this write sets, else the one the item holds
+    cost = expression.name(schema.COST_ATTRIBUTE)
+    unknown = expression.value("unknownCost", schema.UNKNOWN_COST)
+    expression.set_as_or(schema.LISTED_COST_ATTRIBUTE, schema.COST_ATTRIBUTE, f"if_not_exists({cost}, {unknown})")
     expression.remove("statusKey")  # the key of the ByStatus index of earlier releases
     if status == JobStatus.RUNNING:
         expression.set("sweepKey", schema.sweep_key(codec.owner, job_id))

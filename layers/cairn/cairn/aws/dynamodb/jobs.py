@@ -24,6 +24,7 @@ from ...core.models import Checkpoint, FanOut, Job, JobStatus
 from ...core.storage_port import Route
 from ...core.transitions import Claim, Commit, Fence, Save, StartJob, Written
 from ...core.transitions.changes import changed
+from ...features.cost import stored_cost
 from . import schema
 from .attributes import Item, from_item, item_size, to_item
 from .codec import state_at, state_reference
@@ -298,6 +299,7 @@ class Jobs:
         expression.value("nowSeconds", now_ms // 1000)
         expression.set_to("sequence", f"{expression.name('sequence')} + {expression.value('one', 1)}")
         expression.set("usage", json.dumps(written.job.usage) if written.job.usage else None)
+        expression.set(schema.COST_ATTRIBUTE, stored_cost(written.job.usage))  # None (no prices): left out
         expression.set("updatedAt", now_ms)
         expression.set("expiresAt", expires_at)
         expression.set("writeToken", written.job.write_token)

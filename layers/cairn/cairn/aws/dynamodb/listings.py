@@ -118,6 +118,11 @@ class _Listing:
 class Listings:
     """One owner's listings and counts."""
 
+    #: The index a cursor of these listings names (a cursor of another order is refused).
+    cursor_index = schema.LISTING_INDEX
+    #: What a job item read for an entry that cannot answer gives (:func:`.summaries.summary_items`).
+    item_attributes = schema.SUMMARY_ATTRIBUTES
+
     def __init__(self, table: Table) -> None:
         self.table = table
 
@@ -231,7 +236,7 @@ class Listings:
             if len(summaries) == limit or all(position == CURSOR_END for position in positions):
                 break
         done = all(position == CURSOR_END for position in positions)
-        return JobPage(jobs=summaries, cursor=None if done else encode_cursor(schema.LISTING_INDEX, bound, positions))
+        return JobPage(jobs=summaries, cursor=None if done else encode_cursor(self.cursor_index, bound, positions))
 
     def _round(
         self, listing: _Listing, positions: list[Any], limit: int, share: int
@@ -250,7 +255,7 @@ class Listings:
             fetched.append(list(page.get("Items", [])))
             frontiers.append(page.get("LastEvaluatedKey") or None)
             examined += int(page.get("ScannedCount", len(fetched[-1])))
-        taken = merge_newest_first(fetched, frontiers, limit)
+        taken = self._merge(fetched, frontiers, limit)
         where = listing.where
         listed = self._summaries([item for _, item in taken], where.status)
         summaries = [summary for summary in listed if summary.corrupt or where.matches(summary)]
@@ -259,12 +264,20 @@ class Listings:
             mine = [item for taken_shard, item in taken if taken_shard == shard]
             frontier = frontiers[shard]
             if len(mine) < len(fetched[shard]):  # the rest is read again by the next page
-                next_positions.append(position_of(mine[-1]) if mine else position)
+                next_positions.append(self._position(mine[-1]) if mine else position)
             elif frontier is None:
                 next_positions.append(CURSOR_END)
             else:  # every entry it returned was taken: on from the last one it examined (a filter may skip some)
-                next_positions.append(position_of(frontier))
+                next_positions.append(self._position(frontier))
         return summaries, next_positions, (examined, sum(len(entries) for entries in fetched))
+
+    def _merge(self, fetched: list[list[Item]], frontiers: list[Item | None], limit: int) -> list[tuple[int, Item]]:
+        """Up to ``limit`` entries of the shards' lists in the listing's order (newest first)."""
+        return merge_newest_first(fetched, frontiers, limit)
+
+    def _position(self, entry: Item) -> list[str]:
+        """A shard's position in a cursor after ``entry``."""
+        return position_of(entry)
 
     def _query(self, listing: _Listing, kwargs: dict[str, Any]) -> Any:
         """One shard query; a filter index found missing or backfilling is noted, and the page read again
@@ -349,7 +362,8 @@ class Listings:
                 unread.append(entry["pk"])
             elif verdict is Verdict.LIST:
                 decided.append(summary_of(entry, status=status))
-        items = {str(item["pk"].get("S")): item for item in summary_items(self.table, unread)}
+        read = summary_items(self.table, unread, self.item_attributes)
+        items = {str(item["pk"].get("S")): item for item in read}
         summaries = []
         for found in decided:
             if isinstance(found, str):

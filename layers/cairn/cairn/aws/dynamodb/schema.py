@@ -38,6 +38,9 @@
   ``pipeline``; ``createdAt``): the same entries keyed also on the filter's value (multi-attribute
   partition keys of attributes every job item has), so a listing filtered by status or pipeline reads
   only the entries that match. Each projects the rest of the summary.
+- Index ``CostListing`` (``owner = <owner>#<shard>``, ``listCost``): the same entries keyed on the job's cost
+  at its last status change (``listCost``), for a listing dearest first (:mod:`.cost_listings`); projects
+  ``createdAt`` and the summary. Sparse: a job whose status has not changed since this index came is not in it.
 - Index ``Stalled`` (``sweepKey = running#<shard>``, ``createdAt``): sparse, only running jobs, spread
   over ``SWEEP_SHARDS`` partitions, keys only; for the sweep.
 
@@ -88,12 +91,23 @@ LISTING_INDEX = "Listing"
 STATUS_LISTING_INDEX = "StatusListing"
 PIPELINE_LISTING_INDEX = "PipelineListing"
 STALLED_INDEX = "Stalled"
+COST_LISTING_INDEX = "CostListing"
+#: The job's cost as the last write that set its usage left it: dollars (34 digits) at the store's environment's
+#: prices (:func:`cairn.features.cost.stored_cost`), set by every write that sets the usage (never the index's).
+COST_ATTRIBUTE = "cost"
+#: ``cost`` as the last status change found it: the ``CostListing`` index's sort key.
+LISTED_COST_ATTRIBUTE = "listCost"
+#: The ``listCost`` of a job whose cost was not known at its status change (written before ``cost`` existed).
+UNKNOWN_COST = -1
 SWEEP_KEY_RUNNING = "running"
 SWEEP_SHARDS = 8
 LIST_SHARDS = 4
 
 #: What the ``Listing`` index projects beside its keys: what a listing shows, written only by status changes.
 LISTING_ATTRIBUTES = ["pipeline", "status", "error", "statusAt", "statusExpiresAt"]
+
+#: What the ``CostListing`` index projects beside its keys: the creation time and the listing's summary.
+COST_LISTING_ATTRIBUTES = ["createdAt", *LISTING_ATTRIBUTES]
 
 #: The indexes keyed also on a filter's attribute, by that attribute: a filter on it reads only its matches.
 FILTER_INDEXES = {"status": STATUS_LISTING_INDEX, "pipeline": PIPELINE_LISTING_INDEX}
@@ -251,6 +265,7 @@ def create_table(client: DynamoDBClient, table_name: str) -> None:
             {"AttributeName": "createdAt", "AttributeType": "N"},
             {"AttributeName": "sweepKey", "AttributeType": "S"},
             *keyed,
+            {"AttributeName": LISTED_COST_ATTRIBUTE, "AttributeType": "N"},
         ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
         GlobalSecondaryIndexes=[
@@ -260,6 +275,7 @@ def create_table(client: DynamoDBClient, table_name: str) -> None:
                 for key, name in FILTER_INDEXES.items()
             ),
             index(STALLED_INDEX, ["sweepKey"], "createdAt"),
+            index(COST_LISTING_INDEX, ["owner"], LISTED_COST_ATTRIBUTE, COST_LISTING_ATTRIBUTES),
         ],
     )
     client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})

@@ -40,7 +40,7 @@ from ...core.models import (
     MapRecord,
 )
 from ...core.settings import Settings
-from ...core.storage_port import ResultLink, Route, StateLink, Storage
+from ...core.storage_port import ListingFilter, ResultLink, Route, StateLink, Storage
 from ...core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
 from ..payloads import PayloadCodec
 from .codec import ItemCodec
@@ -254,6 +254,23 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         See :meth:`.listings.Listings.list_page`.
         """
         return self._listings.list_page(status=status, cursor=cursor, limit=limit, where=where)
+
+    def cost_page(self, *, where: ListingFilter | None = None, cursor: str | None = None, limit: int = 50) -> JobPage:
+        """One page of this owner's live jobs, dearest first, across the whole filter ``where`` (a
+        :class:`~cairn.aws.listing.JobFilter`). See :meth:`.cost_listings.CostListings.cost_page`."""
+        from ..listing import JobFilter
+        from .cost_listings import CostListings
+
+        if where is not None and not isinstance(where, JobFilter):
+            raise TypeError("where must be a JobFilter")
+        return CostListings(self._table).cost_page(cursor=cursor, limit=limit, where=where)
+
+    def job_usages(self, job_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+        """The usage counters of each of ``job_ids`` that is stored: one eventually consistent batch read of their
+        job items' ``usage`` (half a read unit a job whose item is up to 4 KB). See :mod:`.summaries`."""
+        from .summaries import job_usages
+
+        return job_usages(self._table, job_ids)
 
     def count_start(self, limit: int) -> StartCount:
         """Count one start of this owner against ``limit`` starts a minute (:mod:`.start_rates`); refused (nothing

@@ -11,6 +11,8 @@ deleted it yet.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
@@ -82,11 +84,20 @@ def summary_of(item: Item, *, status: JobStatus | None = None) -> JobSummary:
             created_at=values["createdAt"],
             updated_at=values["statusAt"] if "statusAt" in values else values["updatedAt"],
             expires_at=expires,
+            cost_usd=_listed_cost(values),
         )
     except CorruptJobError as exc:
         return corrupt_summary(item, exc, status=status)
     except (*UNREADABLE, IndexError) as exc:
         return corrupt_summary(item, CorruptJobError(location(item), unreadable_reason(exc)), status=status)
+
+
+def _listed_cost(values: dict[str, Any]) -> float | None:
+    """The dollars of an entry's ``listCost`` (None: it has none, or it is unknown)."""
+    figure = values.get(schema.LISTED_COST_ATTRIBUTE)
+    if not isinstance(figure, int | float) or isinstance(figure, bool) or figure < 0:
+        return None
+    return float(figure)
 
 
 def corrupt_summary(item: Item, error: CorruptJobError, *, status: JobStatus | None = None) -> JobSummary:
@@ -121,13 +132,20 @@ def corrupt_summary(item: Item, error: CorruptJobError, *, status: JobStatus | N
 BATCH_GET_LIMIT = 100
 
 
-def summary_items(table: Table, partition_keys: list[Any]) -> list[Item]:
-    """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out."""
+def summary_items(
+    table: Table,
+    partition_keys: list[Any],
+    attributes: list[str] = schema.SUMMARY_ATTRIBUTES,
+    *,
+    consistent: bool = True,
+) -> list[Item]:
+    """The job items of ``partition_keys`` (``attributes`` only: the summary's), in the same order; missing ones
+    left out. ``consistent``: strongly consistent reads (1 read unit per 4 KB of each item, else half)."""
     found: dict[str, Item] = {}
-    projection = Expression().projection_kwargs(*schema.SUMMARY_ATTRIBUTES)
+    projection = Expression().projection_kwargs(*attributes)
     for start in range(0, len(partition_keys), BATCH_GET_LIMIT):
         keys = [{"pk": pk, "sk": {"S": schema.JOB_SK}} for pk in partition_keys[start : start + BATCH_GET_LIMIT]]
-        request: dict[str, Any] = {table.name: {"Keys": keys, "ConsistentRead": True, **projection}}
+        request: dict[str, Any] = {table.name: {"Keys": keys, "ConsistentRead": consistent, **projection}}
         for _ in range(BATCH_ATTEMPTS):
             response = table.call(table.client.batch_get_item, RequestItems=request)
             for item in response.get("Responses", {}).get(table.name, []):
@@ -138,3 +156,19 @@ def summary_items(table: Table, partition_keys: list[Any]) -> list[Item]:
         if request:
             raise StorageError("DynamoDB left part of a listing unread; try again", retryable=True)
     return [found[str(pk.get("S"))] for pk in partition_keys if str(pk.get("S")) in found]
+
+
+def job_usages(table: Table, job_ids: Sequence[str]) -> dict[str, dict[str, float]]:
+    """The usage counters of each of ``job_ids`` whose item is stored (eventually consistent; an expired job's
+    too, a listing having left it out already); an item whose usage cannot be read is left out."""
+    keys = [{"S": table.codec.pk(job_id)} for job_id in dict.fromkeys(job_ids)]
+    usages: dict[str, dict[str, float]] = {}
+    for item in summary_items(table, keys, ["pk", "usage"], consistent=False):
+        try:
+            text = from_item(item).get("usage")
+            usage = json.loads(text) if isinstance(text, str) else {}
+        except (*UNREADABLE, ValueError):
+            continue
+        if isinstance(usage, dict) and all(isinstance(value, int | float) for value in usage.values()):
+            usages[str(item["pk"].get("S")).split("#", 2)[-1]] = usage
+    return usages

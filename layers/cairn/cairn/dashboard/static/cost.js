@@ -1,6 +1,7 @@
 /**
  * What a job costs: the job view's cost panel (per job and per phase run) and the list's cost column.
- * The API's job view carries `cost`; a listing asked for `sort=cost` carries each job's `costUsd`.
+ * The API's job view carries `cost`; a listing carries each job's `costUsd` (sorted by cost, `sort=cost`:
+ * every job of the filter dearest first, page after page, each at the cost it is ordered by).
  */
 
 import { h, setChildren } from "./dom.js";
@@ -46,8 +47,8 @@ export function renderCost(container, job) {
 }
 
 /**
- * The list's cost column header: a button that sorts by cost (the API reads each job of a page for it,
- * so costs are shown only while the list is sorted by them).
+ * The list's cost column header: a button that lists every job of the filter dearest first (the API's order,
+ * across pages), and back to newest first.
  */
 export function costHeader(isSorted, toggle) {
   const button = h("button", { type: "button", class: "sort-button" });
@@ -67,12 +68,7 @@ export function costHeader(isSorted, toggle) {
   return header;
 }
 
-/** A job's cost cell: its cost when the listing carried it. */
+/** A job's cost cell: its cost as the listing carried it ("—": not known, such as an older API's). */
 export function costCell(job) {
   return h("td", { "data-label": "Cost", class: "cost-usd" }, "costUsd" in job ? formatUsd(job.costUsd) : "—");
-}
-
-/** Jobs dearest first (each page comes sorted; pages loaded one after another are sorted together). */
-export function byCost(jobs) {
-  return [...jobs].sort((a, b) => (b.costUsd ?? 0) - (a.costUsd ?? 0));
 }

@@ -5,7 +5,7 @@
 import { announce } from "./alerts.js";
 import { ApiError, api, loadPipelines } from "./api.js";
 import { connectionState, onConnectionChange } from "./connection.js";
-import { byCost, costHeader } from "./cost.js";
+import { costHeader } from "./cost.js";
 import { h, heading } from "./dom.js";
 import { clockFormat } from "./format.js";
 import { renderJobRows } from "./job-rows.js";
@@ -327,7 +327,7 @@ async function fillPipelines(page) {
 /** Render the rows the API listed, the empty message, the selection and the Load more button. */
 function show(page) {
   const { view, ui } = page;
-  const shown = page.filters.sort === "cost" ? byCost(view.jobs) : view.jobs;
+  const shown = view.jobs; // newest first, or dearest first across every page (the API's order)
   renderJobRows(ui.tbody, shown, page.selection.selected);
   page.selection.show();
   ui.table.hidden = shown.length === 0;
