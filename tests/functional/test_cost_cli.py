@@ -77,8 +77,12 @@ def test_the_api_lists_by_cost_only_when_asked_and_refuses_another_sort(stack: L
 
     plain = api.get("/jobs")
     assert plain.status == 200, plain.body
-    for job in plain.body["jobs"]:  # newest first, each with its cost so far
+    assert all("costUsd" not in job for job in plain.body["jobs"])  # no job item read unless asked
+    costed = api.get("/jobs", query={"costs": "true"})
+    assert costed.status == 200, costed.body
+    for job in costed.body["jobs"]:  # newest first, each with its cost so far
         assert job["costUsd"] == api.get(f"/jobs/{job['jobId']}").body["cost"]["usd"]
+    assert api.get("/jobs", query={"costs": "maybe"}).status == 400
     by_cost = api.get("/jobs", query={"sort": "cost"})
     assert by_cost.status == 200, by_cost.body
     listed = [(job["jobId"], job["costUsd"]) for job in by_cost.body["jobs"]]

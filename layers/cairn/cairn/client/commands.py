@@ -144,7 +144,7 @@ def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs list``: a table of the caller's jobs (one page, or every page with ``--all``)."""
-    filters = {**listing_filters(arguments), "sort": arguments.sort}
+    filters = {**listing_filters(arguments), "sort": arguments.sort, "costs": "true"}
     if arguments.all:
         page = client.list_all(limit=arguments.limit, **filters)
     else:

@@ -31,6 +31,9 @@ const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed"];
 const FIRST_PAGE_READS = 5;
 /** The totals per status are read again at most this often (a count reads up to 1,000 entries a shard). */
 const COUNTS_MS = 30_000;
+/** How often the list asks for its jobs' costs (`costs=true` reads each job's usage: half a read unit a job);
+ * the reads between keep the costs last read. */
+const COSTS_MS = 30_000;
 
 /**
  * Every job of the caller, newest first; the filters (status, pipeline, created within, the start of the
@@ -90,6 +93,8 @@ function jobsPage(filters) {
       known: new Map(),
       counts: null,
       countedAt: 0,
+      costs: new Map(),
+      costedAt: 0,
     },
     ui: {
       controls: filterControls(filters),
@@ -193,11 +198,28 @@ function refilter(page) {
 }
 
 /** One page from `cursor` (null: the first); {jobs, cursor}. */
-async function readPage(filters, cursor, signal) {
+async function readPage(filters, cursor, signal, costs) {
   const params = new URLSearchParams({ ...apiQuery(filters), limit: String(PAGE_SIZE) });
   if (cursor) params.set("cursor", cursor);
+  if (costs) params.set("costs", "true");
   const data = await api(`jobs?${params}`, { signal });
   return { jobs: data?.jobs ?? [], cursor: data?.cursor ?? data?.nextCursor ?? null };
+}
+
+/** Whether this read asks for costs: every COSTS_MS, and for rows the list has not costed yet (a first read, a
+ * new filter, Load more). */
+function wantsCosts(view) {
+  return !view.loaded || view.wantMore || Date.now() - view.costedAt >= COSTS_MS;
+}
+
+/** The jobs with the costs last read where this read carried none (a read between two costed ones). */
+function withKnownCosts(view, jobs, costed) {
+  if (costed) {
+    view.costedAt = Date.now();
+    for (const job of jobs) if ("costUsd" in job) view.costs.set(job.jobId, job.costUsd);
+    return jobs;
+  }
+  return jobs.map((job) => ("costUsd" in job || !view.costs.has(job.jobId) ? job : { ...job, costUsd: view.costs.get(job.jobId) }));
 }
 
 /**
@@ -206,7 +228,9 @@ async function readPage(filters, cursor, signal) {
  */
 async function load(page, signal) {
   const { view } = page;
-  const jobs = view.wantMore && view.cursor ? await readNextPage(page, signal) : await readFirstPage(page, signal);
+  const costed = wantsCosts(view);
+  const read = view.wantMore && view.cursor ? await readNextPage(page, signal, costed) : await readFirstPage(page, signal, costed);
+  const jobs = withKnownCosts(view, read, costed);
   announceChanges(view, jobs);
   const seen = new Set();
   view.jobs = jobs.filter((job) => !seen.has(job.jobId) && seen.add(job.jobId));
@@ -218,9 +242,9 @@ async function load(page, signal) {
 }
 
 /** The rows shown with the next page appended (Load more). */
-async function readNextPage(page, signal) {
+async function readNextPage(page, signal, costs) {
   const { view } = page;
-  const next = await readPage(page.filters, view.cursor, signal);
+  const next = await readPage(page.filters, view.cursor, signal, costs);
   view.wantMore = false;
   view.extended = true;
   view.cursor = next.cursor;
@@ -228,13 +252,13 @@ async function readNextPage(page, signal) {
 }
 
 /** The first page, read on while a filter leaves it short; in front of the older rows Load more brought. */
-async function readFirstPage(page, signal) {
+async function readFirstPage(page, signal, costs) {
   const { view } = page;
   const first = [];
   let cursor = null;
   let reads = 0;
   do {
-    const read = await readPage(page.filters, cursor, signal);
+    const read = await readPage(page.filters, cursor, signal, costs);
     first.push(...read.jobs);
     cursor = read.cursor;
     reads += 1;
