@@ -19,7 +19,19 @@ from . import history_pages
 from .clock import Clock, system_clock_ms
 from .errors import ConfigurationError
 from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
-from .models import Checkpoint, FanOut, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from .models import (
+    Checkpoint,
+    FanOut,
+    HistoryItem,
+    Job,
+    JobCounts,
+    JobStatus,
+    Lesson,
+    LogEntry,
+    MapItem,
+    MapMark,
+    MapRecord,
+)
 from .share_port import OwnerShares
 from .storage_compat import adapt_earlier_methods
 from .transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
@@ -280,6 +292,12 @@ class Storage(ABC):
         or asks again after a lost response); False when another does, or the map has no record (the default).
         """
         return False
+
+    def note_nudge(self, job_id: str, entry: LogEntry, *, sequence: int) -> bool | None:
+        """Add a nudge's ``entry`` to a running job's log at ``sequence`` (no live claim), changing nothing else,
+        once per sequence: True when added, False when one was (or the job moved on). Optional: None, the
+        default, when this store keeps no such entry (the API then logs the nudge only in its own log)."""
+        return None
 
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
         """Keep ``lessons`` in the memory of ``pipeline`` (this store's owner's) until ``expires_at`` (Unix s).

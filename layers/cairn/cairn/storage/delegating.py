@@ -10,7 +10,18 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
-from ..core.models import Checkpoint, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
+from ..core.models import (
+    Checkpoint,
+    HistoryItem,
+    Job,
+    JobCounts,
+    JobStatus,
+    Lesson,
+    LogEntry,
+    MapItem,
+    MapMark,
+    MapRecord,
+)
 from ..core.share_port import NoteOutcome, OwnerShares, ShareTaken, SlotRequest, Waiter, WaiterNote
 from ..core.storage_port import ResultLink, Route, StateLink, Storage
 from ..core.transitions import Claim, Commit, Fence, Save, SignalDelivery, StartJob, WaitExpiry
@@ -139,6 +150,9 @@ class DelegatingStorage(Storage):
 
     def mark_map(self, job_id: str, fan_out: str, mark: MapMark, token: str) -> bool:
         return self.around("mark_map", lambda: self.inner.mark_map(job_id, fan_out, mark, token))
+
+    def note_nudge(self, job_id: str, entry: LogEntry, *, sequence: int) -> bool | None:
+        return self.around("note_nudge", lambda: self.inner.note_nudge(job_id, entry, sequence=sequence))
 
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
         return self.around("remember", lambda: self.inner.remember(pipeline, lessons, expires_at=expires_at))
