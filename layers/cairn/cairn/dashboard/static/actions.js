@@ -5,6 +5,7 @@
 import { connectionState } from "./connection.js";
 import { restoreFocus } from "./dom.js";
 import { quoted } from "./format.js";
+import { nudgeRule } from "./stalled.js";
 
 /** Why every button is disabled while the API does not answer. */
 const OFFLINE_REASON = "The API does not answer: actions wait until it does (the page keeps trying)";
@@ -22,6 +23,7 @@ const OFFLINE_REASON = "The API does not answer: actions wait until it does (the
  *   Resume           only a paused job.
  *   Cancel           any job but a complete or cancelled one (the API's rule).
  *   Send signal      only a waiting job.
+ *   Nudge            only a stalled job (stalled.js); primary then.
  *
  * @param {object} job a JobView
  * @param {string[]} phases the pipeline's phases ([] when unknown)
@@ -61,10 +63,20 @@ export function actionRules(job, phases) {
       `Delivers the signal ${quoted(job.waitingFor ?? "")} the job waits for`,
       `Only a waiting job takes a signal; this one is ${status}`,
     ),
+    Nudge: nudgeRule(job),
   };
 }
 
-export const ACTION_NAMES = ["Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal"];
+export const ACTION_NAMES = [
+  "Nudge",
+  "Retry",
+  "Start over",
+  "Rerun from phase",
+  "Pause",
+  "Resume",
+  "Cancel",
+  "Send signal",
+];
 
 export function actionClass(name) {
   if (name === "Start over" || name === "Cancel") return "danger-outline";
@@ -84,6 +96,7 @@ export function renderActions(buttons, job, phases) {
     const { allowed, reason } = rules[name];
     button.disabled = offline || !allowed;
     button.title = offline ? OFFLINE_REASON : reason;
+    if (name === "Nudge") button.classList.toggle("primary", allowed); // the one move while stalled
   }
   if (focused?.disabled) restoreFocus(focused);
 }
