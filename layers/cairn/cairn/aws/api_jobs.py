@@ -35,9 +35,10 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 STALLED_FILTER = (
     "true: only stalled jobs (running, but no worker holds one, or its map's items are done and the next phase never "
-    "started). A page of the running jobs is read, then each job's small item (about 1 read unit each, 2 for a job "
-    "in a map), and the stalled kept: a page may hold fewer than limit, and its cursor goes on. Every listed "
-    "running job is marked stalled true or false at that cost. status other than running is refused (400)"
+    "started). A page of the running jobs is read, then one consistent read of each job's item (1 read unit per "
+    "4 KB: 1 to 3, a state from 8 KB on being kept apart) and of its map's record when it is in a map: a page may "
+    "hold fewer than limit, and its cursor goes on. Every listed running job is marked stalled true or false at "
+    "that cost. status other than running is refused (400)"
 )
 PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
 CREATED_TO_FILTER = "Only jobs created at or before this time; a time before createdFrom is refused (400)"
@@ -89,8 +90,9 @@ def list_jobs(
     summary="How many of your jobs have each status",
     description="Read from the listing index, not from every job: exact while the caller has up to about 4,000 "
     "jobs (1,000 a listing shard); above that each count is a lower bound and exact is false. stalled counts the "
-    f"stalled jobs among the newest {COUNT_BOUND} running ones (one listing page and one small read, about 1 read "
-    "unit, per running job; 2 for a job in a map); past that it is a lower bound and exact is false.",
+    f"stalled jobs among the newest {COUNT_BOUND} running ones (one listing page, then one consistent read of "
+    "each running job's item, 1 to 3 read units, and of its map's record when it is in a map); past that it is a "
+    "lower bound and exact is false.",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "A count per status; exact says whether each is exact or at least so"),
 )
