@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from cairn import JobStatus
 from cairn.testing.api import ApiClient
+from cairn.testing.invoker import LocalContext
+from tests.events import load_event
 from tests.functional.api_client import ALICE, BOB, JOB, PHASES, Api, phase_names
 from tests.support import FakeClock
 
@@ -127,9 +129,8 @@ def test_a_nudge_of_a_job_that_is_not_stalled_is_refused_saying_why_and_changes_
     assert client.post("/jobs/bad%20id/nudge").status == 400
 
 
-def test_a_map_whose_items_are_done_but_whose_next_phase_never_started_is_stalled_and_a_nudge_runs_it(
-    api: Api, stack_clock: FakeClock
-) -> None:
+def _map_done_hand_off_lost(api: Api, stack_clock: FakeClock) -> None:
+    """Start job "mapped" (a map over its pages), run every item, lose the last item's hand-off to publish."""
     state = {"document": "contract.txt", "page_concurrency": 2}
     assert api.call("create-job", body={"pipeline": "document-intake", "jobId": "mapped", "state": state}).status == 202
     queue = api.stack.invoker.queue
@@ -137,8 +138,14 @@ def test_a_map_whose_items_are_done_but_whose_next_phase_never_started_is_stalle
         api.run_phases(1)
     assert queue, "the last item hands off to publish"
     queue.clear()  # that hand-off is lost
-    client = _client(api)
     stack_clock.advance(IDLE_MS / 1000 + 1)
+
+
+def test_a_map_whose_items_are_done_but_whose_next_phase_never_started_is_stalled_and_a_nudge_runs_it(
+    api: Api, stack_clock: FakeClock
+) -> None:
+    _map_done_hand_off_lost(api, stack_clock)
+    client = _client(api)
 
     stalled = client.get("/jobs/mapped").body["stalled"]
 
@@ -147,3 +154,17 @@ def test_a_map_whose_items_are_done_but_whose_next_phase_never_started_is_stalle
     assert client.post("/jobs/mapped/nudge").status == 202
     api.run()
     assert api.stored("mapped").status == JobStatus.COMPLETE
+
+
+def test_the_sweep_revives_a_map_whose_items_are_done_and_whose_next_phase_never_started(
+    api: Api, stack_clock: FakeClock
+) -> None:
+    _map_done_hand_off_lost(api, stack_clock)
+
+    swept = api.stack.scheduler(load_event("scheduler/scheduled-sweep"), LocalContext("cairn-scheduler"))
+
+    assert "mapped" in swept["revived"]
+    api.run()
+    done = api.stored("mapped")
+    assert done.status == JobStatus.COMPLETE
+    assert phase_names(done)[-1] == "publish"

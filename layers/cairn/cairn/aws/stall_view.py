@@ -16,7 +16,10 @@ from ..scheduling import recovery
 class StalledView(WireModel):
     """Why a running job is not moving and what will move it."""
 
-    since: int = Field(description="When it became stalled (Unix ms): its claim's expiry or its last write + idle")
+    since: int = Field(
+        description="When it became stalled (Unix ms): its claim's expiry or its last write + idle. A map's items do "
+        "not write the job, so for map_done it may come before the last item finished"
+    )
     reason: Literal["unheld", "map_done"] = Field(
         description="unheld: no worker holds it; map_done: its map's items are done and the next phase never started"
     )
