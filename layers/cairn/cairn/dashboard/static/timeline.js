@@ -209,8 +209,12 @@ function currentRun(job, log, now) {
       phase: job.nextPhase,
       attempt: job.attempt,
       outcome: "running",
-      summary: `running · ${formatDuration(now - start)} so far`,
-      title: `${job.nextPhase}, attempt ${job.attempt}: running since ${fullFormat.format(new Date(start))}`,
+      summary: job.stalled // no worker holds it: not "running" (stalled.js)
+        ? `stalled since ${formatTime(job.stalled.since)} · ${job.stalled.why}`
+        : `running · ${formatDuration(now - start)} so far`,
+      title: `${job.nextPhase}, attempt ${job.attempt}: ${job.stalled ? "stalled" : "running"} since ${fullFormat.format(
+        new Date(job.stalled?.since ?? start),
+      )}`,
       bar: { left: at(start), width: width(now - start) },
     }),
   };
