@@ -38,7 +38,7 @@ SAFETY_MS = int(SAFETY_S * 1000)
 PAUSE_AHEAD_S = 5.0
 """How far ahead of the page's time :func:`pause_clock` stops it: time passes while the test asks the page for its
 time, and the clock cannot be paused in its past."""
-ACTIONS = ("Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal")
+ACTIONS = ("Nudge", "Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal")
 """The job view's buttons, as their accessible names."""
 
 

@@ -297,6 +297,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         ("POST", "/jobs/{jobId}/retry"),
         ("POST", "/jobs/{jobId}/pause"),
         ("POST", "/jobs/{jobId}/cancel"),
+        ("POST", "/jobs/{jobId}/nudge"),
         ("POST", "/jobs/{jobId}/signals/{name}"),
         ("GET", "/pipelines"),
         ("GET", "/health"),
@@ -315,11 +316,21 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     assert not any("422" in op["responses"] for op in operations.values())
     schemas = document["components"]["schemas"]
     assert {"CreateJobRequest", "RetryRequest", "JobView", "JobPage", "JobLog", "ErrorBody", "Health"} <= set(schemas)
-    assert set(schemas["JobCounts"]["properties"]) == {"counts", "total", "exact", "unreadable"}
+    assert set(schemas["JobCounts"]["properties"]) == {"counts", "total", "exact", "unreadable", "stalled"}
     assert set(schemas["CreateJobRequest"]["properties"]) == {"pipeline", "jobId", "state"}
     assert {"jobId", "nextPhase", "createdAt", "state"} <= set(schemas["JobView"]["properties"])
     parameters = {param["name"] for param in operations["GET", "/jobs"]["parameters"]}
-    assert parameters == {"status", "pipeline", "createdFrom", "createdTo", "idPrefix", "cursor", "limit", "sort"}
+    assert parameters == {
+        "status",
+        "pipeline",
+        "createdFrom",
+        "createdTo",
+        "idPrefix",
+        "cursor",
+        "limit",
+        "sort",
+        "stalled",
+    }
     log_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/log"]["parameters"]}
     assert log_parameters == {"jobId", "limit", "cursor"}
     history_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/history"]["parameters"]}

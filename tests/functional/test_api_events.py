@@ -73,6 +73,7 @@ CASES = {
     "api/send-signal": Case(complete, 409, "conflict"),
     "api/pause-job": Case(running, 200, job=JobStatus.PAUSED),
     "api/cancel-job": Case(running, 200, job=JobStatus.CANCELLED),
+    "api/nudge-job": Case(running, 409, "conflict"),  # just started: not stalled
     "api/list-pipelines": Case(nothing, 200),
     "api/health": Case(nothing, 200),
     "api/health-deep": Case(nothing, 200),

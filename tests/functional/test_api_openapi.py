@@ -54,7 +54,7 @@ def parameter(operation: dict[str, Any], name: str) -> dict[str, Any]:
 
 def test_every_job_id_path_parameter_declares_the_job_id_rule(document: dict[str, Any]) -> None:
     with_job_id = [(method, path, op) for method, path, op in operations(document) if "{jobId}" in path]
-    assert len(with_job_id) == 11
+    assert len(with_job_id) == 12
 
     for method, path, operation in with_job_id:
         job_id = parameter(operation, "jobId")

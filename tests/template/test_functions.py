@@ -41,6 +41,7 @@ ROUTES = {
     ("post", "/jobs/{jobId}/retry"),
     ("post", "/jobs/{jobId}/pause"),
     ("post", "/jobs/{jobId}/cancel"),
+    ("post", "/jobs/{jobId}/nudge"),
     ("post", "/jobs/{jobId}/signals/{name}"),
     ("get", "/pipelines"),
     ("get", "/health"),

@@ -3,7 +3,8 @@
 Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_errors`):
 
 - ``GET /jobs`` and the other reads of the caller's jobs (:mod:`.api_jobs`); ``POST /jobs`` and the actions on a
-  job, retry, pause, cancel and signal (:mod:`.api_actions`).
+  job, retry, pause, cancel and signal (:mod:`.api_actions`); ``POST /jobs/{jobId}/nudge`` revives a stalled
+  job now (:mod:`.api_nudge`).
 - ``GET /jobs/{jobId}/states/{phase}`` and ``GET /jobs/{jobId}/diff`` show what it saw (:mod:`.api_states`);
   ``GET /jobs/{jobId}/maps`` and ``.../maps/{mapId}/items/{index}`` what its maps did (:mod:`.api_maps`).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
@@ -52,6 +53,7 @@ from .api_models import (
     PipelineList,
     PipelineView,
 )
+from .api_nudge import router as nudge_router
 from .api_redaction import deployment_redaction, redacted_response
 from .api_request import MAX_BODY_BYTES, admit
 from .api_routes import caller, responses
@@ -79,6 +81,7 @@ app.include_router(states_router)
 app.include_router(maps_router)
 app.include_router(jobs_router)
 app.include_router(actions_router)
+app.include_router(nudge_router)
 
 
 @app.get(

@@ -11,6 +11,7 @@ from ..core.models import Job, JobStatus, PhaseRecord, WireModel
 from ..core.storage_port import ObjectLink
 from ..features.prices import PriceTable
 from .api_cost import CostView
+from .stall_view import StalledView
 
 
 class CutShort(WireModel):
@@ -139,6 +140,13 @@ class JobView(LinkedState):
         description="The phase run a cancel cut short (its worker could no longer commit): present on a cancelled "
         "job that a worker held when it was cancelled",
     )
+    stalled: StalledView | None = Field(
+        default=None,
+        exclude_if=lambda stall: stall is None,
+        description="Present while the job is stalled (running, but no worker holds it, or its map's items are done "
+        "and the next phase never started): since when, why, what the sweep will do and when; "
+        "POST /jobs/{jobId}/nudge does it now",
+    )
     error: str | None = None
     result: Any = None
     result_url: str | None = _url("result")
@@ -193,6 +201,7 @@ class JobView(LinkedState):
         rerun_phases: list[str] | None = None,
         history_cursor: str | None = None,
         prices: PriceTable | None = None,
+        stalled: StalledView | None = None,
     ) -> JobView:
         """The view of a stored job (with ``rerun_phases`` when the caller worked them out).
 
@@ -216,6 +225,7 @@ class JobView(LinkedState):
             attempt=job.attempt,
             claimed_at=job.claimed_at if job.lease_owner is not None else None,
             cut_short=CutShort.of(job),
+            stalled=stalled,
             error=job.error,
             result=job.result,
             usage=dict(job.usage),

@@ -19,18 +19,27 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from ..core.models import JobCounts, JobPage, JobStatus
 from .api_cost import SORT_BY_COST, with_costs
+from .api_errors import ApiError
 from .api_job_view import JobView
 from .api_models import CreatedTime, Cursor, IdPrefix, JobHistory, JobLog, PipelineName, epoch_ms
 from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view
 from .api_routes import JobIdPath, caller, responses
 from .api_services import current_services
 from .listing import JobFilter
+from .stalled_listing import COUNT_BOUND, marked, with_stalled
 
 router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 """The routes of this module, included in the API's resolver."""
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
+STALLED_FILTER = (
+    "true: only stalled jobs (running, but no worker holds one, or its map's items are done and the next phase never "
+    "started). A page of the running jobs is read, then one consistent read of each job's item (1 read unit per "
+    "4 KB: 1 to 3, a state from 8 KB on being kept apart) and of its map's record when it is in a map: a page may "
+    "hold fewer than limit, and its cursor goes on. Every listed running job is marked stalled true or false at "
+    "that cost. status other than running is refused (400)"
+)
 PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
 WITH_COSTS = (
     "Newest first: add each job's cost so far (costUsd), read from the page's job items (about half a read unit a "
@@ -57,12 +66,15 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
     sort: Annotated[Literal["cost"] | None, Query(description=SORT_BY_COST)] = None,
     costs: Annotated[bool, Query(description=WITH_COSTS)] = False,
+    stalled: Annotated[bool, Query(description=STALLED_FILTER)] = False,
 ) -> JobPage:
     services = current_services()
     if pipeline is not None:
         services.pipeline(pipeline)  # an unknown pipeline is refused (400), not answered with nothing
+    if stalled and status not in (None, JobStatus.RUNNING):
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request", "stalled=true lists running jobs: leave status out")
     where = JobFilter(
-        status=status,
+        status=JobStatus.RUNNING if stalled else status,
         pipeline=pipeline,
         created_from=epoch_ms(created_from),
         created_to=epoch_ms(created_to),
@@ -70,21 +82,28 @@ def list_jobs(
     )
     storage = services.storage(caller(router))
     if sort == "cost":
-        return storage.cost_page(cursor=cursor, limit=limit, where=where)
-    page = storage.list_page(cursor=cursor, limit=limit, where=where)
-    return with_costs(page, storage, services.cairn(caller(router)).prices) if costs else page
+        page = storage.cost_page(cursor=cursor, limit=limit, where=where)
+    else:
+        page = storage.list_page(cursor=cursor, limit=limit, where=where)
+        page = with_costs(page, storage, services.cairn(caller(router)).prices) if costs else page
+    return marked(page, storage, services.runtime.settings, only_stalled=stalled)
 
 
 @router.get(
     "/jobs/counts",
     summary="How many of your jobs have each status",
     description="Read from the listing index, not from every job: exact while the caller has up to about 4,000 "
-    "jobs (1,000 a listing shard); above that each count is a lower bound and exact is false.",
+    "jobs (1,000 a listing shard); above that each count is a lower bound and exact is false. stalled counts the "
+    f"stalled jobs among the newest {COUNT_BOUND} running ones (one listing page, then one consistent read of "
+    "each running job's item, 1 to 3 read units, and of its map's record when it is in a map); past that it is a "
+    "lower bound and exact is false.",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "A count per status; exact says whether each is exact or at least so"),
 )
 def count_jobs() -> JobCounts:
-    return current_services().storage(caller(router)).count_jobs()
+    services = current_services()
+    storage = services.storage(caller(router))
+    return with_stalled(storage.count_jobs(), storage, services.runtime.settings)
 
 
 @router.get(

@@ -27,7 +27,9 @@ from .api_job_view import JobView, LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
 from .api_models import HistoryWrite, JobHistory, JobLog
 from .api_redaction import linking_refused
+from .api_services import current_services
 from .observability import logger
+from .stall_view import stalled_view
 
 #: The most entries one page of a log holds.
 MAX_LOG_PAGE = 1000
@@ -68,6 +70,7 @@ def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bo
             rerun_phases=_rerun_phases(jobs, view),
             history_cursor=view.older,
             prices=jobs.prices,
+            stalled=stalled_view(jobs.storage, view.job, current_services().runtime.settings),
         )
         bounded = _within_reply(jobs, view.job, shown)
         if bounded is not None:

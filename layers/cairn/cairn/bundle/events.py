@@ -295,6 +295,7 @@ def api_events(pipeline: PipelineOutline, registered: Sequence[str], *, job_id: 
         "retry-job-bad-mode": _Request("POST", "/jobs/{jobId}/retry", job, body=_json({"mode": "restart"})),
         "pause-job": _Request("POST", "/jobs/{jobId}/pause", job),
         "cancel-job": _Request("POST", "/jobs/{jobId}/cancel", job),
+        "nudge-job": _Request("POST", "/jobs/{jobId}/nudge", job),
         "send-signal": _Request("POST", "/jobs/{jobId}/signals/{name}", signal, body=_json(SIGNAL_PAYLOAD)),
         "list-pipelines": _Request("GET", "/pipelines"),
         "health": _Request("GET", "/health", caller="public"),

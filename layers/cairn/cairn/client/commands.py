@@ -1,4 +1,4 @@
-"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, pause, cancel and pull jobs (HTTP API).
+"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, nudge, pause, cancel and pull jobs (HTTP).
 
 Exit status: 0 on success; 1 when the API answered with an error or could not be reached (one
 line on stderr); 2 for a usage error; 130 when interrupted (Ctrl-C).
@@ -31,6 +31,7 @@ from .render import (
     log_line,
     map_item_details,
     map_lanes,
+    nudge_line,
     status_line,
 )
 
@@ -41,7 +42,7 @@ STATUSES = ("idle", "running", "waiting", "paused", "complete", "error", "cancel
 DEFAULT_INTERVAL = 2.0
 FOLLOW_TRIES = 5
 """How many times in a row ``jobs log --follow`` asks while the API fails transiently (5xx, 429, no answer)."""
-SUMMARY = "start, list, count, show, follow, retry, rerun, signal, pause and cancel jobs, and show their states"
+SUMMARY = "start, list, count, show, follow, retry, rerun, signal, nudge, pause and cancel jobs, and show their states"
 DESCRIPTION = (
     "Call the jobs HTTP API: a local `cairn dev` server (the default) or a deployed stack "
     "(--api https://..., signed with your AWS credentials, or --token for a JWT authorizer)."
@@ -144,7 +145,8 @@ def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs list``: a table of the caller's jobs (one page, or every page with ``--all``)."""
-    filters = {**listing_filters(arguments), "sort": arguments.sort, "costs": "true"}
+    stalled = "true" if arguments.stalled else None
+    filters = {**listing_filters(arguments), "sort": arguments.sort, "costs": "true", "stalled": stalled}
     if arguments.all:
         page = client.list_all(limit=arguments.limit, **filters)
     else:
@@ -272,6 +274,11 @@ def run_pause(arguments: argparse.Namespace, client: ApiClient) -> int:
     return _output(arguments, client.pause(arguments.job_id), status_line)
 
 
+def run_nudge(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs nudge ID``: what was scheduled for the stalled job (the API refuses one that is not stalled)."""
+    return _output(arguments, client.nudge(arguments.job_id), nudge_line)
+
+
 def run_cancel(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs cancel ID``: the cancelled job's status line (or each selected job's, with a selection)."""
     if selects_many(arguments):
@@ -324,6 +331,12 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     listing.add_argument(
         "--sort", choices=["cost"], help="cost: every job the filter lets through, dearest first (a page, or --all)"
     )
+    listing.add_argument(
+        "--stalled",
+        action="store_true",
+        help="only stalled jobs: running, but no worker holds one (or its map's items are done and its next phase "
+        "never started); cairn jobs show says since when and why, cairn jobs nudge moves one",
+    )
     action("count", run_count, "count your jobs by status (exact up to a bound, else at least so many)")
     show = action("show", run_show, "show a job: status, phase timeline, usage, error")
     job_argument(show)
@@ -371,6 +384,7 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "--payload", metavar="JSON|@FILE", help="what the next phase reads as ctx.signal: JSON, @FILE, or @- for stdin"
     )
     job_argument(action("pause", run_pause, "pause a job at its next phase boundary"))
+    job_argument(action("nudge", run_nudge, "schedule a stalled job's next phase again now, as the sweep would"))
     jobs_argument(
         action("cancel", run_cancel, "cancel a job, or every job a selection matches (retry resumes)"), "Cancel"
     )

@@ -29,7 +29,7 @@ LINK_TIMEOUT = 300.0
 """Seconds to wait for a connection and for each read of the answer."""
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 #: The filters ``GET /jobs`` takes, by their query names.
-LIST_FILTERS = ("status", "pipeline", "createdFrom", "createdTo", "idPrefix", "sort", "costs")
+LIST_FILTERS = ("status", "pipeline", "createdFrom", "createdTo", "idPrefix", "sort", "costs", "stalled")
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 """Statuses a job stays in until someone retries it."""
 
@@ -265,6 +265,11 @@ class ApiClient:
     def map_item(self, job_id: str, map_id: str, index: int) -> Json:
         """One item of a map whole (``GET /jobs/{id}/maps/{mapId}/items/{index}``)."""
         return self.request("GET", self._job(job_id, f"/maps/{quote(map_id, safe='')}/items/{int(index)}"))
+
+    def nudge(self, job_id: str) -> Json:
+        """Schedule a stalled job's next phase again now, at its sequence (``POST /jobs/{id}/nudge``): what was
+        scheduled, ``{"jobId", "phase", "sequence", "first"}``; 409 when the job is not stalled."""
+        return self.request("POST", self._job(job_id, "/nudge"))
 
     def pause(self, job_id: str) -> Json:
         """Pause the job at its next phase boundary; the paused job."""

@@ -79,7 +79,7 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
         [
             _text(job.get("jobId")),
             _text(job.get("pipeline")),
-            _text(job.get("status")) + (" (unreadable)" if job.get("corrupt") else ""),
+            _text(job.get("status")) + (" (unreadable)" if job.get("corrupt") else "") + _stalled_mark(job),
             age(job.get("updatedAt"), now_ms),
             age(job.get("createdAt"), now_ms),
             *([usd(job.get("costUsd"))] if costed else []),
@@ -87,6 +87,36 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
         for job in jobs
     ]
     return table(["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED", *(["COST"] if costed else [])], rows)
+
+
+def _stalled_mark(job: Json) -> str:
+    """`` (stalled)`` after a listed job's status when the API marks it stalled."""
+    return " (stalled)" if job.get("stalled") is True else ""
+
+
+def stalled_lines(stalled: Any, now_ms: int) -> list[tuple[str, str]]:
+    """A stalled job's fields in ``cairn jobs show``: since when, why, and what the sweep will do and when."""
+    if not isinstance(stalled, dict):
+        return []
+    sweep_by = stalled.get("sweepBy")
+    when = f" by {clock_time(sweep_by)}" if isinstance(sweep_by, int | float) else " at its next run"
+    return [
+        (
+            "Stalled",
+            f"since {clock_time(stalled.get('since'))} ({age(stalled.get('since'), now_ms)}): "
+            f"{_text(stalled.get('why'))}",
+        ),
+        ("Next", f"the sweep will {_text(stalled.get('sweep'))}{when}; cairn jobs nudge does it now"),
+    ]
+
+
+def nudge_line(nudge: Json) -> str:
+    """``cairn jobs nudge``: what was scheduled."""
+    again = "" if nudge.get("first", True) else " (a nudge at this sequence was already recorded; runs once)"
+    return (
+        f"{_text(nudge.get('jobId'))}: {_text(nudge.get('phase'))} scheduled again at sequence "
+        f"{_text(nudge.get('sequence'))}{again}"
+    )
 
 
 def usd(value: Any) -> str:
@@ -110,6 +140,8 @@ def counts_table(counts: Json) -> str:
         return _text(value) if exact else f"at least {_text(value)}"
 
     rows = [[str(status), shown(value)] for status, value in by_status.items()]
+    if isinstance(counts.get("stalled"), int):  # a part of running
+        rows.append(["  of which stalled", shown(counts["stalled"])])
     if counts.get("unreadable"):
         rows.append(["unreadable", shown(counts["unreadable"])])
     rows.append(["total", shown(counts.get("total"))])
@@ -235,6 +267,7 @@ def job_details(job: Json, now_ms: int) -> str:
         deadline = job.get("waitDeadline")
         until = f" (until {clock_time(deadline)})" if isinstance(deadline, int | float) else ""
         fields.append(("Waiting for", f"{job['waitingFor']}{until}"))
+    fields.extend(stalled_lines(job.get("stalled"), now_ms))
     if job.get("shareWait"):  # past its owner's fair share (cairn.features.owner_share)
         fields.append(("Held", _text(job["shareWait"])))
     if isinstance(job.get("wakeAt"), int | float):

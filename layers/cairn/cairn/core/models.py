@@ -382,6 +382,13 @@ class JobSummary(WireModel):
     corrupt: bool = Field(
         default=False, description="The stored job cannot be read; ``error`` says why (``unreadable: ...``)"
     )
+    stalled: bool | None = Field(
+        default=None,
+        exclude_if=lambda stalled: stalled is None,
+        description="In a listing: true for a running job that is stalled (no worker holds it, or its map's items "
+        "are done and the next phase never started; GET /jobs/{jobId} says since when and why), false for "
+        "another running job; absent for other statuses",
+    )
     cost_usd: float | None = Field(
         default=None,
         exclude_if=lambda cost: cost is None,
@@ -423,6 +430,12 @@ class JobCounts(WireModel):
         "up to a bound of the newest jobs, or could not confirm whether some had expired"
     )
     unreadable: int = Field(default=0, description="Jobs whose stored status cannot be read (not in ``counts``)")
+    stalled: int | None = Field(
+        default=None,
+        exclude_if=lambda stalled: stalled is None,
+        description="How many running jobs are stalled (a part of counts.running): each running job read up to a "
+        "bound; past it a lower bound and exact is false",
+    )
 
     @classmethod
     def of(cls, statuses: Mapping[JobStatus, int], *, exact: bool, unreadable: int = 0) -> JobCounts:

@@ -41,6 +41,10 @@ STATE_MACHINE_ARN = "CAIRN_STATE_MACHINE_ARN"
 """The state machine the ``stepfunctions`` driver starts an execution of for each start or retry."""
 SWEEP_IDLE_SECONDS = "CAIRN_SWEEP_IDLE_SECONDS"
 """How long a running job may go without a write before the sweep revives it (its worker is gone)."""
+SWEEP_SCHEDULE = "CAIRN_SWEEP_SCHEDULE"
+"""How often the sweep runs (the template's ``SweepSchedule``, ``rate(5 minutes)``): the console's "next sweep by"."""
+_RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
+_RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
 SWEEP_BATCH = "CAIRN_SWEEP_BATCH"
 """The most stalled jobs one sweep revives; the rest wait for the next sweep (the template's ``SweepBatchSize``)."""
 MAX_TRANSITIONS = "CAIRN_MAX_TRANSITIONS"
@@ -123,6 +127,8 @@ class Settings:
     state_machine_arn: str | None = None
     sweep_idle_seconds: int = 120
     sweep_batch: int = 100
+    sweep_every_seconds: int | None = 300
+    """``CAIRN_SWEEP_SCHEDULE``'s period: how often the sweep runs (None: unset, or a ``cron(...)`` schedule)."""
     owner_concurrency: int = 0
     """``CAIRN_OWNER_CONCURRENCY``: the stack's fair share per owner (0: off), checked when settings are read."""
     owner_starts_per_minute: int = 0
@@ -149,6 +155,7 @@ class Settings:
             state_machine_arn=env.get(STATE_MACHINE_ARN) or None,
             sweep_idle_seconds=_positive_int(env, SWEEP_IDLE_SECONDS, 120),
             sweep_batch=_positive_int(env, SWEEP_BATCH, 100),
+            sweep_every_seconds=schedule_seconds(env.get(SWEEP_SCHEDULE, "")),
             table_name=env.get(TABLE_NAME) or None,
             state_bucket=env.get(STATE_BUCKET) or None,
             inline_state_limit=_positive_int(env, INLINE_STATE_LIMIT, DEFAULT_INLINE_STATE_LIMIT),
@@ -248,6 +255,15 @@ def _one_of(env: Mapping[str, str], name: str, choices: tuple[_Choice, ...], *, 
         if raw == choice:
             return choice
     raise ConfigurationError(f"{name} must be {' or '.join(repr(choice) for choice in choices)}, got {raw!r}")
+
+
+def schedule_seconds(expression: str) -> int | None:
+    """The period of an EventBridge ``rate(N minutes|hours|days)`` expression in seconds; None for anything else."""
+    rate = _RATE.fullmatch(expression.strip())
+    if rate is None:
+        return None
+    amount, unit = rate.groups()
+    return int(amount) * _RATE_UNITS[unit.rstrip("s")]
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -30,6 +30,7 @@ from .models import (
     JobStatus,
     JobSummary,
     Lesson,
+    LogEntry,
     MapItem,
     MapMark,
     MapRecord,
@@ -324,6 +325,12 @@ class Storage(ABC):
         or asks again after a lost response); False when another does, or the map has no record (the default).
         """
         return False
+
+    def note_nudge(self, job_id: str, entry: LogEntry, *, sequence: int) -> bool | None:
+        """Add a nudge's ``entry`` to a running job's log at ``sequence`` (no live claim), changing nothing else,
+        once per sequence: True when added, False when one was (or the job moved on). Optional: None, the
+        default, when this store keeps no such entry (the API then logs the nudge only in its own log)."""
+        return None
 
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
         """Keep ``lessons`` in the memory of ``pipeline`` (this store's owner's) until ``expires_at`` (Unix s).

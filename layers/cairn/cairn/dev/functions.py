@@ -10,19 +10,17 @@ of the ``AWS::ApiGatewayV2::Api``. Intrinsics are resolved by moto (:func:`cairn
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from ..bundle.templating.errors import TemplateError
+from ..core.settings import schedule_seconds
 from .coverage import API, EVENT_INVOKE_CONFIG, resolved
 from .models import ApiInfo, FunctionConfig, Route, Schedule, SqsSource
 
 LAMBDA_FUNCTION: Final = "AWS::Lambda::Function"
 DEFAULT_RETRY_ATTEMPTS: Final = 2
-_RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
-_RATE_UNITS: Final = {"minute": 60, "hour": 3600, "day": 86400}
 _ANY_METHOD: Final = "X-AMAZON-APIGATEWAY-ANY-METHOD"
 
 
@@ -160,11 +158,10 @@ def _schedules(rules: list[tuple[str, dict[str, Any]]], function_arn: str, logic
         if expression.startswith(("cron(", "at(")):
             yield Schedule(name, None, expression)
             continue
-        rate = _RATE.fullmatch(expression)
-        if rate is None:
+        seconds = schedule_seconds(expression)
+        if seconds is None:
             raise DeploymentError(f"Resources.{rule_id}.Properties.ScheduleExpression: cannot read {expression!r}")
-        amount, unit = int(rate.group(1)), rate.group(2).rstrip("s")
-        yield Schedule(name, float(amount * _RATE_UNITS[unit]), expression)
+        yield Schedule(name, float(seconds), expression)
 
 
 def _built_layers(layers: tuple[str, ...], folders: Mapping[str, Path | None]) -> tuple[Path, ...]:

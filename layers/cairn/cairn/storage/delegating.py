@@ -18,6 +18,7 @@ from ..core.models import (
     JobPage,
     JobStatus,
     Lesson,
+    LogEntry,
     MapItem,
     MapMark,
     MapRecord,
@@ -156,6 +157,9 @@ class DelegatingStorage(Storage):
 
     def mark_map(self, job_id: str, fan_out: str, mark: MapMark, token: str) -> bool:
         return self.around("mark_map", lambda: self.inner.mark_map(job_id, fan_out, mark, token))
+
+    def note_nudge(self, job_id: str, entry: LogEntry, *, sequence: int) -> bool | None:
+        return self.around("note_nudge", lambda: self.inner.note_nudge(job_id, entry, sequence=sequence))
 
     def remember(self, pipeline: str, lessons: Sequence[Lesson], *, expires_at: int) -> None:
         return self.around("remember", lambda: self.inner.remember(pipeline, lessons, expires_at=expires_at))

@@ -35,6 +35,7 @@ from ...core.models import (
     JobPage,
     JobStatus,
     Lesson,
+    LogEntry,
     MapItem,
     MapMark,
     MapRecord,
@@ -293,6 +294,12 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         from .stalled import stalled_jobs  # imported on first use, as the listings are
 
         return stalled_jobs(self._table, idle_seconds=idle_seconds, limit=limit)
+
+    def note_nudge(self, job_id: str, entry: LogEntry, *, sequence: int) -> bool | None:
+        """A nudge's audit entry in the job's log, once per sequence (see :mod:`.nudges`)."""
+        from .nudges import note_nudge
+
+        return note_nudge(self._table, job_id, entry, sequence=sequence)
 
     # -- maps --------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 import { connectionState } from "./connection.js";
 import { restoreFocus } from "./dom.js";
 import { quoted } from "./format.js";
+import { nudgeRule } from "./stalled.js";
 
 /** Why every button is disabled while the API does not answer. */
 const OFFLINE_REASON = "The API does not answer: actions wait until it does (the page keeps trying)";
@@ -23,9 +24,11 @@ const OFFLINE_REASON = "The API does not answer: actions wait until it does (the
  *   Resume           only a paused job.
  *   Cancel           any job but a complete or cancelled one (the API's rule).
  *   Send signal      only a waiting job.
+ *   Nudge            only a stalled job (stalled.js); primary then.
  *
  * One of them is `primary` (the button drawn as the way on), when the job has one: Retry for a failed,
- * cancelled or idle job, Resume for a paused one whose phase has ended, Send signal for a waiting one; none
+ * cancelled or idle job, Resume for a paused one whose phase has ended, Send signal for a waiting one, Nudge for
+ * a stalled one; none
  * while it runs or is pausing (the phase in flight decides), nor once it is complete.
  * @param {object} job a JobView
  * @param {string[]} phases the pipeline's phases ([] when unknown)
@@ -72,9 +75,12 @@ export function actionRules(job, phases) {
       `Delivers the signal ${quoted(job.waitingFor ?? "")} the job waits for`,
       `Only a waiting job takes a signal; this one is ${status}`,
     ),
+    Nudge: nudgeRule(job),
   };
-  const primary = is("error", "cancelled", "idle")
-    ? "Retry"
+  const primary = rules.Nudge.allowed // stalled: no worker holds it, a nudge is the one move
+    ? "Nudge"
+    : is("error", "cancelled", "idle")
+      ? "Retry"
     : is("waiting")
       ? "Send signal"
       : is("paused") && !pausing
@@ -84,7 +90,16 @@ export function actionRules(job, phases) {
   return rules;
 }
 
-export const ACTION_NAMES = ["Retry", "Start over", "Rerun from phase", "Pause", "Resume", "Cancel", "Send signal"];
+export const ACTION_NAMES = [
+  "Nudge",
+  "Retry",
+  "Start over",
+  "Rerun from phase",
+  "Pause",
+  "Resume",
+  "Cancel",
+  "Send signal",
+];
 
 /** A button's look before the job is known; which one is primary follows the job (actionRules). */
 export function actionClass(name) {

@@ -5,6 +5,7 @@
 import { h } from "./dom.js";
 import { formatDuration, formatTime, quoted } from "./format.js";
 import { icon } from "./icons.js";
+import { stalledBannerText } from "./stalled.js";
 
 /** The phase that failed: the last phase record with outcome error, else the checkpoint's next phase. */
 export function failedPhase(job) {
@@ -25,6 +26,7 @@ export function bannerText(job, now = Date.now()) {
   const last = (job.phases ?? []).at(-1);
   switch (job.status) {
     case "running": {
+      if (job.stalled) return stalledBannerText(job, now);
       if (job.wakeAt && job.wakeAt > now) {
         const when = formatTime(job.wakeAt);
         if (job.shareWait) {
@@ -91,11 +93,12 @@ export function bannerText(job, now = Date.now()) {
 /** Update the banner only when its text changes (each change is announced: it is role="status"). */
 export function renderBanner(banner, job) {
   const { title, detail } = bannerText(job);
-  if (banner.dataset.status === job.status && banner.dataset.text === title + detail) return;
-  banner.dataset.status = job.status;
+  const status = job.stalled && job.status === "running" ? "stalled" : job.status;
+  if (banner.dataset.status === status && banner.dataset.text === title + detail) return;
+  banner.dataset.status = status;
   banner.dataset.text = title + detail;
   banner.replaceChildren(
-    icon(job.status),
+    icon(status),
     h("div", {}, h("p", { class: "banner-title" }, title), h("p", { class: "banner-detail" }, detail)),
   );
 }

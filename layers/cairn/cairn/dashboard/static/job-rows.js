@@ -6,6 +6,7 @@ import { costCell } from "./cost.js";
 import { h } from "./dom.js";
 import { timeElement } from "./format.js";
 import { statusBadge } from "./icons.js";
+import { stalledBadge } from "./stalled.js";
 
 /**
  * Update the table's rows in place, keyed by job id, and in a row only the cells whose content changed:
@@ -24,7 +25,7 @@ export function renderJobRows(tbody, jobs, selected) {
       box.checked = selected.has(job.jobId);
       row = h("tr", { dataset: { jobId: job.jobId } }, h("td", { class: "select-cell" }, box));
     }
-    const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt, job.costUsd]);
+    const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt, job.costUsd, job.stalled]);
     if (row.dataset.signature !== signature) {
       row.dataset.signature = signature;
       row.dataset.status = job.status;
@@ -55,6 +56,7 @@ function jobCells(job) {
       "Status",
       statusBadge(job.status),
       job.corrupt ? h("span", { class: "badge status-error", title: job.error ?? "" }, "unreadable") : null,
+      stalledBadge(job),
     ),
     cell("Created", timeElement(job.createdAt)),
     cell("Status changed", timeElement(job.updatedAt)),

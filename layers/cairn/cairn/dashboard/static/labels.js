@@ -11,6 +11,7 @@ export const STATUS_LABELS = {
   complete: "Complete",
   error: "Error",
   cancelled: "Cancelled",
+  stalled: "Stalled", // not a status: a running job no worker holds (stalled.js); a filter and a count
 };
 export const KIND_LABELS = {
   log: "Log",

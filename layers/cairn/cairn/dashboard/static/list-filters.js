@@ -8,6 +8,8 @@ import { JOB_ID_PATTERN } from "./ids.js";
 import { STATUS_LABELS, STATUSES } from "./labels.js";
 import { jsonEqual } from "./schema.js";
 
+/** The status filter's "Stalled": running jobs that no worker holds (the API's stalled=true). */
+export const STALLED = "stalled";
 /** What a job id may start with (the API's rule for a job id): a prefix outside it matches nothing. */
 export const ID_PREFIX = JOB_ID_PATTERN;
 /** The created-time filter: jobs created within this long before now (the API's createdFrom). */
@@ -20,7 +22,7 @@ const WITHIN_MS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000, "30d"
  */
 export function filtersFrom(params) {
   return {
-    status: STATUSES.includes(params.get("status")) ? params.get("status") : "",
+    status: [...STATUSES, STALLED].includes(params.get("status")) ? params.get("status") : "",
     pipeline: params.get("pipeline") ?? "",
     prefix: ID_PREFIX.test(params.get("prefix") ?? "") ? params.get("prefix") : "",
     created: Object.hasOwn(WITHIN_MS, params.get("created") ?? "") ? params.get("created") : "",
@@ -35,6 +37,7 @@ export function filterControls(filters) {
     { id: "filter-status", name: "status" },
     h("option", { value: "" }, "Any status"),
     STATUSES.map((status) => h("option", { value: status }, STATUS_LABELS[status])),
+    h("option", { value: STALLED }, "Stalled (running, no worker)"),
   );
   statusSelect.value = filters.status;
   const pipelineSelect = h(
@@ -112,7 +115,8 @@ export function rememberFilters(filters) {
 /** The API's query for the filters (createdFrom counted back from now). */
 export function apiQuery(filters) {
   const query = {};
-  if (filters.status) query.status = filters.status;
+  if (filters.status === STALLED) query.stalled = "true";
+  else if (filters.status) query.status = filters.status;
   if (filters.pipeline) query.pipeline = filters.pipeline;
   if (filters.prefix) query.idPrefix = filters.prefix;
   if (filters.created) query.createdFrom = new Date(Date.now() - WITHIN_MS[filters.created]).toISOString();

@@ -214,10 +214,12 @@ function currentRun(job, log, now) {
       phase: job.nextPhase,
       attempt: job.attempt,
       outcome: "running",
-      summary: `running · ${formatDuration(now - start)} so far${pausing ? ` · ${PAUSE_PENDING}` : ""}`,
-      title: `${job.nextPhase}, attempt ${job.attempt}: running since ${fullFormat.format(new Date(start))}${
-        pausing ? ", pausing after this phase" : ""
-      }`,
+      summary: job.stalled // no worker holds it: not "running" (stalled.js)
+        ? `stalled since ${formatTime(job.stalled.since)} · ${job.stalled.why}`
+        : `running · ${formatDuration(now - start)} so far${pausing ? ` · ${PAUSE_PENDING}` : ""}`,
+      title: `${job.nextPhase}, attempt ${job.attempt}: ${job.stalled ? "stalled" : "running"} since ${fullFormat.format(
+        new Date(job.stalled?.since ?? start),
+      )}${pausing ? ", pausing after this phase" : ""}`,
       bar: { left: at(start), width: width(now - start) },
     }),
   };

@@ -18,6 +18,7 @@ import { Poller, POLL_MS } from "./poller.js";
 import { openRerun, openStartOver } from "./restart-dialogs.js";
 import { renderPipelineGraph } from "./pipeline-graph.js";
 import { openSignal } from "./signal-dialog.js";
+import { openNudge } from "./stalled.js";
 import { renderTimeline } from "./timeline.js";
 
 /** The most older phase records the view reads for its timeline (which shows the last 300 runs). */
@@ -268,7 +269,7 @@ async function act(page, name, send) {
       view.job = { ...view.job, ...answered };
       view.logKey = null;
     }
-    announce(`${name}: the job is now ${answered?.status ?? "updated"}.`);
+    announce(answered?.said ?? `${name}: the job is now ${answered?.status ?? "updated"}.`);
     return answered;
   } finally {
     view.busy = false;
@@ -294,6 +295,7 @@ function actionHandlers(page) {
     "Start over": () => openStartOver(view, acting("Start over"), post, () => readInput(page)),
     "Rerun from phase": () => openRerun(view, readCheckpoint, acting("Rerun from phase"), post),
     "Send signal": () => openSignal(view, acting("Send signal"), jobId),
+    Nudge: () => openNudge(view, acting("Nudge"), post),
   };
 }
 

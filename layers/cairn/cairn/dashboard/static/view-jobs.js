@@ -290,6 +290,7 @@ function showCounts(page) {
   const title = atLeast ? "More jobs than a count reads: each figure is a lower bound" : null;
   const numbers = new Intl.NumberFormat();
   const counted = Object.entries(data.counts ?? {}).filter(([, count]) => count > 0);
+  if (data.stalled > 0) counted.splice(1 + counted.findIndex(([status]) => status === "running"), 0, ["stalled", data.stalled]);
   totals.replaceChildren(
     ...counted.map(([status, count]) => countBadge(page, status, `${atLeast}${numbers.format(count)}`, title)),
     h("li", { class: "muted", title }, `Total ${atLeast}${numbers.format(data.total ?? 0)}`),
