@@ -329,6 +329,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         "cursor",
         "limit",
         "sort",
+        "costs",
         "stalled",
     }
     log_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/log"]["parameters"]}

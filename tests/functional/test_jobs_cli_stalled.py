@@ -38,7 +38,7 @@ def test_list_stalled_show_and_count_name_the_stalled_job_and_nudge_moves_it_onc
     assert status == 0
     assert [row.split()[:4] for row in out.splitlines()[1:]] == [["stuck", "document-intake", "running", "(stalled)"]]
     [request] = jobs.requests_to("/jobs")[-1:]
-    assert request.target == "/jobs?stalled=true"
+    assert request.target == "/jobs?costs=true&stalled=true"
     status, out, _ = run_cli(capsys, "list")
     rows = {row.split()[0]: row for row in out.splitlines()[1:]}
     assert "(stalled)" in rows["stuck"]

@@ -157,7 +157,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "core": (),
     "maps": _BASE,  # the map phase kind: plugs into the core's run hooks
     "features": ("core", "maps"),  # run-level features: plug into the core's run hooks, after the maps'
-    "storage": _BASE,
+    "storage": ("core", "features"),  # a store keeps each job's cost figure (features.cost) for its cost order
     "scheduling": _BASE,
     "agents": _BASE,
     "app": _PORTS,
