@@ -1,6 +1,7 @@
 """The routes that read the caller's jobs: the list, the counts, one job, its log and its history.
 
-- ``GET /jobs`` lists the caller's jobs, newest first, a page at a time (``status``, ``cursor``, ``limit``).
+- ``GET /jobs`` lists the caller's jobs, newest first, a page at a time (``status``, ``cursor``, ``limit``; a
+  failure group of ``GET /failures`` by ``errorType`` and ``errorPhase``).
 - ``GET /jobs/counts`` counts the caller's jobs per status (exact up to a bound, else "at least").
 - ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
 - ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations (a page with ``limit`` or ``cursor``).
@@ -17,10 +18,10 @@ from typing import Annotated, Literal
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from ..core.models import JobCounts, JobPage, JobStatus
+from ..core.models import MAX_TYPE_CHARS, JobCounts, JobPage, JobStatus
 from .api_cost import SORT_BY_COST, sorted_by_cost
 from .api_job_view import JobView
-from .api_models import CreatedTime, Cursor, IdPrefix, JobHistory, JobLog, PipelineName, epoch_ms
+from .api_models import CreatedTime, Cursor, IdPrefix, JobHistory, JobLog, PhaseName, PipelineName, epoch_ms
 from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view
 from .api_routes import JobIdPath, caller, responses
 from .api_services import current_services
@@ -32,6 +33,11 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 100
 PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
+ERROR_TYPE_FILTER = (
+    "Only jobs in error whose exception has this type ('-': none was raised); each job's item is read for it "
+    "(about 1 read unit a job in error examined). With a status other than error: refused (400)"
+)
+ERROR_PHASE_FILTER = "Only jobs in error whose failure was in this phase (read as errorType is)"
 CREATED_TO_FILTER = "Only jobs created at or before this time; a time before createdFrom is refused (400)"
 
 
@@ -52,6 +58,10 @@ def list_jobs(
     cursor: Annotated[Cursor | None, Query(description="The cursor of the previous page, with the same filter")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Jobs to examine")] = DEFAULT_PAGE_SIZE,
     sort: Annotated[Literal["cost"] | None, Query(description=SORT_BY_COST)] = None,
+    error_type: Annotated[
+        str | None, Query(alias="errorType", min_length=1, max_length=MAX_TYPE_CHARS, description=ERROR_TYPE_FILTER)
+    ] = None,
+    error_phase: Annotated[PhaseName | None, Query(alias="errorPhase", description=ERROR_PHASE_FILTER)] = None,
 ) -> JobPage:
     services = current_services()
     if pipeline is not None:
@@ -62,6 +72,8 @@ def list_jobs(
         created_from=epoch_ms(created_from),
         created_to=epoch_ms(created_to),
         id_prefix=id_prefix,
+        error_type=error_type,
+        error_phase=error_phase,
     )
     page = services.storage(caller(router)).list_page(cursor=cursor, limit=limit, where=where)
     return sorted_by_cost(page, services.cairn(caller(router))) if sort == "cost" else page

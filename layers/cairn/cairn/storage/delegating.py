@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from ..core.failure_groups import FailedJobs
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ..core.models import Checkpoint, HistoryItem, Job, JobCounts, JobStatus, Lesson, MapItem, MapMark, MapRecord
 from ..core.share_port import NoteOutcome, OwnerShares, ShareTaken, SlotRequest, Waiter, WaiterNote
@@ -56,6 +57,14 @@ class DelegatingStorage(Storage):
 
     def count_jobs(self) -> JobCounts:
         return self.around("count_jobs", self.inner.count_jobs)
+
+    def failed_jobs(self, *, created_from: int, created_to: int, pipeline: str | None, limit: int) -> FailedJobs:
+        return self.around(
+            "failed_jobs",
+            lambda: self.inner.failed_jobs(
+                created_from=created_from, created_to=created_to, pipeline=pipeline, limit=limit
+            ),
+        )
 
     def start_job(self, request: StartJob) -> Job:
         return self.around("start_job", lambda: self.inner.start_job(request))

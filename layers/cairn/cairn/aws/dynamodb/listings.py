@@ -21,6 +21,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ...core.errors import CorruptJobError, InvalidInputError, StorageError
+from ...core.failure_groups import FailedJobs
 from ...core.models import Job, JobCounts, JobPage, JobStatus, JobSummary
 from ..listing import MAX_TIME_MS, JobFilter, with_status
 from . import schema
@@ -44,6 +45,9 @@ MAX_CONFIRMED = 100
 #: The most entries one round of a filtered page reads from one shard (about 40 KB: 5 read units), so that a
 #: page of a narrow filter reads at most ``MAX_ROUNDS`` x ``LIST_SHARDS`` x this before it returns what it found.
 MAX_SHARD_READ = 250
+
+#: The most pages of 100 a read of failed jobs takes (:meth:`Listings.failed_jobs`) before it says "at least".
+MAX_FAILED_PAGES = 20
 
 #: Seconds a process lists without a filter index it found missing or backfilling before it tries it again.
 INDEX_RECHECK_SECONDS = 300.0
@@ -92,6 +96,8 @@ class _Listing:
     scope: str
     where: JobFilter
     keyed: str | None = None
+    items: bool = False
+    """Whether each summary is read from its job item (a failure filter, or a read of failed jobs)."""
 
     @property
     def index(self) -> str:
@@ -112,6 +118,7 @@ class _Listing:
             (where.status is not None and self.keyed != "status")
             or (where.pipeline is not None and self.keyed != "pipeline")
             or where.id_prefix is not None
+            or where.names_failure
         )
 
 
@@ -186,7 +193,10 @@ class Listings:
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be between 1 and 1000, got {limit!r}")
-        where = with_status(where, status)
+        return self._filtered_page(with_status(where, status), cursor, limit)
+
+    def _filtered_page(self, where: JobFilter, cursor: str | None, limit: int, *, items: bool = False) -> JobPage:
+        """A page of ``list_page``; with ``items``, each summary read from its job item."""
         scope = self.table.owner
         bound = scope if where.is_empty else f"{scope}?{where.fingerprint()}"
         positions = (
@@ -194,11 +204,34 @@ class Listings:
             if cursor is not None
             else [None] * schema.LIST_SHARDS
         )
-        listing = _Listing(scope, where, self._keyed(where))
+        listing = _Listing(scope, where, self._keyed(where), items=items)
         try:
             return self._page(listing, positions, bound, limit)
         except _IndexUnready:
-            return self._page(_Listing(scope, where), positions, bound, limit)
+            return self._page(_Listing(scope, where, items=items), positions, bound, limit)
+
+    def failed_jobs(
+        self, *, created_from: int | None, created_to: int | None, pipeline: str | None, limit: int
+    ) -> FailedJobs:
+        """Up to ``limit`` of this owner's jobs in error created in the range (of ``pipeline``, if given), newest
+        first, each summary read from its job item (for its exception type and failed phase, which no index
+        holds); ``exact`` False when more may match.
+
+        Reads the ``StatusListing`` entries of the range (about 0.05 read unit a job) and the job items in
+        consistent batches of 100 (1 read unit a job item under 4 KB): about 1 read unit a job examined.
+        """
+        where = JobFilter(status=JobStatus.ERROR, pipeline=pipeline, created_from=created_from, created_to=created_to)
+        summaries: list[JobSummary] = []
+        cursor: str | None = None
+        for _ in range(MAX_FAILED_PAGES):
+            page = self._filtered_page(where, cursor, min(100, limit - len(summaries)), items=True)
+            summaries.extend(page.jobs)
+            cursor = page.cursor
+            if cursor is None:
+                return FailedJobs(summaries, exact=True)
+            if len(summaries) >= limit:
+                break
+        return FailedJobs(summaries[:limit], exact=False)
 
     def _keyed(self, where: JobFilter) -> str | None:
         """The filter attribute whose index a listing queries: the status's, else the pipeline's (None: neither
@@ -252,7 +285,7 @@ class Listings:
             examined += int(page.get("ScannedCount", len(fetched[-1])))
         taken = merge_newest_first(fetched, frontiers, limit)
         where = listing.where
-        listed = self._summaries([item for _, item in taken], where.status)
+        listed = self._summaries([item for _, item in taken], where.status, read=listing.items or where.names_failure)
         summaries = [summary for summary in listed if summary.corrupt or where.matches(summary)]
         next_positions: list[Any] = []
         for shard, position in enumerate(positions):
@@ -336,14 +369,17 @@ class Listings:
                 kwargs["ExclusiveStartKey"][listing.keyed] = {"S": listing.keyed_value}
         return kwargs
 
-    def _summaries(self, entries: list[Item], status: JobStatus | None) -> list[JobSummary]:
+    def _summaries(self, entries: list[Item], status: JobStatus | None, *, read: bool = False) -> list[JobSummary]:
         """The summaries of index ``entries``, in order: from the entries, or from the job items where they cannot
-        answer (expired jobs left out, unreadable ones marked)."""
+        answer (expired jobs left out, unreadable ones marked). With ``read``, from the job item of every entry
+        that is not gone (the exception type and the failed phase, which no index holds)."""
         now = self.table.clock()
         decided: list[JobSummary | str] = []  # a summary, or the key of the job item that answers for it
         unread: list[Any] = []
         for entry in self._owned(entries):
             verdict = triage(entry, now)
+            if read and verdict is Verdict.LIST:
+                verdict = Verdict.READ
             if verdict is Verdict.READ:
                 decided.append(str(entry["pk"].get("S")))
                 unread.append(entry["pk"])

@@ -120,6 +120,8 @@ SUMMARY_ATTRIBUTES = [
     "leaseExpiresAt",
     "notBefore",
     "sequence",
+    "errorType",
+    "errorPhase",
 ]
 
 
