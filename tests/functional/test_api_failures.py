@@ -10,7 +10,8 @@ from urllib.parse import parse_qsl
 import pytest
 
 from cairn import MemoryStorage
-from cairn.core.failure_groups import grouped
+from cairn.core.failure_groups import failed_summary, grouped
+from tests.contract.earlier_release_store import EarlierReleaseStorage
 from tests.failure_seeds import Failed, seed_failure
 from tests.functional.api_client import ALICE, BOB, Api
 from tests.support import FakeClock
@@ -138,3 +139,19 @@ def test_the_memory_store_answers_through_the_same_port(clock: FakeClock) -> Non
     assert ([job.job_id for job in failed.jobs], failed.exact) == (["job-2", "job-1"], False)
     every = storage.failed_jobs(created_from=now, created_to=now + 10, pipeline="p", limit=10)
     assert [(g.type, g.phase, g.count) for g in grouped(every.jobs)] == [("ValueError", "a", 2), ("KeyError", "b", 1)]
+
+
+def test_a_store_of_the_earlier_release_answers_and_a_job_stored_without_its_type_takes_it_from_its_record(
+    clock: FakeClock,
+) -> None:
+    storage = EarlierReleaseStorage(clock=clock)
+    now = clock()
+    seed_failure(storage, Failed("job-1", "p", "a", "ValueError", "bad", now))
+    stored = storage.get_job("job-1")
+    assert stored is not None
+    as_before = stored.model_copy(update={"error_type": None, "error_phase": None})  # written by an earlier release
+
+    failed = storage.failed_jobs(created_from=now, created_to=now, pipeline=None, limit=5)
+    assert ([(job.job_id, job.error_type) for job in failed.jobs], failed.exact) == ([("job-1", "ValueError")], True)
+    summary = failed_summary(as_before)
+    assert (summary.error_type, summary.error_phase, summary.error) == ("ValueError", "a", "bad")
