@@ -12,11 +12,14 @@ import { renderJobRows } from "./job-rows.js";
 import {
   anyFilter,
   apiQuery,
+  clearFailure,
+  failureLabel,
   fillPipelineSelect,
   filterControls,
   filterForm,
   filtersFrom,
   ID_PREFIX,
+  namesFailure,
   rememberFilters,
 } from "./list-filters.js";
 import { STATUS_LABELS } from "./labels.js";
@@ -26,7 +29,7 @@ import { Poller } from "./poller.js";
 
 const PAGE_SIZE = 50;
 /** A listing shows what changes with the status only: no phase or attempt (the job's page has them). */
-const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed"];
+const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed", "Duration", "Error"];
 /** Requests a refresh may make to fill the first page when a filter skips most entries. */
 const FIRST_PAGE_READS = 5;
 /** The totals per status are read again at most this often (a count reads up to 1,000 entries a shard). */
@@ -52,6 +55,7 @@ export function jobsView(main, route) {
       h("a", { class: "button primary", href: "#/new" }, "New job"),
     ),
     filterForm(ui.controls, ui.liveNote),
+    ui.failureNote,
     ui.totals,
     page.selection.bar,
     h("div", { class: "table-wrap" }, ui.table),
@@ -59,6 +63,7 @@ export function jobsView(main, route) {
     h("div", { class: "more-row" }, ui.moreButton),
   );
   listenToControls(page);
+  showFailureFilter(page);
   page.poller = new Poller((signal) => load(page, signal));
   const stopListening = onConnectionChange(() => showLiveNote(page));
   const stopShortcuts = listShortcuts({ search: ui.controls.prefixInput, rows: () => [...ui.tbody.rows] });
@@ -95,6 +100,7 @@ function jobsPage(filters) {
       controls: filterControls(filters),
       liveNote: h("p", { class: "live-note muted" }, "Loading…"),
       totals: h("ul", { class: "status-counts", "aria-label": "Job totals", hidden: true }),
+      failureNote: h("p", { class: "failure-filter", hidden: true }),
       tbody: h("tbody"),
     },
     poller: null,
@@ -177,9 +183,30 @@ function listenToControls(page) {
   });
 }
 
+/** The failure group the list is filtered to (from the Failures view), with a button that stops filtering by it. */
+function showFailureFilter(page) {
+  const { failureNote } = page.ui;
+  failureNote.hidden = !namesFailure(page.filters);
+  if (failureNote.hidden) return;
+  const clear = () => {
+    clearFailure(page.filters);
+    refilter(page);
+  };
+  failureNote.replaceChildren(
+    "Failure group: ",
+    h("strong", {}, failureLabel(page.filters)),
+    " ",
+    h("button", { type: "button", class: "quiet small", onclick: clear }, "Clear"),
+    " ",
+    h("a", { href: "#/failures" }, "All failures"),
+  );
+}
+
 /** Every filter is the API's: a change reads again from the first page. */
 function refilter(page) {
   const { view } = page;
+  if (page.filters.status !== "error") clearFailure(page.filters); // a failure group is of jobs in error only
+  showFailureFilter(page);
   page.ui.controls.statusSelect.value = page.filters.status;
   showCounts(page);
   rememberFilters(page.filters);
