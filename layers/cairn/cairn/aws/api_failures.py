@@ -32,7 +32,7 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 
 #: The range a request without ``since`` covers: the last 24 hours.
 DEFAULT_SINCE = "24h"
-#: The most failed jobs one request reads (about 1 read unit each), and how many it reads unless asked for fewer.
+#: The most failed jobs one request reads (about half a read unit each), and how many it reads unless asked for fewer.
 MAX_EXAMINED = 1000
 _UNITS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _AGO = re.compile(r"(\d{1,6})([mhd])")
@@ -45,8 +45,9 @@ DESCRIPTION = (
     "The caller's jobs in error created within the range (since: 24h ago by default; until: now), grouped by "
     "exception type, failed phase and pipeline, biggest first; each group has its count, its newest failure, the "
     "newest one's message (first line, shortened, redacted) and the filter (query) that lists its jobs. Reads the "
-    "status index's entries of the range and each failed job's item: about 1 read unit a job, at most `limit` jobs "
-    f"(default and most {MAX_EXAMINED}); beyond them exact is false and each count is at least so. A range whose "
+    "status index's entries of the range and each failed job's item: about half a read unit a job (500 for 1,000 "
+    f"jobs), at most `limit` jobs (default and most {MAX_EXAMINED}); beyond them exact is false and each count is "
+    "at least so. A range whose "
     "start is after its end, or a time that cannot be read, is refused (400)."
 )
 

@@ -35,7 +35,7 @@ MAX_PAGE_SIZE = 100
 PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
 ERROR_TYPE_FILTER = (
     "Only jobs in error whose exception has this type ('-': none was raised); each job's item is read for it "
-    "(about 1 read unit a job in error examined). With a status other than error: refused (400)"
+    "(about half a read unit a job in error examined). With a status other than error: refused (400)"
 )
 ERROR_PHASE_FILTER = "Only jobs in error whose failure was in this phase (read as errorType is)"
 CREATED_TO_FILTER = "Only jobs created at or before this time; a time before createdFrom is refused (400)"
@@ -44,6 +44,9 @@ CREATED_TO_FILTER = "Only jobs created at or before this time; a time before cre
 @router.get(
     "/jobs",
     summary="List jobs, newest first",
+    description="Read from the listing index: about 0.04 read unit a job listed, plus half a read unit for each "
+    "failed job on the page (its item holds its exception type and failed phase, errorType and errorPhase). "
+    "Each job's createdAt and updatedAt (its last status change: a finished job's end) give its duration.",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
 )

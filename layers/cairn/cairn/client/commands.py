@@ -1,4 +1,5 @@
-"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, pause, cancel and pull jobs (HTTP API).
+"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, pause, cancel and pull jobs, and group
+failures (HTTP API).
 
 Exit status: 0 on success; 1 when the API answered with an error or could not be reached (one
 line on stderr); 2 for a usage error; 130 when interrupted (Ctrl-C).
@@ -26,6 +27,7 @@ from .render import (
     by_cost,
     counts_table,
     diff_lines,
+    failures_table,
     final_line,
     job_details,
     jobs_table,
@@ -166,6 +168,14 @@ def run_count(arguments: argparse.Namespace, client: ApiClient) -> int:
     return _output(arguments, client.counts(), counts_table)
 
 
+def run_failures(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs failures [--since] [--until] [--pipeline]``: the failure groups of the range, biggest first."""
+    report = client.failures(
+        since=arguments.since, until=arguments.until, pipeline=arguments.pipeline, limit=arguments.limit
+    )
+    return _output(arguments, report, failures_table)
+
+
 def run_show(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs show ID [--state] [--input]``: the job's details and phase timeline."""
     job = client.get(arguments.job_id, include_state=arguments.state, include_input=arguments.input)
@@ -293,7 +303,7 @@ def run_health(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 
 def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
-    """Add ``cairn jobs start|list|count|show|log|retry|restart|rerun|signal|pause|cancel|health`` as subcommands."""
+    """Add ``cairn jobs start|list|count|failures|show|log|retry|restart|rerun|signal|pause|cancel|health``."""
     jobs = add_subcommand(commands, "jobs", None, SUMMARY, DESCRIPTION)
     _connection_options(jobs, defaults=True)
     actions = jobs.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(jobs))
@@ -328,6 +338,15 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "--sort", choices=["cost"], help="cost: dearest first, with each job's cost so far (a page; --all: every job)"
     )
     action("count", run_count, "count your jobs by status (exact up to a bound, else at least so many)")
+    failures = action("failures", run_failures, "why jobs fail: failed jobs by exception type, phase and pipeline")
+    failures.add_argument(
+        "--since", type=moment, metavar="TIME", help="jobs created at or after TIME (default: 24h): ISO 8601 or an age"
+    )
+    failures.add_argument("--until", type=moment, metavar="TIME", help="jobs created at or before TIME (default: now)")
+    failures.add_argument("--pipeline", help="only jobs of this pipeline")
+    failures.add_argument(
+        "--limit", type=positive(int), metavar="N", help="the most failed jobs to read (default and most: 1000)"
+    )
     show = action("show", run_show, "show a job: status, phase timeline, usage, error")
     job_argument(show)
     show.add_argument("--state", action="store_true", help="also print the checkpoint's state")

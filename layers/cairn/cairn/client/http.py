@@ -208,6 +208,19 @@ class ApiClient:
                 return {"jobs": jobs, "cursor": None}
             seen.add(cursor)
 
+    def failures(
+        self,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        pipeline: str | None = None,
+        limit: int | None = None,
+    ) -> Json:
+        """The caller's failed jobs created in the range, grouped by exception type, phase and pipeline
+        (``GET /failures``): ``{"since", "until", "groups", "examined", "exact"}``; None is left out."""
+        query = {"since": since, "until": until, "pipeline": pipeline, "limit": limit}
+        return self.request("GET", "/failures", query=query)
+
     def counts(self) -> Json:
         """How many of the caller's jobs have each status (``GET /jobs/counts``): ``{"counts", "total", "exact"}``."""
         return self.request("GET", "/jobs/counts")

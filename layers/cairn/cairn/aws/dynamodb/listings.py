@@ -218,7 +218,8 @@ class Listings:
         holds); ``exact`` False when more may match.
 
         Reads the ``StatusListing`` entries of the range (about 0.05 read unit a job) and the job items in
-        consistent batches of 100 (1 read unit a job item under 4 KB): about 1 read unit a job examined.
+        eventually consistent batches of 100 (half a read unit a job item under 4 KB): about half a read unit a
+        job examined.
         """
         where = JobFilter(status=JobStatus.ERROR, pipeline=pipeline, created_from=created_from, created_to=created_to)
         summaries: list[JobSummary] = []
@@ -371,21 +372,27 @@ class Listings:
 
     def _summaries(self, entries: list[Item], status: JobStatus | None, *, read: bool = False) -> list[JobSummary]:
         """The summaries of index ``entries``, in order: from the entries, or from the job items where they cannot
-        answer (expired jobs left out, unreadable ones marked). With ``read``, from the job item of every entry
-        that is not gone (the exception type and the failed phase, which no index holds)."""
+        answer (expired jobs left out, unreadable ones marked).
+
+        A failed job's exception type and failed phase are on its item only (no index holds them): the item of
+        each entry in ``error`` is read too, eventually consistent (half a read unit under 4 KB); with ``read``,
+        the item of every entry (a filter on them)."""
         now = self.table.clock()
         decided: list[JobSummary | str] = []  # a summary, or the key of the job item that answers for it
         unread: list[Any] = []
+        failed: list[Any] = []
         for entry in self._owned(entries):
             verdict = triage(entry, now)
-            if read and verdict is Verdict.LIST:
-                verdict = Verdict.READ
-            if verdict is Verdict.READ:
+            if verdict is Verdict.LIST and (read or _status_of(entry) is JobStatus.ERROR):
+                decided.append(str(entry["pk"].get("S")))
+                failed.append(entry["pk"])
+            elif verdict is Verdict.READ:
                 decided.append(str(entry["pk"].get("S")))
                 unread.append(entry["pk"])
             elif verdict is Verdict.LIST:
                 decided.append(summary_of(entry, status=status))
         items = {str(item["pk"].get("S")): item for item in summary_items(self.table, unread)}
+        items |= {str(item["pk"].get("S")): item for item in summary_items(self.table, failed, consistent=False)}
         summaries = []
         for found in decided:
             if isinstance(found, str):

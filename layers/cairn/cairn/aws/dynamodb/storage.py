@@ -267,7 +267,7 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
 
     def failed_jobs(self, *, created_from: int, created_to: int, pipeline: str | None, limit: int) -> FailedJobs:
         """This owner's jobs in error created within the range, from the ``StatusListing`` index and their job
-        items (about 1 read unit a job). See :meth:`.listings.Listings.failed_jobs`."""
+        items (about half a read unit a job). See :meth:`.listings.Listings.failed_jobs`."""
         return self._listings.failed_jobs(
             created_from=created_from, created_to=created_to, pipeline=pipeline, limit=limit
         )

@@ -123,13 +123,17 @@ def corrupt_summary(item: Item, error: CorruptJobError, *, status: JobStatus | N
 BATCH_GET_LIMIT = 100
 
 
-def summary_items(table: Table, partition_keys: list[Any]) -> list[Item]:
-    """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out."""
+def summary_items(table: Table, partition_keys: list[Any], *, consistent: bool = True) -> list[Item]:
+    """The job items of ``partition_keys`` (summary fields only), in the same order; missing ones left out.
+
+    ``consistent`` False: eventually consistent reads, half the read units (what a status change wrote, such as a
+    failed job's exception type, which nothing rewrites before the next status change).
+    """
     found: dict[str, Item] = {}
     projection = Expression().projection_kwargs(*schema.SUMMARY_ATTRIBUTES)
     for start in range(0, len(partition_keys), BATCH_GET_LIMIT):
         keys = [{"pk": pk, "sk": {"S": schema.JOB_SK}} for pk in partition_keys[start : start + BATCH_GET_LIMIT]]
-        request: dict[str, Any] = {table.name: {"Keys": keys, "ConsistentRead": True, **projection}}
+        request: dict[str, Any] = {table.name: {"Keys": keys, "ConsistentRead": consistent, **projection}}
         for _ in range(BATCH_ATTEMPTS):
             response = table.call(table.client.batch_get_item, RequestItems=request)
             for item in response.get("Responses", {}).get(table.name, []):
