@@ -35,7 +35,8 @@ MAX_PAGE_SIZE = 100
 PIPELINE_FILTER = "Only jobs of this pipeline; one the deployment does not run is refused (400)"
 ERROR_TYPE_FILTER = (
     "Only jobs in error whose exception has this type ('-': none was raised); each job's item is read for it "
-    "(about half a read unit a job in error examined). With a status other than error: refused (400)"
+    "(about half a read unit a job in error examined, at most 400 a page: a page may then hold fewer, with a "
+    "cursor). With a status other than error: refused (400)"
 )
 ERROR_PHASE_FILTER = "Only jobs in error whose failure was in this phase (read as errorType is)"
 CREATED_TO_FILTER = "Only jobs created at or before this time; a time before createdFrom is refused (400)"

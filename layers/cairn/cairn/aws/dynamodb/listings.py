@@ -46,6 +46,12 @@ MAX_CONFIRMED = 100
 #: page of a narrow filter reads at most ``MAX_ROUNDS`` x ``LIST_SHARDS`` x this before it returns what it found.
 MAX_SHARD_READ = 250
 
+#: A page filtered by exception type or failed phase reads each entry's job item (half a read unit): it reads at
+#: most this many rounds of at most this many entries a shard (400 items, 200 read units), then returns what it
+#: found with a cursor.
+MAX_FAILURE_ROUNDS = 2
+MAX_FAILURE_SHARE = 50
+
 #: The most pages of 100 a read of failed jobs takes (:meth:`Listings.failed_jobs`) before it says "at least".
 MAX_FAILED_PAGES = 20
 
@@ -251,7 +257,8 @@ class Listings:
         position is an entry's creation time and job id within its shard.)"""
         summaries: list[JobSummary] = []
         examined = passed = 0
-        for round_number in range(MAX_ROUNDS):
+        by_failure = listing.where.names_failure  # each entry's item read: fewer, smaller rounds
+        for round_number in range(MAX_FAILURE_ROUNDS if by_failure else MAX_ROUNDS):
             wanted = limit - len(summaries)
             if round_number == 0:
                 share = shard_share(wanted)
@@ -259,6 +266,8 @@ class Listings:
                 share = wanted
             else:
                 share = shard_share(wanted, matching=passed / max(examined, 1))
+            if by_failure:
+                share = min(share, MAX_FAILURE_SHARE)
             found, positions, counts = self._round(listing, positions, wanted, share)
             summaries.extend(found)
             examined, passed = examined + counts[0], passed + counts[1]

@@ -34,6 +34,11 @@ const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed", "
 const FIRST_PAGE_READS = 5;
 /** The totals per status are read again at most this often (a count reads up to 1,000 entries a shard). */
 const COUNTS_MS = 30_000;
+/**
+ * How often a list filtered to a failure group is read again: each read looks at the failed jobs' items (the
+ * exception type is not in the index), and a failed job changes only when someone acts on it.
+ */
+const FAILURE_GROUP_MS = 30_000;
 
 /**
  * Every job of the caller, newest first; the filters (status, pipeline, created within, the start of the
@@ -65,6 +70,8 @@ export function jobsView(main, route) {
   listenToControls(page);
   showFailureFilter(page);
   page.poller = new Poller((signal) => load(page, signal));
+  page.listInterval = page.poller.interval;
+  pollFor(page);
   const stopListening = onConnectionChange(() => showLiveNote(page));
   const stopShortcuts = listShortcuts({ search: ui.controls.prefixInput, rows: () => [...ui.tbody.rows] });
   page.poller.start();
@@ -202,11 +209,17 @@ function showFailureFilter(page) {
   );
 }
 
+/** A list filtered to a failure group is read again less often (see FAILURE_GROUP_MS). */
+function pollFor(page) {
+  page.poller.interval = namesFailure(page.filters) ? FAILURE_GROUP_MS : page.listInterval;
+}
+
 /** Every filter is the API's: a change reads again from the first page. */
 function refilter(page) {
   const { view } = page;
   if (page.filters.status !== "error") clearFailure(page.filters); // a failure group is of jobs in error only
   showFailureFilter(page);
+  pollFor(page);
   page.ui.controls.statusSelect.value = page.filters.status;
   showCounts(page);
   rememberFilters(page.filters);
