@@ -62,6 +62,8 @@ def test_the_failures_view_groups_by_type_and_phase_and_a_group_links_to_its_job
 
     expect(page).to_have_url(re.compile(r"#/failures\?since=1h$"))
     expect(page.get_by_role("button", name="Last hour")).to_have_attribute("aria-pressed", "true")
+    expect(page.get_by_role("button", name="Last hour")).to_be_focused()
+    expect(page.get_by_role("button", name="Last 24 hours")).to_have_attribute("aria-pressed", "false")
     expect(page.locator(f"tbody tr[data-type='{PARSE}']")).to_have_count(0)
     expect(quota.locator("td[data-label='Jobs']")).to_have_text("3")
 

@@ -63,17 +63,16 @@ function failuresUi() {
   return ui;
 }
 
-/** One button per range, the one shown pressed. */
+/** One button per range (made once, so that the focus stays on the one pressed), the one shown pressed. */
 function showRanges(state, ui) {
-  ui.ranges.replaceChildren(
-    ...Object.entries(RANGES).map(([since, label]) =>
-      h(
-        "button",
-        { type: "button", class: "quiet small", "aria-pressed": String(since === state.since), onclick: () => ui.onRange(since) },
-        label,
+  if (!ui.ranges.childElementCount) {
+    ui.ranges.append(
+      ...Object.entries(RANGES).map(([since, label]) =>
+        h("button", { type: "button", class: "quiet small", dataset: { since }, onclick: () => ui.onRange(since) }, label),
       ),
-    ),
-  );
+    );
+  }
+  for (const button of ui.ranges.children) button.setAttribute("aria-pressed", String(button.dataset.since === state.since));
 }
 
 /** Read the range's groups and show them; a refusal or no answer is shown in place of the table. */
