@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, Route, expect
@@ -26,6 +27,7 @@ QUOTA = "seeded.QuotaExceeded"
 PARSE = "seeded.ParseError"
 QUOTAS = ["quota-0", "quota-1", "quota-2"]
 RUNNING = "failures-running"
+AXE = Path("node_modules/axe-core/axe.min.js")
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +107,31 @@ def test_at_a_phones_width_the_error_and_duration_are_on_each_card(phone_page: P
     expect(card.locator("td[data-label='Error']")).to_contain_text(QUOTA)
     expect(card.locator("td[data-label='Duration']")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
+
+
+def serious_findings(page: Page) -> list[str]:
+    """axe-core's serious and critical findings on the page as it is (run through the DevTools protocol, which
+    the page's CSP does not govern)."""
+    page.evaluate(AXE.read_text(encoding="utf-8"))
+    checked, found = page.evaluate(
+        "async () => { const r = await axe.run(); return [r.passes.length, r.violations.map(v => [v.impact, v.id, "
+        "v.nodes.length])]; }"
+    )
+    assert checked > 0, "axe-core checked nothing"
+    return [f"{impact} {rule} x{count}" for impact, rule, count in found if impact in ("serious", "critical")]
+
+
+def test_the_failures_view_and_a_filtered_list_have_no_serious_accessibility_finding(
+    browser_page: Page, failing: DevStack
+) -> None:
+    page = browser_page
+    page.goto(f"{failing.base_url}/#/failures")
+    expect(page.locator(f"tbody tr[data-type='{QUOTA}']")).to_have_count(1)
+    assert serious_findings(page) == []
+
+    page.locator(f"tbody tr[data-type='{QUOTA}']").get_by_role("link").click()
+    expect(page.locator("tbody tr")).to_have_count(3)
+    assert serious_findings(page) == []
 
 
 def test_the_failures_view_says_when_there_is_none_and_when_the_api_fails(
