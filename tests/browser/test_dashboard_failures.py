@@ -27,7 +27,7 @@ QUOTA = "seeded.QuotaExceeded"
 PARSE = "seeded.ParseError"
 QUOTAS = ["quota-0", "quota-1", "quota-2"]
 RUNNING = "failures-running"
-AXE = Path("node_modules/axe-core/axe.min.js")
+AXE = Path(__file__).resolve().parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 
 
 @pytest.fixture(scope="module")
