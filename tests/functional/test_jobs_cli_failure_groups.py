@@ -45,6 +45,10 @@ def test_failures_prints_the_groups_biggest_first(jobs: JobsServer, capsys: pyte
     assert status == 0
     assert "KeyError in extract: 'total'" in out
 
+    status, out, _ = run_cli(capsys, "list", "--error-type", "TimeoutError", "--error-phase", "fetch", "--json")
+    assert status == 0
+    assert sorted(job["jobId"] for job in json.loads(out)["jobs"]) == ["slow-0", "slow-1"]
+
 
 def test_failures_says_so_when_there_is_none_and_refuses_a_bad_time(
     jobs: JobsServer, capsys: pytest.CaptureFixture[str]

@@ -147,7 +147,12 @@ def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs list``: a table of the caller's jobs (one page, or every page with ``--all``)."""
-    filters = {**listing_filters(arguments), "sort": arguments.sort}
+    filters = {
+        **listing_filters(arguments),
+        "sort": arguments.sort,
+        "errorType": arguments.error_type,
+        "errorPhase": arguments.error_phase,
+    }
     if arguments.all:
         page = client.list_all(limit=arguments.limit, **filters)
     else:
@@ -331,6 +336,10 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     )
     listing.add_argument("--until", type=moment, metavar="TIME", help="only jobs created at or before TIME")
     listing.add_argument("--prefix", metavar="TEXT", help="only jobs whose id starts with TEXT")
+    listing.add_argument(
+        "--error-type", metavar="TYPE", help="only failed jobs whose exception has this type (- for none raised)"
+    )
+    listing.add_argument("--error-phase", metavar="PHASE", help="only failed jobs that failed in PHASE")
     listing.add_argument("--limit", type=positive(int), metavar="N", help="jobs a page (the API's default: 50)")
     listing.add_argument("--all", action="store_true", help="follow the cursor through every page")
     listing.add_argument("--cursor", help="the page after the one that printed this cursor")

@@ -29,7 +29,7 @@ LINK_TIMEOUT = 300.0
 """Seconds to wait for a connection and for each read of the answer."""
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 #: The filters ``GET /jobs`` takes, by their query names.
-LIST_FILTERS = ("status", "pipeline", "createdFrom", "createdTo", "idPrefix", "sort")
+LIST_FILTERS = ("status", "pipeline", "createdFrom", "createdTo", "idPrefix", "sort", "errorType", "errorPhase")
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 """Statuses a job stays in until someone retries it."""
 
