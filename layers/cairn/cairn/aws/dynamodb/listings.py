@@ -232,7 +232,7 @@ class Listings:
         cursor: str | None = None
         for _ in range(MAX_FAILED_PAGES):
             page = self._filtered_page(where, cursor, min(100, limit - len(summaries)), items=True)
-            summaries.extend(page.jobs)
+            summaries.extend(job for job in page.jobs if not job.corrupt)  # the list shows those as unreadable
             cursor = page.cursor
             if cursor is None:
                 return FailedJobs(summaries, exact=True)
