@@ -69,6 +69,10 @@ DOCUMENTED_REFUSALS = (
     ("cursor", "Invalid cursor: "),
     ("pipeline", 'Unknown pipeline "'),
     ("createdFrom", "The created-time range is reversed"),
+    ("since", "The created-time range is reversed"),
+    ("until", "The created-time range is reversed"),
+    ("errorType", "An exception type or a failed phase filters jobs in error only"),
+    ("errorPhase", "An exception type or a failed phase filters jobs in error only"),
     ("body", f"The request body nests arrays and objects more than {MAX_JSON_DEPTH} deep"),
 )
 #: What a request that breaks the document may get: 400, 404 when a broken path parameter matches no route

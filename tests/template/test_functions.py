@@ -31,6 +31,7 @@ ROUTES = {
     ("post", "/jobs"),
     ("get", "/jobs"),
     ("get", "/jobs/counts"),
+    ("get", "/failures"),
     ("get", "/jobs/{jobId}"),
     ("get", "/jobs/{jobId}/log"),
     ("get", "/jobs/{jobId}/history"),

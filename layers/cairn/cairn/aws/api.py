@@ -7,6 +7,7 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
   job now (:mod:`.api_nudge`).
 - ``GET /jobs/{jobId}/states/{phase}`` and ``GET /jobs/{jobId}/diff`` show what it saw (:mod:`.api_states`);
   ``GET /jobs/{jobId}/maps`` and ``.../maps/{mapId}/items/{index}`` what its maps did (:mod:`.api_maps`).
+- ``GET /failures`` groups the caller's failed jobs by exception type, phase and pipeline (:mod:`.api_failures`).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
 - Every reply stays under :data:`~cairn.aws.api_limits.MAX_REPLY_BYTES` (Lambda returns at most 6 MB); one
   that would not is a 500 ``reply_too_large`` saying so (:func:`~.api_limits.within_limit`).
@@ -44,6 +45,7 @@ from .api_actions import router as actions_router
 from .api_auth import Unauthenticated, is_public, owner_of
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, install_error_handlers, refusal
+from .api_failures import router as failures_router
 from .api_jobs import MAX_PAGE_SIZE as MAX_PAGE_SIZE  # the page size's bound, by its old path
 from .api_jobs import router as jobs_router
 from .api_limits import within_limit
@@ -82,6 +84,7 @@ app.include_router(maps_router)
 app.include_router(jobs_router)
 app.include_router(actions_router)
 app.include_router(nudge_router)
+app.include_router(failures_router)
 
 
 @app.get(

@@ -1,6 +1,7 @@
 """The routes that read the caller's jobs: the list, the counts, one job, its log and its history.
 
-- ``GET /jobs`` lists the caller's jobs, newest first, a page at a time (``status``, ``cursor``, ``limit``).
+- ``GET /jobs`` lists the caller's jobs, newest first, a page at a time (``status``, ``cursor``, ``limit``; a
+  failure group of ``GET /failures`` by ``errorType`` and ``errorPhase``).
 - ``GET /jobs/counts`` counts the caller's jobs per status (exact up to a bound, else "at least").
 - ``GET /jobs/{jobId}`` shows a job; the checkpoint's state only with ``?includeState=true``.
 - ``GET /jobs/{jobId}/log`` returns the job's log entries and annotations (a page with ``limit`` or ``cursor``).
@@ -17,11 +18,11 @@ from typing import Annotated, Literal
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from ..core.models import JobCounts, JobPage, JobStatus
+from ..core.models import MAX_TYPE_CHARS, JobCounts, JobPage, JobStatus
 from .api_cost import SORT_BY_COST, with_costs
 from .api_errors import ApiError
 from .api_job_view import JobView
-from .api_models import CreatedTime, Cursor, IdPrefix, JobHistory, JobLog, PipelineName, epoch_ms
+from .api_models import CreatedTime, Cursor, IdPrefix, JobHistory, JobLog, PhaseName, PipelineName, epoch_ms
 from .api_reads import DEFAULT_HISTORY_PAGE, MAX_HISTORY_PAGE, MAX_LOG_PAGE, job_history, job_log, job_view
 from .api_routes import JobIdPath, caller, responses
 from .api_services import current_services
@@ -45,12 +46,21 @@ WITH_COSTS = (
     "Newest first: add each job's cost so far (costUsd), read from the page's job items (about half a read unit a "
     "job, 25 a page of 50, where the page alone reads about 2); dearest first always carries it"
 )
+ERROR_TYPE_FILTER = (
+    "Only jobs in error whose exception has this type ('-': none was raised); each job's item is read for it "
+    "(about half a read unit a job in error examined, at most 400 a page: a page may then hold fewer, with a "
+    "cursor). With a status other than error: refused (400)"
+)
+ERROR_PHASE_FILTER = "Only jobs in error whose failure was in this phase (read as errorType is)"
 CREATED_TO_FILTER = "Only jobs created at or before this time; a time before createdFrom is refused (400)"
 
 
 @router.get(
     "/jobs",
     summary="List jobs, newest first (or dearest first)",
+    description="Read from the listing index: about 0.04 read unit a job listed, plus half a read unit for each "
+    "failed job on the page (its item holds its exception type and failed phase, errorType and errorPhase). "
+    "Each job's createdAt and updatedAt (its last status change: a finished job's end) give its duration.",
     tags=["jobs"],
     responses=responses(HTTPStatus.OK, "One page of jobs; pass its cursor to get the next"),
 )
@@ -67,10 +77,16 @@ def list_jobs(
     sort: Annotated[Literal["cost"] | None, Query(description=SORT_BY_COST)] = None,
     costs: Annotated[bool, Query(description=WITH_COSTS)] = False,
     stalled: Annotated[bool, Query(description=STALLED_FILTER)] = False,
+    error_type: Annotated[
+        str | None, Query(alias="errorType", min_length=1, max_length=MAX_TYPE_CHARS, description=ERROR_TYPE_FILTER)
+    ] = None,
+    error_phase: Annotated[PhaseName | None, Query(alias="errorPhase", description=ERROR_PHASE_FILTER)] = None,
 ) -> JobPage:
     services = current_services()
     if pipeline is not None:
         services.pipeline(pipeline)  # an unknown pipeline is refused (400), not answered with nothing
+    if sort == "cost" and (error_type is not None or error_phase is not None):
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request", "errorType and errorPhase list newest first: leave sort out")
     if stalled and status not in (None, JobStatus.RUNNING):
         raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request", "stalled=true lists running jobs: leave status out")
     where = JobFilter(
@@ -79,6 +95,8 @@ def list_jobs(
         created_from=epoch_ms(created_from),
         created_to=epoch_ms(created_to),
         id_prefix=id_prefix,
+        error_type=error_type,
+        error_phase=error_phase,
     )
     storage = services.storage(caller(router))
     if sort == "cost":

@@ -1,7 +1,8 @@
 """What a listing may be filtered by, and the one home of the rules a filter obeys.
 
-A :class:`JobFilter` narrows a listing to a status, a pipeline, a range of creation times and a
-prefix of the job id. Stores apply it on their side of the wire, across pages; a listing's cursor is
+A :class:`JobFilter` narrows a listing to a status, a pipeline, a range of creation times, a
+prefix of the job id and, for failed jobs, the exception type and the phase that failed (a failure group of
+``GET /failures``). Stores apply it on their side of the wire, across pages; a listing's cursor is
 bound to the filter it was returned for (:meth:`JobFilter.fingerprint`). A filter that cannot match
 anything by construction (a reversed time range, a prefix no job id can start with) is refused with
 an :class:`~cairn.core.errors.InvalidInputError` rather than answered with an empty page.
@@ -14,12 +15,14 @@ from dataclasses import dataclass, replace
 
 from ..core.errors import InvalidInputError
 from ..core.ids import JOB_ID_PREFIX_PATTERN
-from ..core.models import JobStatus, JobSummary
+from ..core.models import MAX_TYPE_CHARS, JobStatus, JobSummary
 from ..core.pipeline import NAME_PATTERN
 from ..core.text import shown
 
 #: The longest id prefix a filter takes: a job id is at most 128 characters (:mod:`cairn.core.ids`).
 MAX_ID_PREFIX = 128
+#: The exception type a filter names for a failure that raised no exception (no class has this name).
+NO_EXCEPTION = "-"
 #: The latest creation time a filter may name (Unix ms): the year 9999, as far as a timestamp reads.
 MAX_TIME_MS = 253_402_300_799_999
 
@@ -28,7 +31,9 @@ MAX_TIME_MS = 253_402_300_799_999
 class JobFilter:
     """A listing's filter: every field set must match (None matches anything).
 
-    ``created_from`` and ``created_to`` are Unix milliseconds, both inclusive.
+    ``created_from`` and ``created_to`` are Unix milliseconds, both inclusive. ``error_type`` and ``error_phase``
+    match failed jobs only: either implies the status ``error`` (another status with them is refused).
+    ``error_type`` :data:`NO_EXCEPTION` matches a failure that raised none (a ``Fail``, a wait's timeout).
     """
 
     status: JobStatus | None = None
@@ -36,8 +41,11 @@ class JobFilter:
     created_from: int | None = None
     created_to: int | None = None
     id_prefix: str | None = None
+    error_type: str | None = None
+    error_phase: str | None = None
 
     def __post_init__(self) -> None:
+        self._check_failure()
         if self.status is not None:
             object.__setattr__(self, "status", _status(self.status))
         for name in ("created_from", "created_to"):
@@ -65,6 +73,25 @@ class JobFilter:
                     "starting with a letter or digit"
                 )
 
+    def _check_failure(self) -> None:
+        """The exception type and failed phase: text of a bounded length, and only with the status ``error``."""
+        if self.error_type is None and self.error_phase is None:
+            return
+        for name, limit in (("error_type", MAX_TYPE_CHARS), ("error_phase", 64)):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value or len(value) > limit):
+                raise InvalidInputError(f"{name} must be text of 1 to {limit} characters, got {shown(value)}")
+        if self.error_phase is not None and not NAME_PATTERN.fullmatch(self.error_phase):
+            raise InvalidInputError(f"No phase is named '{shown(self.error_phase)}'")
+        if self.status is not None and _status(self.status) != JobStatus.ERROR:
+            raise InvalidInputError("An exception type or a failed phase filters jobs in error only: status=error")
+        object.__setattr__(self, "status", JobStatus.ERROR)
+
+    @property
+    def names_failure(self) -> bool:
+        """Whether the filter names an exception type or a failed phase (which the listing indexes do not hold)."""
+        return self.error_type is not None or self.error_phase is not None
+
     @property
     def is_empty(self) -> bool:
         """Whether the filter lets every job through."""
@@ -78,17 +105,21 @@ class JobFilter:
             and (self.created_from is None or summary.created_at >= self.created_from)
             and (self.created_to is None or summary.created_at <= self.created_to)
             and (self.id_prefix is None or summary.job_id.startswith(self.id_prefix))
+            and (self.error_type is None or (summary.error_type or NO_EXCEPTION) == self.error_type)
+            and (self.error_phase is None or summary.error_phase == self.error_phase)
         )
 
     def fingerprint(self) -> str:
         """A short digest of the filter, which a cursor carries so that it is taken only with the same filter."""
-        parts = (
+        parts: tuple[str, ...] = (
             self.status.value if self.status else "",
             self.pipeline or "",
             "" if self.created_from is None else str(self.created_from),
             "" if self.created_to is None else str(self.created_to),
             self.id_prefix or "",
         )
+        if self.names_failure:  # added only when set: the cursors of the other filters stay as they were
+            parts += ("failure", self.error_type or "", self.error_phase or "")
         return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
 
 

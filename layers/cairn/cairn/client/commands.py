@@ -1,4 +1,5 @@
-"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, nudge, pause, cancel and pull jobs (HTTP).
+"""``cairn jobs``: start, list, count, show, follow, retry, rerun, signal, nudge, pause, cancel and pull jobs,
+and group failures (HTTP API).
 
 Exit status: 0 on success; 1 when the API answered with an error or could not be reached (one
 line on stderr); 2 for a usage error; 130 when interrupted (Ctrl-C).
@@ -25,6 +26,7 @@ from .pull import add_pull, run_pull
 from .render import (
     counts_table,
     diff_lines,
+    failures_table,
     final_line,
     job_details,
     jobs_table,
@@ -145,8 +147,14 @@ def run_start(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs list``: a table of the caller's jobs (one page, or every page with ``--all``)."""
-    stalled = "true" if arguments.stalled else None
-    filters = {**listing_filters(arguments), "sort": arguments.sort, "costs": "true", "stalled": stalled}
+    filters = {
+        **listing_filters(arguments),
+        "sort": arguments.sort,
+        "costs": "true",
+        "stalled": "true" if arguments.stalled else None,
+        "errorType": arguments.error_type,
+        "errorPhase": arguments.error_phase,
+    }
     if arguments.all:
         page = client.list_all(limit=arguments.limit, **filters)
     else:
@@ -163,6 +171,14 @@ def run_list(arguments: argparse.Namespace, client: ApiClient) -> int:
 def run_count(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs count``: how many of the caller's jobs have each status."""
     return _output(arguments, client.counts(), counts_table)
+
+
+def run_failures(arguments: argparse.Namespace, client: ApiClient) -> int:
+    """``cairn jobs failures [--since] [--until] [--pipeline]``: the failure groups of the range, biggest first."""
+    report = client.failures(
+        since=arguments.since, until=arguments.until, pipeline=arguments.pipeline, limit=arguments.limit
+    )
+    return _output(arguments, report, failures_table)
 
 
 def run_show(arguments: argparse.Namespace, client: ApiClient) -> int:
@@ -297,7 +313,7 @@ def run_health(arguments: argparse.Namespace, client: ApiClient) -> int:
 
 
 def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
-    """Add ``cairn jobs start|list|count|show|log|retry|restart|rerun|signal|pause|cancel|health`` as subcommands."""
+    """Add ``cairn jobs start|list|count|failures|show|log|retry|restart|rerun|signal|pause|cancel|health``."""
     jobs = add_subcommand(commands, "jobs", None, SUMMARY, DESCRIPTION)
     _connection_options(jobs, defaults=True)
     actions = jobs.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(jobs))
@@ -325,6 +341,10 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     )
     listing.add_argument("--until", type=moment, metavar="TIME", help="only jobs created at or before TIME")
     listing.add_argument("--prefix", metavar="TEXT", help="only jobs whose id starts with TEXT")
+    listing.add_argument(
+        "--error-type", metavar="TYPE", help="only failed jobs whose exception has this type (- for none raised)"
+    )
+    listing.add_argument("--error-phase", metavar="PHASE", help="only failed jobs that failed in PHASE")
     listing.add_argument("--limit", type=positive(int), metavar="N", help="jobs a page (the API's default: 50)")
     listing.add_argument("--all", action="store_true", help="follow the cursor through every page")
     listing.add_argument("--cursor", help="the page after the one that printed this cursor")
@@ -338,6 +358,15 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
         "never started); cairn jobs show says since when and why, cairn jobs nudge moves one",
     )
     action("count", run_count, "count your jobs by status (exact up to a bound, else at least so many)")
+    failures = action("failures", run_failures, "why jobs fail: failed jobs by exception type, phase and pipeline")
+    failures.add_argument(
+        "--since", type=moment, metavar="TIME", help="jobs created at or after TIME (default: 24h): ISO 8601 or an age"
+    )
+    failures.add_argument("--until", type=moment, metavar="TIME", help="jobs created at or before TIME (default: now)")
+    failures.add_argument("--pipeline", help="only jobs of this pipeline")
+    failures.add_argument(
+        "--limit", type=positive(int), metavar="N", help="the most failed jobs to read (default and most: 1000)"
+    )
     show = action("show", run_show, "show a job: status, phase timeline, usage, error")
     job_argument(show)
     show.add_argument("--state", action="store_true", help="also print the checkpoint's state")

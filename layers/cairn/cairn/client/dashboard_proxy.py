@@ -37,7 +37,7 @@ STOP_POLL_SECONDS = 0.5
 
 MAX_BODY = 10 * 1024 * 1024
 """The largest request body forwarded (bytes): what an HTTP API accepts."""
-API_PATHS = frozenset({"/jobs", "/pipelines", "/health", "/openapi.json"})
+API_PATHS = frozenset({"/jobs", "/failures", "/pipelines", "/health", "/openapi.json"})
 """Paths forwarded to the API, with every path under ``/jobs/``."""
 ANSWER_HEADERS = ("Content-Type", "Location")
 """The API's headers passed back to the page."""

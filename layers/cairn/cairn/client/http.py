@@ -29,7 +29,18 @@ LINK_TIMEOUT = 300.0
 """Seconds to wait for a connection and for each read of the answer."""
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 #: The filters ``GET /jobs`` takes, by their query names.
-LIST_FILTERS = ("status", "pipeline", "createdFrom", "createdTo", "idPrefix", "sort", "costs", "stalled")
+LIST_FILTERS = (
+    "status",
+    "pipeline",
+    "createdFrom",
+    "createdTo",
+    "idPrefix",
+    "sort",
+    "costs",
+    "stalled",
+    "errorType",
+    "errorPhase",
+)
 TERMINAL_STATUSES = frozenset({"complete", "error", "cancelled"})
 """Statuses a job stays in until someone retries it."""
 
@@ -207,6 +218,19 @@ class ApiClient:
             if not cursor or cursor in seen:
                 return {"jobs": jobs, "cursor": None}
             seen.add(cursor)
+
+    def failures(
+        self,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        pipeline: str | None = None,
+        limit: int | None = None,
+    ) -> Json:
+        """The caller's failed jobs created in the range, grouped by exception type, phase and pipeline
+        (``GET /failures``): ``{"since", "until", "groups", "examined", "exact"}``; None is left out."""
+        query = {"since": since, "until": until, "pipeline": pipeline, "limit": limit}
+        return self.request("GET", "/failures", query=query)
 
     def counts(self) -> Json:
         """How many of the caller's jobs have each status (``GET /jobs/counts``): ``{"counts", "total", "exact"}``."""

@@ -12,6 +12,10 @@ from ..features.cost import format_usd
 Json = Mapping[str, Any]
 _MISSING = "-"
 _RESULT_CHARS = 100
+_SAMPLE_CHARS = 80
+"""The most characters of a failure group's sample message `cairn jobs failures` prints."""
+_ERROR_CHARS = 80
+"""The most characters of a failed job's error `cairn jobs list` prints (`cairn jobs show` has it whole)."""
 _HASH_PREFIX = "sha256:"  # a hash of the phase's module (cairn.core.versions)
 _HEX = frozenset("0123456789abcdef")
 _SHORT_HASH = 12
@@ -67,14 +71,26 @@ def _text(value: Any) -> str:
     return _MISSING if value is None or value == "" else str(value)
 
 
+def _error(job: Json) -> str:
+    """A failed job's exception type, phase and the first line of its message, shortened (``-`` for another)."""
+    if job.get("status") != "error" or job.get("corrupt"):
+        return _MISSING
+    kind = _text(job.get("errorType") or "failed")
+    phase = f" in {job['errorPhase']}" if job.get("errorPhase") else ""
+    first = (str(job.get("error") or "").strip().splitlines() or [""])[0]
+    return _clipped(f"{kind}{phase}: {first}" if first else f"{kind}{phase}", _ERROR_CHARS)
+
+
 def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
-    """The listing: job, pipeline, status, when the status last changed, when the job was created.
+    """The listing: job, pipeline, status, when the status last changed, when the job was created (and for a failed
+    job its error, when the page has one).
 
     A listing gives no next phase or attempt (they change between status changes: ``cairn jobs show`` has them).
     """
     if not jobs:
         return "No jobs."
     costed = any("costUsd" in job for job in jobs)  # a listing carries each job's cost (an older API: sorted only)
+    failed = any(job.get("status") == "error" for job in jobs)
     rows = [
         [
             _text(job.get("jobId")),
@@ -83,10 +99,12 @@ def jobs_table(jobs: Sequence[Json], now_ms: int) -> str:
             age(job.get("updatedAt"), now_ms),
             age(job.get("createdAt"), now_ms),
             *([usd(job.get("costUsd"))] if costed else []),
+            *([_error(job)] if failed else []),
         ]
         for job in jobs
     ]
-    return table(["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED", *(["COST"] if costed else [])], rows)
+    headers = ["JOB", "PIPELINE", "STATUS", "CHANGED", "CREATED", *(["COST"] if costed else [])]
+    return table([*headers, *(["ERROR"] if failed else [])], rows)
 
 
 def _stalled_mark(job: Json) -> str:
@@ -129,6 +147,34 @@ def cost_line(cost: Json) -> str:
     line = f"{usd(cost.get('usd'))} (at {_text(cost.get('region'))} prices of {_text(cost.get('pricesDate'))})"
     unpriced = cost.get("unpriced") or []
     return line + (f"; not priced: {', '.join(unpriced)}" if unpriced else "")
+
+
+def failures_table(report: Json) -> str:
+    """``cairn jobs failures``: each group (exception type, phase, pipeline), its count, its newest failure and a
+    sample message, biggest first; then how to list a group's jobs."""
+    groups = report.get("groups") or []
+    if not groups:
+        return "No failed jobs in this range."
+    exact = report.get("exact") is not False
+    rows = [
+        [
+            _text(group.get("type") or "(no exception)"),
+            _text(group.get("phase")),
+            _text(group.get("pipeline")),
+            _text(group.get("count")) if exact else f"{_text(group.get('count'))}+",
+            clock_time(group.get("newestAt")),
+            _clipped(_text(group.get("sample")), _SAMPLE_CHARS),
+        ]
+        for group in groups
+    ]
+    lines = [table(["EXCEPTION", "PHASE", "PIPELINE", "JOBS", "NEWEST", "SAMPLE"], rows)]
+    if not exact:
+        lines.append(f"More failed jobs than one read examines ({report.get('examined')}): each count is at least so.")
+    return "\n".join(lines)
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def counts_table(counts: Json) -> str:

@@ -270,6 +270,14 @@ class Job(WireModel):
     status: JobStatus = JobStatus.IDLE
     checkpoint: Checkpoint | None = None
     error: ErrorText | None = None
+    error_type: Annotated[str, _clip(MAX_TYPE_CHARS)] | None = Field(
+        default=None,
+        exclude_if=lambda kind: kind is None,
+        description="For a job in error: the type of the exception that ended it (None: it raised none, e.g. Fail)",
+    )
+    error_phase: str | None = Field(
+        default=None, exclude_if=lambda phase: phase is None, description="For a job in error: the phase that failed"
+    )
     attempt: int = 1
     result: Any = None
     input: Any = Field(default=None, description="The initial state the job was (re)started with")
@@ -367,6 +375,17 @@ class JobSummary(WireModel):
         default=None, description="The attempt of the phase in flight; a listing leaves it out (a retry changes it)"
     )
     error: str | None = None
+    error_type: str | None = Field(
+        default=None,
+        exclude_if=lambda kind: kind is None,
+        description="For a job in error: the exception's type (absent: it raised none, or a listing that did not "
+        "read its job item)",
+    )
+    error_phase: str | None = Field(
+        default=None,
+        exclude_if=lambda phase: phase is None,
+        description="For a job in error: the phase that failed (absent as error_type is)",
+    )
     next_phase: str | None = Field(
         default=None, description="The phase to run next; a listing leaves it out (every phase transition moves it)"
     )
@@ -406,6 +425,8 @@ class JobSummary(WireModel):
             status=job.status,
             attempt=job.attempt,
             error=job.error,
+            error_type=job.error_type,
+            error_phase=job.error_phase,
             next_phase=job.checkpoint.next_phase if job.checkpoint else None,
             created_at=job.created_at,
             updated_at=job.updated_at,

@@ -19,6 +19,7 @@ from typing import Protocol
 from . import history_pages
 from .clock import Clock, system_clock_ms
 from .errors import ConfigurationError
+from .failure_groups import FailedJobs, failed_summary
 from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from .models import (
     Checkpoint,
@@ -205,6 +206,22 @@ class Storage(ABC):
         An adapter with an index estimates instead (``JobCounts.exact`` False: each count a lower bound).
         """
         return JobCounts.of(Counter(job.status for job in self.list_jobs()), exact=True)
+
+    def failed_jobs(self, *, created_from: int, created_to: int, pipeline: str | None, limit: int) -> FailedJobs:
+        """Up to ``limit`` live jobs in error created within ``[created_from, created_to]`` (Unix ms, inclusive),
+        of ``pipeline`` if given, newest first, each with its exception type and failed phase; ``exact`` False
+        when more matched.
+
+        Optional: by default every job in error is read (``list_jobs``), and a job stored without its exception
+        type and failed phase (a store of an earlier release) takes them from its newest failed phase record.
+        An adapter with an index reads only the range (:meth:`cairn.aws.dynamodb.DynamoDBStorage.failed_jobs`).
+        """
+        matching = [
+            failed_summary(job)
+            for job in self.list_jobs(status=JobStatus.ERROR)
+            if created_from <= job.created_at <= created_to and pipeline in (None, job.pipeline)
+        ]
+        return FailedJobs(matching[:limit], exact=len(matching) <= limit)
 
     @abstractmethod
     def start_job(self, request: StartJob) -> Job:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from ..core.failure_groups import FailedJobs
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ..core.models import (
     Checkpoint,
@@ -74,6 +75,14 @@ class DelegatingStorage(Storage):
 
     def job_usages(self, job_ids: Sequence[str]) -> dict[str, dict[str, float]]:
         return self.around("job_usages", lambda: self.inner.job_usages(job_ids))
+
+    def failed_jobs(self, *, created_from: int, created_to: int, pipeline: str | None, limit: int) -> FailedJobs:
+        return self.around(
+            "failed_jobs",
+            lambda: self.inner.failed_jobs(
+                created_from=created_from, created_to=created_to, pipeline=pipeline, limit=limit
+            ),
+        )
 
     def start_job(self, request: StartJob) -> Job:
         return self.around("start_job", lambda: self.inner.start_job(request))

@@ -278,6 +278,8 @@ class Jobs:
                 expression.remove("checkpoint", "nextPhase")
             else:
                 expression.set("error", request.error)
+                expression.set("errorType", request.record.failure.type if request.record.failure else None)
+                expression.set("errorPhase", request.record.phase)
         job = self._fenced(job_id, expression, written, keys, entry=request.entry)
         if request.kind in ("next", "sleep", "wait", "map"):
             return changed(job, checkpoint=request.checkpoint)

@@ -21,6 +21,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ...core.errors import CorruptJobError, InvalidInputError, StorageError
+from ...core.failure_groups import FailedJobs
 from ...core.models import Job, JobCounts, JobPage, JobStatus, JobSummary
 from ..listing import MAX_TIME_MS, JobFilter, with_status
 from . import schema
@@ -44,6 +45,15 @@ MAX_CONFIRMED = 100
 #: The most entries one round of a filtered page reads from one shard (about 40 KB: 5 read units), so that a
 #: page of a narrow filter reads at most ``MAX_ROUNDS`` x ``LIST_SHARDS`` x this before it returns what it found.
 MAX_SHARD_READ = 250
+
+#: A page filtered by exception type or failed phase reads each entry's job item (half a read unit): it reads at
+#: most this many rounds of at most this many entries a shard (400 items, 200 read units), then returns what it
+#: found with a cursor.
+MAX_FAILURE_ROUNDS = 2
+MAX_FAILURE_SHARE = 50
+
+#: The most pages of 100 a read of failed jobs takes (:meth:`Listings.failed_jobs`) before it says "at least".
+MAX_FAILED_PAGES = 20
 
 #: Seconds a process lists without a filter index it found missing or backfilling before it tries it again.
 INDEX_RECHECK_SECONDS = 300.0
@@ -92,6 +102,8 @@ class _Listing:
     scope: str
     where: JobFilter
     keyed: str | None = None
+    items: bool = False
+    """Whether each summary is read from its job item (a failure filter, or a read of failed jobs)."""
 
     @property
     def index(self) -> str:
@@ -112,6 +124,7 @@ class _Listing:
             (where.status is not None and self.keyed != "status")
             or (where.pipeline is not None and self.keyed != "pipeline")
             or where.id_prefix is not None
+            or where.names_failure
         )
 
 
@@ -191,7 +204,10 @@ class Listings:
         """
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidInputError(f"limit must be between 1 and 1000, got {limit!r}")
-        where = with_status(where, status)
+        return self._filtered_page(with_status(where, status), cursor, limit)
+
+    def _filtered_page(self, where: JobFilter, cursor: str | None, limit: int, *, items: bool = False) -> JobPage:
+        """A page of ``list_page``; with ``items``, each summary read from its job item."""
         scope = self.table.owner
         bound = scope if where.is_empty else f"{scope}?{where.fingerprint()}"
         positions = (
@@ -199,11 +215,35 @@ class Listings:
             if cursor is not None
             else [None] * schema.LIST_SHARDS
         )
-        listing = _Listing(scope, where, self._keyed(where))
+        listing = _Listing(scope, where, self._keyed(where), items=items)
         try:
             return self._page(listing, positions, bound, limit)
         except _IndexUnready:
-            return self._page(_Listing(scope, where), positions, bound, limit)
+            return self._page(_Listing(scope, where, items=items), positions, bound, limit)
+
+    def failed_jobs(
+        self, *, created_from: int | None, created_to: int | None, pipeline: str | None, limit: int
+    ) -> FailedJobs:
+        """Up to ``limit`` of this owner's jobs in error created in the range (of ``pipeline``, if given), newest
+        first, each summary read from its job item (for its exception type and failed phase, which no index
+        holds); ``exact`` False when more may match.
+
+        Reads the ``StatusListing`` entries of the range (about 0.05 read unit a job) and the job items in
+        eventually consistent batches of 100 (half a read unit a job item under 4 KB): about half a read unit a
+        job examined.
+        """
+        where = JobFilter(status=JobStatus.ERROR, pipeline=pipeline, created_from=created_from, created_to=created_to)
+        summaries: list[JobSummary] = []
+        cursor: str | None = None
+        for _ in range(MAX_FAILED_PAGES):
+            page = self._filtered_page(where, cursor, min(100, limit - len(summaries)), items=True)
+            summaries.extend(job for job in page.jobs if not job.corrupt)  # the list shows those as unreadable
+            cursor = page.cursor
+            if cursor is None:
+                return FailedJobs(summaries, exact=True)
+            if len(summaries) >= limit:
+                break
+        return FailedJobs(summaries[:limit], exact=False)
 
     def _keyed(self, where: JobFilter) -> str | None:
         """The filter attribute whose index a listing queries: the status's, else the pipeline's (None: neither
@@ -222,7 +262,8 @@ class Listings:
         position is an entry's creation time and job id within its shard.)"""
         summaries: list[JobSummary] = []
         examined = passed = 0
-        for round_number in range(MAX_ROUNDS):
+        by_failure = listing.where.names_failure  # each entry's item read: fewer, smaller rounds
+        for round_number in range(MAX_FAILURE_ROUNDS if by_failure else MAX_ROUNDS):
             wanted = limit - len(summaries)
             if round_number == 0:
                 share = shard_share(wanted)
@@ -230,6 +271,8 @@ class Listings:
                 share = wanted
             else:
                 share = shard_share(wanted, matching=passed / max(examined, 1))
+            if by_failure:
+                share = min(share, MAX_FAILURE_SHARE)
             found, positions, counts = self._round(listing, positions, wanted, share)
             summaries.extend(found)
             examined, passed = examined + counts[0], passed + counts[1]
@@ -257,7 +300,7 @@ class Listings:
             examined += int(page.get("ScannedCount", len(fetched[-1])))
         taken = self._merge(fetched, frontiers, limit)
         where = listing.where
-        listed = self._summaries([item for _, item in taken], where.status)
+        listed = self._summaries([item for _, item in taken], where.status, read=listing.items or where.names_failure)
         summaries = [summary for summary in listed if summary.corrupt or where.matches(summary)]
         next_positions: list[Any] = []
         for shard, position in enumerate(positions):
@@ -349,21 +392,31 @@ class Listings:
                 kwargs["ExclusiveStartKey"][listing.keyed] = {"S": listing.keyed_value}
         return kwargs
 
-    def _summaries(self, entries: list[Item], status: JobStatus | None) -> list[JobSummary]:
+    def _summaries(self, entries: list[Item], status: JobStatus | None, *, read: bool = False) -> list[JobSummary]:
         """The summaries of index ``entries``, in order: from the entries, or from the job items where they cannot
-        answer (expired jobs left out, unreadable ones marked)."""
+        answer (expired jobs left out, unreadable ones marked).
+
+        A failed job's exception type and failed phase are on its item only (no index holds them): the item of
+        each entry in ``error`` is read too, eventually consistent (half a read unit under 4 KB); with ``read``,
+        the item of every entry (a filter on them)."""
         now = self.table.clock()
         decided: list[JobSummary | str] = []  # a summary, or the key of the job item that answers for it
         unread: list[Any] = []
+        failed: list[Any] = []
         for entry in self._owned(entries):
             verdict = triage(entry, now)
-            if verdict is Verdict.READ:
+            if verdict is Verdict.LIST and (read or _status_of(entry) is JobStatus.ERROR):
+                decided.append(str(entry["pk"].get("S")))
+                failed.append(entry["pk"])
+            elif verdict is Verdict.READ:
                 decided.append(str(entry["pk"].get("S")))
                 unread.append(entry["pk"])
             elif verdict is Verdict.LIST:
                 decided.append(summary_of(entry, status=status))
-        read = summary_items(self.table, unread, self.item_attributes)
-        items = {str(item["pk"].get("S")): item for item in read}
+        attributes = self.item_attributes
+        items = {str(item["pk"].get("S")): item for item in summary_items(self.table, unread, attributes)}
+        failed_items = summary_items(self.table, failed, attributes, consistent=False)
+        items |= {str(item["pk"].get("S")): item for item in failed_items}
         summaries = []
         for found in decided:
             if isinstance(found, str):

@@ -54,7 +54,9 @@ key condition. An entry is 120 to 200 bytes and an
 eventually consistent query costs half a read unit per 4 KB, so a page of 50 costs about 2 read units
 (0.04 a job listed) and reads no job item, but for the few the entries cannot answer: a job not
 written since the index kept its summary (no ``statusAt``), or a running job whose ``statusExpiresAt``
-has passed (its later writes may have pushed its expiry on).
+has passed (its later writes may have pushed its expiry on), and a job in error, whose exception type and
+failed phase (``errorType``, ``errorPhase``, written with its status) only its item holds: eventually
+consistent, half a read unit each.
 
 Every index key and every projected attribute changes only when the status does, so a phase transition
 writes no index at all; a status change rewrites the job's ``Listing`` and ``PipelineListing`` entries
@@ -134,6 +136,8 @@ SUMMARY_ATTRIBUTES = [
     "leaseExpiresAt",
     "notBefore",
     "sequence",
+    "errorType",
+    "errorPhase",
 ]
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ...core.clock import Clock, system_clock_ms
 from ...core.errors import ConfigurationError
+from ...core.failure_groups import FailedJobs
 from ...core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ...core.ids import validate_owner
 from ...core.models import (
@@ -281,6 +282,13 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
     def uncount_start(self, counted: StartCount) -> None:
         """Give back a start :meth:`count_start` counted that started nothing."""
         give_back(self._table, self.owner, counted.window)
+
+    def failed_jobs(self, *, created_from: int, created_to: int, pipeline: str | None, limit: int) -> FailedJobs:
+        """This owner's jobs in error created within the range, from the ``StatusListing`` index and their job
+        items (about half a read unit a job). See :meth:`.listings.Listings.failed_jobs`."""
+        return self._listings.failed_jobs(
+            created_from=created_from, created_to=created_to, pipeline=pipeline, limit=limit
+        )
 
     def count_jobs(self) -> JobCounts:
         """How many of this owner's live jobs have each status: exact up to a bound, else a lower bound of each.

@@ -21,6 +21,8 @@ class JobChange(TypedDict, total=False):
     status: JobStatus
     checkpoint: Checkpoint | None
     error: str | None
+    error_type: str | None
+    error_phase: str | None
     attempt: int
     result: Any
     input: Any

@@ -61,6 +61,8 @@ def start(existing: Job | None, request: StartJob) -> Written:
     update: JobChange = {
         **common,
         "error": None,
+        "error_type": None,
+        "error_phase": None,
         "result": None,
         "attempt": 1,
         "signal": current.signal if request.resumed else None,
@@ -166,7 +168,13 @@ def commit_changes(job: Job, request: Commit) -> JobChange:
         return {**left, "checkpoint": None, "status": JobStatus.COMPLETE, "result": request.result}
     if request.kind == "retry":
         return {"attempt": job.attempt + 1, "not_before": request.not_before}
-    return {"status": JobStatus.ERROR, "error": request.error}  # error, unknown-phase
+    failure = request.record.failure
+    return {  # error, unknown-phase
+        "status": JobStatus.ERROR,
+        "error": request.error,
+        "error_type": failure.type if failure is not None else None,
+        "error_phase": request.record.phase,
+    }
 
 
 def commit(existing: Job | None, job_id: str, fence: Fence, request: Commit) -> Written:

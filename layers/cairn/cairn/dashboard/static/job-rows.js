@@ -4,7 +4,7 @@
 
 import { costCell } from "./cost.js";
 import { h } from "./dom.js";
-import { timeElement } from "./format.js";
+import { formatDuration, timeElement } from "./format.js";
 import { statusBadge } from "./icons.js";
 import { stalledBadge } from "./stalled.js";
 
@@ -25,11 +25,20 @@ export function renderJobRows(tbody, jobs, selected) {
       box.checked = selected.has(job.jobId);
       row = h("tr", { dataset: { jobId: job.jobId } }, h("td", { class: "select-cell" }, box));
     }
-    const signature = JSON.stringify([job.status, job.pipeline, job.updatedAt, job.corrupt, job.costUsd, job.stalled]);
+    const cells = jobCells(job);
+    const signature = JSON.stringify([
+      job.status,
+      job.pipeline,
+      job.updatedAt,
+      job.corrupt,
+      job.costUsd,
+      job.stalled,
+      cells[5].textContent, // a running job's duration grows
+    ]);
     if (row.dataset.signature !== signature) {
       row.dataset.signature = signature;
       row.dataset.status = job.status;
-      updateCells(row, jobCells(job));
+      updateCells(row, cells);
     }
     if (tbody.rows[index] !== row) tbody.insertBefore(row, tbody.rows[index] ?? null);
   });
@@ -60,6 +69,35 @@ function jobCells(job) {
     ),
     cell("Created", timeElement(job.createdAt)),
     cell("Status changed", timeElement(job.updatedAt)),
+    cell("Duration", durationText(job)),
+    errorCell(job),
     costCell(job),
   ];
+}
+
+/** Statuses a job leaves only by an action: its duration is from its creation to its last status change. */
+const FINISHED = new Set(["complete", "error", "cancelled"]);
+/** The most characters of an error's first line a row shows (the whole message on hover and in the job's view). */
+const ERROR_CHARS = 120;
+
+/** How long the job took (created to finished), or has taken so far (created to now). */
+export function durationText(job, now = Date.now()) {
+  if (job.createdAt == null) return "—";
+  if (FINISHED.has(job.status)) return formatDuration(job.updatedAt - job.createdAt);
+  return `${formatDuration(now - job.createdAt)} so far`;
+}
+
+/** A failed job's exception type and the first line of its message (shortened; the whole of it on hover). */
+function errorCell(job) {
+  const cell = h("td", { "data-label": "Error", class: "error-cell" });
+  if (job.status !== "error" || job.corrupt) return cell;
+  const message = String(job.error ?? "").split("\n")[0];
+  const short = message.length > ERROR_CHARS ? `${message.slice(0, ERROR_CHARS - 1)}…` : message;
+  const phase = job.errorPhase ? ` in ${job.errorPhase}` : "";
+  cell.title = job.error ?? "";
+  cell.append(
+    h("span", { class: "error-type mono" }, `${job.errorType ?? "Failed"}${phase}`),
+    short ? h("span", { class: "error-message" }, short) : null,
+  );
+  return cell;
 }

@@ -21,13 +21,61 @@ const WITHIN_MS = { "1h": 3_600_000, "24h": 86_400_000, "7d": 604_800_000, "30d"
  * @param {URLSearchParams} params
  */
 export function filtersFrom(params) {
+  const failure = failureFrom(params);
+  const status = failure.errorType || failure.errorPhase ? "error" : params.get("status");
   return {
-    status: [...STATUSES, STALLED].includes(params.get("status")) ? params.get("status") : "",
+    status: [...STATUSES, STALLED].includes(status) ? status : "",
     pipeline: params.get("pipeline") ?? "",
     prefix: ID_PREFIX.test(params.get("prefix") ?? "") ? params.get("prefix") : "",
     created: Object.hasOwn(WITHIN_MS, params.get("created") ?? "") ? params.get("created") : "",
     sort: params.get("sort") === "cost" ? "cost" : "",
+    ...failure,
   };
+}
+
+/** The longest exception type the API takes (a failure group of the Failures view names one). */
+const MAX_TYPE = 200;
+const PHASE = /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/;
+
+/**
+ * A failure group's filter (the Failures view links to it): the exception type, the failed phase and the exact
+ * created-time range of the group, each kept only when the API would take it.
+ */
+function failureFrom(params) {
+  const time = (name) => {
+    const value = params.get(name) ?? "";
+    return value && !Number.isNaN(Date.parse(value)) ? value : "";
+  };
+  const type = params.get("errorType") ?? "";
+  const phase = params.get("errorPhase") ?? "";
+  return {
+    errorType: type.length <= MAX_TYPE ? type : "",
+    errorPhase: PHASE.test(phase) ? phase : "",
+    createdFrom: time("createdFrom"),
+    createdTo: time("createdTo"),
+  };
+}
+
+/** Whether the filters name a failure group (its exception type or phase, or its exact range). */
+export function namesFailure(filters) {
+  return Boolean(filters.errorType || filters.errorPhase || filters.createdFrom || filters.createdTo);
+}
+
+/** Stop filtering by a failure group (another status, or the user cleared it). */
+export function clearFailure(filters) {
+  Object.assign(filters, { errorType: "", errorPhase: "", createdFrom: "", createdTo: "" });
+}
+
+/** What the failure group filtered by is, in words: "TypeError in check, created 09:00-10:00". */
+export function failureLabel(filters) {
+  const parts = [];
+  if (filters.errorType) parts.push(filters.errorType === "-" ? "no exception" : filters.errorType);
+  if (filters.errorPhase) parts.push(`in ${filters.errorPhase}`);
+  const range = [filters.createdFrom, filters.createdTo].map((value) =>
+    value ? new Date(value).toLocaleString() : "…",
+  );
+  if (filters.createdFrom || filters.createdTo) parts.push(`created ${range[0]} – ${range[1]}`);
+  return parts.join(" ");
 }
 
 /** The filters' controls, set to `filters` (the pipelines are added once known: fillPipelines). */
@@ -108,6 +156,9 @@ export function rememberFilters(filters) {
   if (filters.prefix) params.set("prefix", filters.prefix);
   if (filters.created) params.set("created", filters.created);
   if (filters.sort) params.set("sort", filters.sort);
+  for (const name of ["errorType", "errorPhase", "createdFrom", "createdTo"]) {
+    if (filters[name]) params.set(name, filters[name]);
+  }
   const query = params.toString();
   history.replaceState(null, "", `#/${query ? `?${query}` : ""}`);
 }
@@ -121,12 +172,21 @@ export function apiQuery(filters) {
   if (filters.prefix) query.idPrefix = filters.prefix;
   if (filters.created) query.createdFrom = new Date(Date.now() - WITHIN_MS[filters.created]).toISOString();
   if (filters.sort) query.sort = filters.sort;
+  for (const name of ["errorType", "errorPhase", "createdFrom", "createdTo"]) {
+    if (filters[name]) query[name] = filters[name];
+  }
+  if (query.errorType || query.errorPhase) query.status = "error";
+  if (filters.createdFrom && filters.created) {
+    query.createdFrom = new Date(
+      Math.max(Date.parse(filters.createdFrom), Date.now() - WITHIN_MS[filters.created]),
+    ).toISOString();
+  }
   return query;
 }
 
 /** Whether any filter narrows the list (the sort does not). */
 export function anyFilter(filters) {
-  return Boolean(filters.status || filters.pipeline || filters.prefix || filters.created);
+  return Boolean(filters.status || filters.pipeline || filters.prefix || filters.created || namesFailure(filters));
 }
 
 /**

@@ -5,12 +5,13 @@
 import { clearAlert } from "./alerts.js";
 import { closeDialogs } from "./dialogs.js";
 import { $, h, heading } from "./dom.js";
+import { failuresView } from "./view-failures.js";
 import { jobView } from "./view-job.js";
 import { jobsView } from "./view-jobs.js";
 import { newJobView } from "./view-start.js";
 
 /**
- * The view a fragment names: `{name: "jobs"|"job"|"new"|"missing", id?, params}`.
+ * The view a fragment names: `{name: "jobs"|"job"|"new"|"failures"|"missing", id?, params}`.
  * @param {string} hash
  */
 export function parseRoute(hash) {
@@ -20,6 +21,7 @@ export function parseRoute(hash) {
   const params = new URLSearchParams(queryAt >= 0 ? raw.slice(queryAt + 1) : "");
   if (path === "" || path === "/") return { name: "jobs", params };
   if (path === "/new") return { name: "new", params };
+  if (path === "/failures" || path === "/failures/") return { name: "failures", params };
   const job = /^\/jobs\/([^/]+)\/?$/.exec(path);
   if (job) {
     try {
@@ -31,7 +33,7 @@ export function parseRoute(hash) {
   return { name: "missing", params };
 }
 
-const VIEWS = { jobs: jobsView, job: jobView, new: newJobView, missing: missingView };
+const VIEWS = { jobs: jobsView, job: jobView, new: newJobView, failures: failuresView, missing: missingView };
 let currentView = null;
 let firstRender = true;
 

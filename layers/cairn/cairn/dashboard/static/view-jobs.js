@@ -12,11 +12,14 @@ import { renderJobRows } from "./job-rows.js";
 import {
   anyFilter,
   apiQuery,
+  clearFailure,
+  failureLabel,
   fillPipelineSelect,
   filterControls,
   filterForm,
   filtersFrom,
   ID_PREFIX,
+  namesFailure,
   rememberFilters,
 } from "./list-filters.js";
 import { STATUS_LABELS } from "./labels.js";
@@ -26,7 +29,7 @@ import { Poller } from "./poller.js";
 
 const PAGE_SIZE = 50;
 /** A listing shows what changes with the status only: no phase or attempt (the job's page has them). */
-const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed"];
+const JOB_COLUMNS = ["Job", "Pipeline", "Status", "Created", "Status changed", "Duration", "Error"];
 /** Requests a refresh may make to fill the first page when a filter skips most entries. */
 const FIRST_PAGE_READS = 5;
 /** The totals per status are read again at most this often (a count reads up to 1,000 entries a shard). */
@@ -34,6 +37,11 @@ const COUNTS_MS = 30_000;
 /** How often the list asks for its jobs' costs (`costs=true` reads each job's usage: half a read unit a job);
  * the reads between keep the costs last read. */
 const COSTS_MS = 30_000;
+/**
+ * How often a list filtered to a failure group is read again: each read looks at the failed jobs' items (the
+ * exception type is not in the index), and a failed job changes only when someone acts on it.
+ */
+const FAILURE_GROUP_MS = 30_000;
 
 /**
  * Every job of the caller, newest first; the filters (status, pipeline, created within, the start of the
@@ -55,6 +63,7 @@ export function jobsView(main, route) {
       h("a", { class: "button primary", href: "#/new" }, "New job"),
     ),
     filterForm(ui.controls, ui.liveNote),
+    ui.failureNote,
     ui.totals,
     page.selection.bar,
     h("div", { class: "table-wrap" }, ui.table),
@@ -62,7 +71,10 @@ export function jobsView(main, route) {
     h("div", { class: "more-row" }, ui.moreButton),
   );
   listenToControls(page);
+  showFailureFilter(page);
   page.poller = new Poller((signal) => load(page, signal));
+  page.listInterval = page.poller.interval;
+  pollFor(page);
   const stopListening = onConnectionChange(() => showLiveNote(page));
   const stopShortcuts = listShortcuts({ search: ui.controls.prefixInput, rows: () => [...ui.tbody.rows] });
   page.poller.start();
@@ -100,6 +112,7 @@ function jobsPage(filters) {
       controls: filterControls(filters),
       liveNote: h("p", { class: "live-note muted" }, "Loading…"),
       totals: h("ul", { class: "status-counts", "aria-label": "Job totals", hidden: true }),
+      failureNote: h("p", { class: "failure-filter", hidden: true }),
       tbody: h("tbody"),
     },
     poller: null,
@@ -182,9 +195,36 @@ function listenToControls(page) {
   });
 }
 
+/** The failure group the list is filtered to (from the Failures view), with a button that stops filtering by it. */
+function showFailureFilter(page) {
+  const { failureNote } = page.ui;
+  failureNote.hidden = !namesFailure(page.filters);
+  if (failureNote.hidden) return;
+  const clear = () => {
+    clearFailure(page.filters);
+    refilter(page);
+  };
+  failureNote.replaceChildren(
+    "Failure group: ",
+    h("strong", {}, failureLabel(page.filters)),
+    " ",
+    h("button", { type: "button", class: "quiet small", onclick: clear }, "Clear"),
+    " ",
+    h("a", { href: "#/failures" }, "All failures"),
+  );
+}
+
+/** A list filtered to a failure group is read again less often (see FAILURE_GROUP_MS). */
+function pollFor(page) {
+  page.poller.interval = namesFailure(page.filters) ? FAILURE_GROUP_MS : page.listInterval;
+}
+
 /** Every filter is the API's: a change reads again from the first page. */
 function refilter(page) {
   const { view } = page;
+  if (page.filters.status !== "error") clearFailure(page.filters); // a failure group is of jobs in error only
+  showFailureFilter(page);
+  pollFor(page);
   page.ui.controls.statusSelect.value = page.filters.status;
   showCounts(page);
   rememberFilters(page.filters);
