@@ -86,7 +86,8 @@ def list_jobs(
     if pipeline is not None:
         services.pipeline(pipeline)  # an unknown pipeline is refused (400), not answered with nothing
     if sort == "cost" and (error_type is not None or error_phase is not None):
-        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request", "errorType and errorPhase list newest first: leave sort out")
+        refused = "errorType and errorPhase list newest first: leave sort out"
+        raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request", refused)
     if stalled and status not in (None, JobStatus.RUNNING):
         raise ApiError(HTTPStatus.BAD_REQUEST, "invalid_request", "stalled=true lists running jobs: leave status out")
     where = JobFilter(
