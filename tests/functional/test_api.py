@@ -180,6 +180,7 @@ def test_listing_pages_through_the_callers_jobs_newest_first_with_a_cursor(api: 
         "updatedAt": api.stored("batch-4").created_at,  # its status was last set when it started
         "expiresAt": api.stored("batch-4").expires_at,
         "corrupt": False,
+        "stalled": False,  # a running job is marked: no worker has left it
     }
 
 

@@ -300,6 +300,7 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         ("POST", "/jobs/{jobId}/nudge"),
         ("POST", "/jobs/{jobId}/signals/{name}"),
         ("GET", "/pipelines"),
+        ("GET", "/failures"),
         ("GET", "/health"),
         ("GET", "/health/deep"),
         ("GET", "/openapi.json"),
@@ -331,6 +332,8 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
         "sort",
         "costs",
         "stalled",
+        "errorType",
+        "errorPhase",
     }
     log_parameters = {param["name"] for param in operations["GET", "/jobs/{jobId}/log"]["parameters"]}
     assert log_parameters == {"jobId", "limit", "cursor"}

@@ -147,6 +147,7 @@ def test_cairn_jobs_count_prints_a_count_per_status_and_json_prints_the_apis(
     assert header.split() == ["STATUS", "JOBS"]
     assert [row.split() for row in rows] == [
         *([name, {"complete": "2", "running": "1"}.get(name, "0")] for name in STATUSES),
+        ["of", "which", "stalled", "0"],
         ["total", "3"],
     ]
     assert jobs.requests_to("/jobs/counts"), "counted by the API"

@@ -137,7 +137,8 @@ def get_job(
     include_input: Annotated[bool, Query(alias="includeInput", description="Include the job's input")] = False,
 ) -> JobView:
     jobs = current_services().cairn(caller(router))
-    return job_view(jobs, job_id, include_state=include_state, include_input=include_input)
+    settings = current_services().runtime.settings
+    return job_view(jobs, job_id, include_state=include_state, include_input=include_input, settings=settings)
 
 
 @router.get(

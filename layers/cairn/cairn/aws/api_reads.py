@@ -20,6 +20,7 @@ from ..core.ids import validate_job_id
 from ..core.map_phases import pipeline_item_phases
 from ..core.map_reruns import item_only_phases, rerun_phases
 from ..core.models import Job, PhaseRecord
+from ..core.settings import Settings
 from ..core.transitions.changes import changed
 from ..maps.map_items import usage_so_far
 from .api_errors import ApiError
@@ -27,7 +28,6 @@ from .api_job_view import JobView, LinkedState
 from .api_limits import LINK_SECONDS, TOO_LARGE, VALUE_ROOM, too_large_message, value_bytes
 from .api_models import HistoryWrite, JobHistory, JobLog
 from .api_redaction import linking_refused
-from .api_services import current_services
 from .observability import logger
 from .stall_view import stalled_view
 
@@ -54,13 +54,17 @@ def _view(jobs: Cairn, job_id: str) -> RecentJob:
     return view
 
 
-def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bool = False) -> JobView:
+def job_view(
+    jobs: Cairn, job_id: str, *, include_state: bool, include_input: bool = False, settings: Settings | None = None
+) -> JobView:
     """``GET /jobs/{jobId}``: the job with its newest phase records, the phases a rerun may start from.
 
     A state or a result too large for one reply is handed over as a link to the object holding it (``stateUrl``,
     ``resultUrl``); a write that replaced it between the two reads makes the view read again. A store that keeps no
-    such object: 500 ``reply_too_large``, saying to ask without ``includeState``.
+    such object: 500 ``reply_too_large``, saying to ask without ``includeState``. ``settings`` (the sweep's, for
+    a stalled job's ``stalled``): the deployment's by default (from the environment).
     """
+    settings = settings or Settings.from_env()
     for _ in range(LINK_READS):
         view = _view(jobs, job_id)
         shown = JobView.of(
@@ -70,7 +74,7 @@ def job_view(jobs: Cairn, job_id: str, *, include_state: bool, include_input: bo
             rerun_phases=_rerun_phases(jobs, view),
             history_cursor=view.older,
             prices=jobs.prices,
-            stalled=stalled_view(jobs.storage, view.job, current_services().runtime.settings),
+            stalled=stalled_view(jobs.storage, view.job, settings),
         )
         bounded = _within_reply(jobs, view.job, shown)
         if bounded is not None:

@@ -26,6 +26,7 @@ from ...core.models import Job, JobCounts, JobPage, JobStatus, JobSummary
 from ..listing import MAX_TIME_MS, JobFilter, with_status
 from . import schema
 from .attributes import Item, location, to_item
+from .count_entries import shard_entries
 from .cursors import CURSOR_END, decode_cursor, encode_cursor, merge_newest_first, position_of
 from .summaries import Verdict, corrupt_summary, summary_items, summary_of, triage
 from .table import Table
@@ -469,7 +470,7 @@ class Listings:
         exact = True
         doubtful: list[Item] = []
         for shard in range(schema.LIST_SHARDS):
-            entries, complete = self._shard_entries(shard, bound)
+            entries, complete = shard_entries(self.table, shard, bound)
             exact = exact and complete
             for entry in self._owned(entries):
                 verdict = triage(entry, now)
@@ -486,29 +487,3 @@ class Listings:
             statuses[_status_of(entry)] += 1
         unreadable = statuses.pop(None, 0)
         return JobCounts.of({status: n for status, n in statuses.items() if status}, exact=exact, unreadable=unreadable)
-
-    def _shard_entries(self, shard: int, bound: int) -> tuple[list[Item], bool]:
-        """Up to ``bound`` of one shard's entries, newest first (what a count reads), and whether that is all."""
-        kwargs: dict[str, Any] = {
-            "TableName": self.table.name,
-            "IndexName": schema.LISTING_INDEX,
-            "KeyConditionExpression": "#key = :key",
-            "ScanIndexForward": False,
-            "ProjectionExpression": "#pk, #status, #statusAt, #statusExpiresAt",
-            "ExpressionAttributeNames": {
-                "#key": "owner",
-                "#pk": "pk",
-                "#status": "status",
-                "#statusAt": "statusAt",
-                "#statusExpiresAt": "statusExpiresAt",
-            },
-            "ExpressionAttributeValues": to_item({":key": schema.owner_key(self.table.owner, shard)}),
-        }
-        entries: list[Item] = []
-        while len(entries) < bound:
-            page = self.table.call(self.table.client.query, Limit=bound - len(entries), **kwargs)
-            entries.extend(page.get("Items", []))
-            if not page.get("LastEvaluatedKey"):
-                return entries, True
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return entries, False
