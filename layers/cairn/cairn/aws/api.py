@@ -4,6 +4,8 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 
 - ``GET /jobs`` and the other reads of the caller's jobs (:mod:`.api_jobs`); ``POST /jobs`` and the actions on a
   job, retry, pause, cancel and signal (:mod:`.api_actions`).
+- ``POST /bulk`` retries, restarts or cancels many jobs in the scheduler function, ``GET /bulk/{bulkId}`` follows
+  it (:mod:`.api_bulk`).
 - ``GET /jobs/{jobId}/states/{phase}`` and ``GET /jobs/{jobId}/diff`` show what it saw (:mod:`.api_states`);
   ``GET /jobs/{jobId}/maps`` and ``.../maps/{mapId}/items/{index}`` what its maps did (:mod:`.api_maps`).
 - ``GET /pipelines`` lists the deployment's pipelines: phases, state schema and a sample state (for a form).
@@ -41,6 +43,7 @@ from ..core.registry import PipelineRegistry
 from ..dashboard.assets import INDEX, asset, reply
 from .api_actions import router as actions_router
 from .api_auth import Unauthenticated, is_public, owner_of
+from .api_bulk import router as bulk_router
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, install_error_handlers, refusal
 from .api_jobs import MAX_PAGE_SIZE as MAX_PAGE_SIZE  # the page size's bound, by its old path
@@ -79,6 +82,7 @@ app.include_router(states_router)
 app.include_router(maps_router)
 app.include_router(jobs_router)
 app.include_router(actions_router)
+app.include_router(bulk_router)
 
 
 @app.get(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import history_pages
+from .bulk_port import BulkOperations
 from .clock import Clock, system_clock_ms
 from .errors import ConfigurationError
 from .history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
@@ -312,3 +313,10 @@ class Storage(ABC):
         wrapper gives its inner store's (:class:`cairn.storage.delegating.DelegatingStorage`).
         """
         return self if isinstance(self, OwnerShares) else None
+
+    def bulk_operations(self) -> BulkOperations | None:
+        """Where this store keeps its owner's bulk operations (:mod:`cairn.core.bulk_port`); None: it keeps none.
+
+        Optional: by default a store keeps none, and a bulk request to it is refused as not supported.
+        """
+        return None
