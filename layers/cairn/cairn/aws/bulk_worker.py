@@ -36,7 +36,7 @@ from ..core.errors import (
 )
 from ..core.models import Job, JobStatus, RetryMode, WireModel
 from ..core.registry import PipelineRegistry
-from ..core.storage_port import Storage
+from ..core.storage_port import Route, Storage
 from ..storage.delegating import DelegatingStorage
 from .observability import logger
 from .runtime import Runtime
@@ -157,14 +157,14 @@ class BulkRunner:
         )
         if claim is None or isinstance(claim, Held):
             return None
-        outcome = self._outcome(record, selected, claim)
+        outcome = self._outcome(record, selected, claim, route)
         expires = self.runtime.clock() // 1000 + BULK_TTL_SECONDS
         self.operations.record_outcome(record, page, index, outcome, attempt=attempt, expires_at=expires)
         return outcome
 
-    def _outcome(self, record: BulkRecord, selected: Selected, claim: JobClaim) -> JobOutcome:
+    def _outcome(self, record: BulkRecord, selected: Selected, claim: JobClaim, route: Route | None) -> JobOutcome:
+        """What acting on the job (``route``: as read just before the claim) gives."""
         job_id, now = selected.job_id, self.runtime.clock()
-        route = self.storage.get_route(job_id)
         if route is None:
             return JobOutcome(job_id, "refused", "no such job (or it expired)", now)
         if route.sequence != claim.sequence:
