@@ -222,7 +222,6 @@ def test_another_callers_bulk_is_404(api: ApiClient, failed: list[str]) -> None:
         {"action": "retry", "filter": {"status": "error"}, "limit": 10_001},
         {"action": "retry", "filter": {"status": "error"}, "limit": "ten"},
         {"action": "retry", "limit": 10},
-        {"action": "retry", "filter": {}, "limit": 10},
         {"action": "retry", "filter": {"status": "error"}, "ids": ["a"], "limit": 10},
         {"action": "retry", "filter": {"status": "lost"}, "limit": 10},
         {"action": "retry", "filter": {"pipeline": "no-such"}, "limit": 10},
@@ -233,7 +232,8 @@ def test_another_callers_bulk_is_404(api: ApiClient, failed: list[str]) -> None:
         {"action": "retry", "filter": {"status": "error", "colour": "red"}, "limit": 10},
         {"action": "retry", "ids": [], "limit": 10},
         {"action": "retry", "ids": ["bad id!"], "limit": 10},
-        {"action": "retry", "ids": ["a", "b"], "limit": 1},
+        {"action": "retry", "filter": None, "limit": 10},
+        {"action": "retry", "ids": None, "limit": 10},
         {"action": "retry", "filter": {"status": "error"}, "limit": 10, "dryRun": "maybe"},
         {"action": "retry", "filter": {"status": "error"}, "limit": 10, "requestId": "has space"},
         {"action": "retry", "filter": {"status": "error"}, "limit": 10, "requestId": "x" * 129},
@@ -256,3 +256,5 @@ def test_bad_keys_cursors_and_ids_are_400(api: ApiClient) -> None:
     assert api.get("/bulk/" + "b" * 65).status == 400
     assert api.get("/bulk/b-1/jobs", query={"cursor": "x"}).status == 400
     assert api.get("/bulk/b-1/jobs", query={"limit": "1000"}).status == 400
+    too_many = api.post("/bulk", {"action": "retry", "ids": ["a", "b"], "limit": 1})
+    assert (too_many.status, too_many.code) == (409, "too_many_jobs")

@@ -17,7 +17,7 @@ import hashlib
 import re
 import uuid
 from http import HTTPStatus
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
@@ -65,8 +65,19 @@ class BulkFilter(RequestModel):
     id_prefix: IdPrefix | None = None
 
 
+def _one_selection_schema(schema: dict[str, Any]) -> None:
+    """The rule of :class:`BulkRequest` as JSON Schema: a ``filter`` object or an ``ids`` array, not both."""
+    schema["oneOf"] = [
+        {"required": ["filter"], "properties": {"filter": {"type": "object"}, "ids": {"type": "null"}}},
+        {"required": ["ids"], "properties": {"ids": {"type": "array"}, "filter": {"type": "null"}}},
+    ]
+
+
 class BulkRequest(RequestModel):
-    """Act on every job ``filter`` matches, or on the jobs ``ids`` names; at most ``limit`` of them."""
+    """Act on every job ``filter`` matches (an empty filter: every job), or on the jobs ``ids`` names; at most
+    ``limit`` of them."""
+
+    model_config = ConfigDict(json_schema_extra=_one_selection_schema)
 
     action: Literal["retry", "restart", "cancel"] = Field(
         description="retry resumes each job from its checkpoint, restart starts it over, cancel cancels it"
@@ -87,8 +98,6 @@ class BulkRequest(RequestModel):
     def _one_selection(self) -> BulkRequest:
         if (self.filter is None) == (self.ids is None):
             raise ValueError("give a filter or ids, not both and not neither")
-        if self.filter is not None and self.filter == BulkFilter():
-            raise ValueError("the filter selects every job: give at least one of its fields")
         return self
 
 
@@ -189,7 +198,9 @@ def _select(storage: DynamoDBStorage, request: BulkRequest) -> list[Selected]:
         ids = list(dict.fromkeys(request.ids))
         if len(ids) > request.limit:
             raise ApiError(
-                HTTPStatus.BAD_REQUEST, "invalid_request", f"{len(ids)} ids given, more than the limit {request.limit}"
+                HTTPStatus.CONFLICT,
+                "too_many_jobs",
+                f"{len(ids)} ids given, more than the limit {request.limit}: raise limit; nothing was done",
             )
         return [Selected(job_id) for job_id in ids]
     chosen = request.filter or BulkFilter()
