@@ -38,6 +38,7 @@ from ..core.models import Job, JobStatus, RetryMode, WireModel
 from ..core.registry import PipelineRegistry
 from ..core.storage_port import Route, Storage
 from ..storage.delegating import DelegatingStorage
+from . import clients
 from .observability import logger
 from .runtime import Runtime
 
@@ -67,10 +68,11 @@ def is_bulk_message(body: Any) -> bool:
 def send_bulk(runtime: Runtime, message: BulkMessage) -> None:
     """Queue ``message`` for the scheduler function (now); SchedulingError when the queue cannot take it."""
     queue = runtime.settings.delay_queue_url
-    if runtime.sqs is None or not queue:
+    if not queue:
         raise ConfigurationError("A bulk operation needs the delay queue (CAIRN_DELAY_QUEUE_URL)")
+    sqs = runtime.sqs or clients.default_sqs_client()
     try:
-        runtime.sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(message.to_wire()))
+        sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(message.to_wire()))
     except (ClientError, BotoCoreError) as exc:
         raise SchedulingError(f"Cannot queue bulk {message.bulk_id}: {exc}", retryable=True) from exc
 
