@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..core.bulk_port import MAX_BULK, PAGE_SIZE, BulkOperations, BulkRecord, Selected
-from ..core.errors import SchedulingError
+from ..core.errors import InvalidInputError, SchedulingError
 from ..core.models import JobStatus
 from .api_errors import ApiError
-from .api_models import CreatedTime, IdPrefix, JobId, PipelineName, RequestModel, epoch_ms
+from .api_models import CreatedTime, Cursor, IdPrefix, JobId, PipelineName, RequestModel, epoch_ms
 from .api_routes import caller, responses
 from .api_services import current_services
 from .bulk_worker import BULK_TTL_SECONDS, BulkMessage, send_bulk
@@ -46,7 +46,7 @@ KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,128}$")
 """An idempotency key: 1 to 128 printable ASCII characters, no spaces."""
 SELECTION_PAGE = 100
 OUTCOME_PAGE = 100
-CURSOR_PATTERN = r"^[0-9]{1,5}\.[0-9]{1,5}$"
+CURSOR_PATTERN = r"^[0-9]{1,5}-[0-9]{1,5}$"
 
 BulkIdPath = Annotated[str, Path(alias="bulkId", description="The bulk's id", pattern=BULK_ID_PATTERN, max_length=64)]
 
@@ -255,7 +255,13 @@ def _accepted(view: BulkView) -> Response[BulkView | DryRun]:
     "at most once, and its log names the caller and the bulk. The same Idempotency-Key (or requestId) from the "
     "same caller returns the same bulk. dryRun: 200 with the ids it would act on, nothing kept.",
     tags=["bulk"],
-    responses=responses(HTTPStatus.ACCEPTED, "The bulk is stored and its first chunk queued", HTTPStatus.CONFLICT),
+    responses={
+        **responses(HTTPStatus.ACCEPTED, "The bulk is stored and its first chunk queued", HTTPStatus.CONFLICT),
+        HTTPStatus.OK.value: {
+            "description": "The dry run: the ids it would act on; nothing kept or done",
+            "content": {content_types.APPLICATION_JSON: {"model": DryRun}},
+        },
+    },
 )
 def start_bulk(request: Annotated[BulkRequest, Body()]) -> Response[BulkView | DryRun]:
     services = current_services()
@@ -308,6 +314,16 @@ def _kick(record: BulkRecord, owner: str) -> None:
         ) from exc
 
 
+def _position(cursor: str | None) -> tuple[int, int]:
+    """The page and index a cursor of a bulk's jobs names; a cursor this route did not return is refused (400)."""
+    if cursor is None:
+        return 0, 0
+    if not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise InvalidInputError(f"Invalid cursor: not one this bulk's jobs returned ({cursor[:40]!r})")
+    page, start = cursor.split("-")
+    return int(page), int(start)
+
+
 def _record(bulk_id: str) -> tuple[DynamoDBStorage, BulkOperations, BulkRecord]:
     storage = current_services().storage(caller(router))
     operations = _operations(storage)
@@ -337,12 +353,12 @@ def get_bulk(bulk_id: BulkIdPath) -> BulkView:
 def get_bulk_jobs(
     bulk_id: BulkIdPath,
     cursor: Annotated[
-        str | None, Query(description="The cursor of the previous page", pattern=CURSOR_PATTERN, max_length=11)
+        Cursor | None, Query(description="The cursor of the previous page of this bulk's jobs (else 400)")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=OUTCOME_PAGE, description="Jobs a page")] = OUTCOME_PAGE,
 ) -> BulkJobs:
+    page, start = _position(cursor)
     storage, operations, record = _record(bulk_id)
-    page, start = (int(part) for part in cursor.split(".")) if cursor else (0, 0)
     if page >= record.pages:
         return BulkJobs(jobs=[])
     selected = operations.selected_page(record, page)
@@ -364,7 +380,7 @@ def get_bulk_jobs(
             )
         )
     if stop < len(selected):
-        following: str | None = f"{page}.{stop}"
+        following: str | None = f"{page}-{stop}"
     else:
-        following = f"{page + 1}.0" if page + 1 < record.pages else None
+        following = f"{page + 1}-0" if page + 1 < record.pages else None
     return BulkJobs(jobs=jobs, cursor=following)
