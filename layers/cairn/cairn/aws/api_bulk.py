@@ -44,7 +44,8 @@ router = APIGatewayHttpRouter()  # type: ignore[no-untyped-call]
 BULK_ID_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,128}$")
 """An idempotency key: 1 to 128 printable ASCII characters, no spaces."""
-SELECTION_PAGE = 100
+SELECTION_PAGE = 1000
+"""Listing entries the selection reads a page (the listing's most): 10,000 jobs in about ten pages."""
 OUTCOME_PAGE = 100
 CURSOR_PATTERN = r"^[0-9]{1,5}-[0-9]{1,5}$"
 

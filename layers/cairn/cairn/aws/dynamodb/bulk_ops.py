@@ -33,6 +33,8 @@ from .table import ConditionFailed, Table
 RECORD_SK = "BULK"
 PAGE_PREFIX = "PAGE#"
 OUTCOME_PREFIX = "OUT#"
+CLAIM_TTL_SECONDS = 7 * 86_400
+"""How long a claim whose outcome never came is kept (an outcome sets the bulk's own expiry)."""
 
 
 def _outcome_sk(page: int, index: int) -> str:
@@ -140,7 +142,7 @@ class DynamoDBBulkOperations(BulkOperations):
                         ":attempt": attempt,
                         ":lease": now + lease_ms,
                         ":sequence": sequence,
-                        ":expires": now // 1000 + 7 * 86_400,
+                        ":expires": now // 1000 + CLAIM_TTL_SECONDS,
                         ":now": now,
                     }
                 ),
