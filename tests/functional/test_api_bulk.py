@@ -120,6 +120,8 @@ def test_a_resent_request_returns_the_same_bulk_and_acts_on_each_job_once(api: A
     api.run_until_idle()
     assert {job_id: len(retries_logged(api, job_id)) for job_id in failed} == dict.fromkeys(failed, 1)
     assert start(api, RETRY_FAILED, key="retry-failed-2").body["matched"] == 0  # a new key: a new bulk
+    other = start(api, {**RETRY_FAILED, "action": "cancel"}, key="retry-failed-1")
+    assert (other.status, other.code) == (409, "conflict")  # the key names a retry: no cancel under it
 
 
 def test_a_worker_killed_mid_chunk_and_retried_acts_on_no_job_twice(

@@ -274,6 +274,12 @@ def start_bulk(request: Annotated[BulkRequest, Body()]) -> Response[BulkView | D
     logger.append_keys(bulk_id=bulk_id)
     existing = operations.get_bulk(bulk_id) if key is not None and not request.dry_run else None
     if existing is not None:
+        if existing.action != request.action:
+            raise ApiError(
+                HTTPStatus.CONFLICT,
+                "conflict",
+                f"This idempotency key already names bulk {existing.bulk_id}, a {existing.action}: use a new key",
+            )
         if existing.finished_at is None and existing.pending == existing.selected:
             _kick(existing, owner)  # it may never have started (its first message was lost): harmless twice
         return _accepted(BulkView.of(existing))
