@@ -74,6 +74,7 @@ LONG_FILES = (
     "functional/test_api_fuzz.py",
     "functional/test_api_reply_limits.py",
     "functional/test_cost_order_read_units.py",
+    "functional/test_bulk_ten_thousand.py",
     "functional/test_dashboard_proxy.py",
     "functional/test_dev_dead_letters.py",
     "functional/test_dev_deployment.py",
@@ -90,7 +91,7 @@ LONG_FILES = (
 """Files of long proofs elsewhere: the benchmark suites' quick runs, read units at hundreds of jobs and a thousand
 transitions, Step Functions executions handing a job on and running maps in rounds, whole bundles from
 ``cairn init`` and ``cairn new`` (their own checks run in them, their layer's build too), the API fuzzed from its
-OpenAPI document, ``cairn dev``'s deployment and processes, a fresh virtualenv."""
+OpenAPI document, ``cairn dev``'s deployment and processes, a fresh virtualenv, a bulk of 10,000 jobs."""
 PROPERTY_FILES = ("contract/test_crash_recovery.py", "contract/test_fault_schedules.py")
 """The crash and fault properties: on memory in ``make test``, on every other store in ``make test-long``."""
 QUICK_STORES = {"memory"}

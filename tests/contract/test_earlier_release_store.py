@@ -88,3 +88,8 @@ def test_only_a_method_that_lacks_a_newer_keyword_is_adapted() -> None:
     assert not hasattr(Wide.__dict__["pause"], "__wrapped__")  # it takes any keyword: left as written
     assert hasattr(EarlierReleaseStorage.__dict__["pause"], "__wrapped__")  # pause(job_id): adapted
     assert not hasattr(DocumentStorage.__dict__["pause"], "__wrapped__")  # today's signature
+
+
+def test_a_store_of_an_earlier_release_keeps_no_bulk_operations() -> None:
+    assert EarlierReleaseStorage(clock=FakeClock()).bulk_operations() is None
+    assert MemoryStorage(clock=FakeClock()).bulk_operations() is None

@@ -190,6 +190,7 @@ def test_the_retry_body_declares_its_modes(document: dict[str, Any]) -> None:
 def test_a_route_that_reads_a_body_declares_json_only_and_its_body_refusals(document: dict[str, Any]) -> None:
     with_body = [(method, path, op) for method, path, op in operations(document) if "requestBody" in op]
     assert {(method, path) for method, path, _ in with_body} == {
+        ("POST", "/bulk"),
         ("POST", "/jobs"),
         ("POST", "/jobs/{jobId}/retry"),
         ("POST", "/jobs/{jobId}/signals/{name}"),

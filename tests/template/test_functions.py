@@ -28,6 +28,9 @@ from tests.template.cfn import (
 from tests.template.stacks import DEPLOYMENTS, JWT, phase_functions, registered_phases, stack
 
 ROUTES = {
+    ("post", "/bulk"),
+    ("get", "/bulk/{bulkId}"),
+    ("get", "/bulk/{bulkId}/jobs"),
     ("post", "/jobs"),
     ("get", "/jobs"),
     ("get", "/jobs/counts"),

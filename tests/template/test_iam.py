@@ -157,6 +157,7 @@ UNITS: dict[str, Callable[[Call], bool]] = {
     "invoke": lambda call: call.path.stem == "lambda_scheduler" and call.function == "invoke_phase",
     "queue": lambda call: call.path.stem == "lambda_scheduler" and call.function == "LambdaScheduler.queue",
     "start": lambda call: call.path.stem == "stepfunctions_scheduler",
+    "bulk": lambda call: call.path.stem == "bulk_worker" and call.function == "send_bulk",
 }
 
 
@@ -185,7 +186,8 @@ def actions_of(unit: str) -> set[str]:
 def units_run_by(function_id: str, driver: str) -> set[str]:
     """What each function's library code runs: the store always; starts, advances and delays as its role needs.
 
-    The API starts and retries (direct: an invoke; stepfunctions: an execution) and never queues a delay.
+    The API starts and retries (direct: an invoke; stepfunctions: an execution) and never queues a delay; it and
+    the scheduler queue a bulk's chunks (``bulk``).
     A phase function invokes the next phase and queues retries under direct; under stepfunctions its
     response carries the advance, and it starts an execution only for a job its owner's fair share wakes
     (a job of another execution). The scheduler invokes and queues under both
@@ -194,9 +196,9 @@ def units_run_by(function_id: str, driver: str) -> set[str]:
     declares (``declared``).
     """
     if function_id == "ApiFunction":
-        return {"store", "invoke" if driver == "direct" else "start"}
+        return {"store", "bulk", "invoke" if driver == "direct" else "start"}
     if function_id == "SchedulerFunction":
-        return {"store", "invoke", "queue"} | ({"start"} if driver == "stepfunctions" else set())
+        return {"store", "invoke", "queue", "bulk"} | ({"start"} if driver == "stepfunctions" else set())
     return {"store"} | ({"invoke", "queue"} if driver == "direct" else {"start"})
 
 
@@ -277,6 +279,7 @@ def needs(arns: Arns, units: set[str]) -> set[tuple[str, str]]:
         "store": lambda action: [arns.table, arns.indexes] if service(action) == "dynamodb" else [arns.objects],
         "invoke": lambda action: [*arns.functions, arns.scheduler],
         "queue": lambda action: [arns.delay_queue],
+        "bulk": lambda action: [arns.delay_queue],
         "start": lambda action: [arns.state_machine],
     }
     return {(action, resource) for unit in units for action in actions_of(unit) for resource in where[unit](action)}

@@ -5,6 +5,8 @@ Routes (errors are ``{"error": {"code", "message"}}``; see :mod:`cairn.aws.api_e
 - ``GET /jobs`` and the other reads of the caller's jobs (:mod:`.api_jobs`); ``POST /jobs`` and the actions on a
   job, retry, pause, cancel and signal (:mod:`.api_actions`); ``POST /jobs/{jobId}/nudge`` revives a stalled
   job now (:mod:`.api_nudge`).
+- ``POST /bulk`` retries, restarts or cancels many jobs in the scheduler function, ``GET /bulk/{bulkId}`` follows
+  it (:mod:`.api_bulk`).
 - ``GET /jobs/{jobId}/states/{phase}`` and ``GET /jobs/{jobId}/diff`` show what it saw (:mod:`.api_states`);
   ``GET /jobs/{jobId}/maps`` and ``.../maps/{mapId}/items/{index}`` what its maps did (:mod:`.api_maps`).
 - ``GET /failures`` groups the caller's failed jobs by exception type, phase and pipeline (:mod:`.api_failures`).
@@ -43,6 +45,7 @@ from ..core.registry import PipelineRegistry
 from ..dashboard.assets import INDEX, asset, reply
 from .api_actions import router as actions_router
 from .api_auth import Unauthenticated, is_public, owner_of
+from .api_bulk import router as bulk_router
 from .api_document import openapi_document, with_deployment
 from .api_errors import ApiError, install_error_handlers, refusal
 from .api_failures import router as failures_router
@@ -85,6 +88,7 @@ app.include_router(jobs_router)
 app.include_router(actions_router)
 app.include_router(nudge_router)
 app.include_router(failures_router)
+app.include_router(bulk_router)
 
 
 @app.get(

@@ -10,6 +10,7 @@ It receives five kinds of event:
 - ``{"action": "resolve"}`` from the state machine: the job's next phase and its function;
 - ``{"action": "record-failure"}`` from the state machine's Catch, and
   ``{"action": "advance"}`` for a phase with no function (an unknown phase);
+- a bulk operation's next chunk (:mod:`.bulk_worker`), from the delay queue too;
 - ``{"action": "start"}`` and ``{"action": "retry"}`` from trusted callers inside
   the account (an EventBridge rule, another service): the API's start and retry
   without HTTP.
@@ -18,6 +19,7 @@ It receives five kinds of event:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -32,6 +34,7 @@ from ..core.registry import PipelineRegistry
 from ..core.scheduler_port import Scheduler
 from ..scheduling import recovery
 from ..scheduling.messages import AdvanceMessage
+from .bulk_worker import BulkMessage, BulkRunner, is_bulk_message, send_bulk
 from .entry import Handler, LazyRuntime, entry_point
 from .observability import logger, metrics, record_job_end
 from .routing import function_for
@@ -124,7 +127,7 @@ def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = 
     runtimes = LazyRuntime(runtime)
 
     def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-        dispatch = Dispatcher(pipelines, runtimes.get())
+        dispatch = Dispatcher(pipelines, runtimes.get(), remaining_ms=_remaining(context))
         metrics.add_metric(name="SchedulerEvents", unit=MetricUnit.Count, value=1)
         if isinstance(event.get("Records"), list):
             return dispatch.delayed(event["Records"])
@@ -154,9 +157,12 @@ def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = 
 class Dispatcher:
     """Handles one scheduler event with the deployment's pipelines and runtime."""
 
-    def __init__(self, pipelines: PipelineRegistry, runtime: Runtime) -> None:
+    def __init__(
+        self, pipelines: PipelineRegistry, runtime: Runtime, *, remaining_ms: Callable[[], int] = lambda: 60_000
+    ) -> None:
         self.pipelines = pipelines
         self.runtime = runtime
+        self.remaining_ms = remaining_ms
 
     def delayed(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         """SQS delayed advances: invoke the phase once due, else queue again; failures are retried.
@@ -168,7 +174,12 @@ class Dispatcher:
         failures = []
         for record in records:
             try:
-                message = AdvanceMessage.model_validate(json.loads(record["body"]))
+                body = json.loads(record["body"])
+                if is_bulk_message(body):
+                    if not self._bulk_chunk(BulkMessage.model_validate(body)):
+                        failures.append({"itemIdentifier": record.get("messageId", "")})
+                    continue
+                message = AdvanceMessage.model_validate(body)
             except (KeyError, ValueError, ValidationError):
                 logger.error("Dropped a malformed delayed advance", extra={"messageId": record.get("messageId")})
                 continue
@@ -184,6 +195,17 @@ class Dispatcher:
                 logger.exception("Delayed advance failed; SQS will deliver it again")
                 failures.append({"itemIdentifier": record.get("messageId", "")})
         return {"batchItemFailures": failures}
+
+    def _bulk_chunk(self, message: BulkMessage) -> bool:
+        """Run one chunk of a bulk and queue the next; False when it failed (SQS delivers it again)."""
+        try:
+            following = BulkRunner(self.runtime, self.pipelines, message.owner).run_chunk(message, self.remaining_ms)
+            if following is not None:
+                send_bulk(self.runtime, following)
+        except Exception:
+            logger.exception("A bulk chunk failed; SQS will deliver it again", extra={"bulk_id": message.bulk_id})
+            return False
+        return True
 
     def _waiting_at(self, message: AdvanceMessage) -> bool:
         """Whether the message's job is waiting for a signal at the message's sequence (the wait's timeout)."""
@@ -344,6 +366,12 @@ class Dispatcher:
         if scheduler is recorder:
             response["scheduled"] = recorder.scheduled.to_wire() if recorder.scheduled else None
         return response
+
+
+def _remaining(context: LambdaContext | None) -> Callable[[], int]:
+    """The invocation's time left, in ms (a minute when the context does not say)."""
+    remaining: Callable[[], int] | None = getattr(context, "get_remaining_time_in_millis", None)
+    return remaining if remaining is not None else (lambda: 60_000)
 
 
 def _next_phase(job: Job) -> str | None:

@@ -17,7 +17,7 @@ from time import sleep
 from typing import Any
 
 from ..bundle.command_line import Parser, add_subcommand
-from .bulk import BulkAction, add_selection_options, listing_filters, run_bulk, selects_many
+from .bulk import BulkAction, add_selection_options, listing_filters, run_bulk, run_show_bulk, selects_many
 from .errors import ApiError, ApiUnreachable, RequestFailed
 from .http import TERMINAL_STATUSES, ApiClient, Json
 from .moments import moment
@@ -257,15 +257,15 @@ def _polled(arguments: argparse.Namespace, client: ApiClient) -> tuple[Json, lis
     raise AssertionError("unreachable: the last try returns or raises")
 
 
-BULK_RETRY = BulkAction("retry", "retried", lambda client, job_id: client.retry(job_id, mode="resume"))
-BULK_RESTART = BulkAction("restart", "restarted", lambda client, job_id: client.retry(job_id, mode="full"))
-BULK_CANCEL = BulkAction("cancel", "cancelled", lambda client, job_id: client.cancel(job_id))
+BULK_RETRY = BulkAction("retry", "retried")
+BULK_RESTART = BulkAction("restart", "restarted")
+BULK_CANCEL = BulkAction("cancel", "cancelled")
 
 
 def _retry(mode: str, bulk: BulkAction) -> Action:
     def run(arguments: argparse.Namespace, client: ApiClient) -> int:
         if selects_many(arguments):
-            return run_bulk(arguments, client, action=bulk, line=status_line)
+            return run_bulk(arguments, client, action=bulk)
         state = _state(arguments)
         return _output(arguments, client.retry(arguments.job_id, mode=mode, state=state), status_line)
 
@@ -298,7 +298,7 @@ def run_nudge(arguments: argparse.Namespace, client: ApiClient) -> int:
 def run_cancel(arguments: argparse.Namespace, client: ApiClient) -> int:
     """``cairn jobs cancel ID``: the cancelled job's status line (or each selected job's, with a selection)."""
     if selects_many(arguments):
-        return run_bulk(arguments, client, action=BULK_CANCEL, line=status_line)
+        return run_bulk(arguments, client, action=BULK_CANCEL)
     job = client.cancel(arguments.job_id)
     if job.pop("alreadyCancelled", False):
         print(f"cairn: job {arguments.job_id} was already cancelled; nothing changed", file=sys.stderr)
@@ -417,5 +417,10 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     jobs_argument(
         action("cancel", run_cancel, "cancel a job, or every job a selection matches (retry resumes)"), "Cancel"
     )
+    show_bulk = action("bulk", run_show_bulk, "show a bulk action's progress and each job's outcome and status now")
+    show_bulk.add_argument(
+        "bulk_id", metavar="BULK_ID", help="the bulk's id (a bulk retry, restart or cancel prints it)"
+    )
+    show_bulk.add_argument("--wait", action="store_true", help="wait until the bulk has finished")
     action("health", run_health, "check that the API answers")
     add_pull(action("pull", run_pull, "write a job (its input, states, history) to one file, to replay it locally"))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from . import history_pages
+from .bulk_port import BulkOperations
 from .clock import Clock, system_clock_ms
 from .errors import ConfigurationError
 from .failure_groups import FailedJobs, failed_summary
@@ -380,3 +381,10 @@ class Storage(ABC):
         wrapper gives its inner store's (:class:`cairn.storage.delegating.DelegatingStorage`).
         """
         return self if isinstance(self, OwnerShares) else None
+
+    def bulk_operations(self) -> BulkOperations | None:
+        """Where this store keeps its owner's bulk operations (:mod:`cairn.core.bulk_port`); None: it keeps none.
+
+        Optional: by default a store keeps none, and a bulk request to it is refused as not supported.
+        """
+        return None

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ...core.bulk_port import BulkOperations
 from ...core.clock import Clock, system_clock_ms
 from ...core.errors import ConfigurationError
 from ...core.failure_groups import FailedJobs
@@ -123,6 +124,12 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         other._assemble(self._table.for_owner(validate_owner(owner)))
         other.owner_concurrency, other.share_wait_seconds = self.owner_concurrency, self.share_wait_seconds
         return other
+
+    def bulk_operations(self) -> BulkOperations:
+        """This owner's bulk operations, in the same table (:mod:`.bulk_ops`)."""
+        from .bulk_ops import DynamoDBBulkOperations
+
+        return DynamoDBBulkOperations(self._table)
 
     @property
     def clock(self) -> Clock:

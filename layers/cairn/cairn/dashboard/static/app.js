@@ -7,6 +7,7 @@
  *   #/?status=error&pipeline=NAME   the same, filtered (the filters are kept in the fragment)
  *   #/jobs/<id>        one job: status banner, actions, phase timeline, log, usage, checkpoint and result
  *   #/new              start a job: pipeline, optional job id, initial state as JSON (checked with its schema)
+ *   #/bulk             the bulk operations this browser started; #/bulk/<id> one, followed to each job's outcome
  *
  * The API is called on the page's own origin with relative URLs (`jobs`, `pipelines`...), so the page works
  * wherever it is served next to the API: `cairn dev`, `cairn dashboard` (a proxy that signs the calls) or the

@@ -1,10 +1,13 @@
 /**
  * Many jobs at once: retry, cancel or start over the selected rows, or every job the list's filter matches.
- * The dialog says how many and which before anything is sent, shows progress while it runs and a result per
- * job after; each job gets one request (a job whose status changed meanwhile is refused by the API, and said so).
+ * The dialog says how many and which before anything is done (the server's dry run), then sends one request,
+ * POST /bulk: the server acts on each job once, in the background (closing the page does not stop it). The
+ * dialog follows the bulk's progress and then each job's outcome with its status now (bulk-progress.js); the
+ * bulk's own page (#/bulk/<id>) shows the same, from any tab.
  */
 
-import { api, cancelJob, jobPath } from "./api.js";
+import { api } from "./api.js";
+import { bulkHref, followBulk, rememberBulk } from "./bulk-progress.js";
 import { openDialog, setDialogError } from "./dialogs.js";
 import { $, h } from "./dom.js";
 
@@ -12,11 +15,10 @@ import { $, h } from "./dom.js";
 export const DEFAULT_LIMIT = 100;
 /** The most the limit can be raised to: a bigger sweep is several narrower ones. */
 export const HIGHEST_LIMIT = 10_000;
-/** Requests in flight at once. */
-const PARALLEL = 4;
 /** Job ids listed by name in the dialog; the rest are counted. */
 const NAMED = 200;
-const PAGE_SIZE = 100;
+/** The listing's filters a bulk takes (the list's other query parameters, a sort say, are not filters). */
+const FILTERS = ["status", "pipeline", "createdFrom", "createdTo", "idPrefix"];
 /** Counts the reads of the matching jobs: only the newest one's answer is shown (the limit or the dialog may change meanwhile). */
 let reads = 0;
 
@@ -25,69 +27,46 @@ export const BULK_ACTIONS = {
   retry: {
     label: "Retry",
     past: "Retried",
-    send: (jobId) => api(`${jobPath(jobId)}/retry`, { method: "POST", body: { mode: "resume" } }),
     explain: "Each job resumes from its checkpoint.",
   },
   cancel: {
     label: "Cancel",
     past: "Cancelled",
-    send: (jobId) => cancelJob(jobId),
     explain: "Each job stops at its next phase boundary; its checkpoint stays, so Retry resumes it.",
   },
   restart: {
     label: "Start over",
     past: "Started over",
-    send: (jobId) => api(`${jobPath(jobId)}/retry`, { method: "POST", body: { mode: "full" } }),
     explain: "Each job starts again from its first phase with its input; its checkpoint and log are replaced.",
   },
 };
 
 const plural = (count) => `${new Intl.NumberFormat().format(count)} job${count === 1 ? "" : "s"}`;
 
-/**
- * Every job the filter (the API's query parameters) matches, newest first, reading at most `limit` + 1.
- * @returns {Promise<{jobs: object[], more: boolean}>}
- */
-export async function jobsMatching(query, limit) {
-  const jobs = [];
-  const seen = new Set();
-  let cursor = null;
-  do {
-    const params = new URLSearchParams({ ...query, limit: String(PAGE_SIZE) });
-    if (cursor) params.set("cursor", cursor);
-    const page = await api(`jobs?${params}`);
-    for (const job of page?.jobs ?? []) {
-      if (!seen.has(job.jobId)) seen.add(job.jobId) && jobs.push(job);
-    }
-    if (jobs.length > limit) return { jobs: jobs.slice(0, limit), more: true };
-    cursor = page?.cursor ?? null;
-  } while (cursor);
-  return { jobs, more: false };
+/** The bulk request's selection: the list's filter, or the chosen ids. */
+function selection(target, chosen) {
+  if (!target.query) return { ids: chosen.map((job) => job.jobId) };
+  const filter = {};
+  for (const name of FILTERS) if (target.query[name]) filter[name] = target.query[name];
+  return { filter };
 }
 
 /**
- * Send `action` for each job id, PARALLEL at a time; `progress(done)` after each; each job's result in order.
- * @returns {Promise<Array<{jobId: string, job?: object, error?: string}>>}
+ * The server's dry run of `action` on `target` (ids, or the filter up to `limit`): the ids it would act on;
+ * `more` when more than `limit` match (the API's 409 too_many_jobs: nothing would be done).
+ * @returns {Promise<{jobs: object[], more: boolean}>}
  */
-export async function sendEach(action, jobIds, progress) {
-  const results = new Array(jobIds.length);
-  let next = 0;
-  let done = 0;
-  async function worker() {
-    while (next < jobIds.length) {
-      const at = next++;
-      const jobId = jobIds[at];
-      try {
-        results[at] = { jobId, job: await action.send(jobId) };
-      } catch (error) {
-        results[at] = { jobId, error: String(error?.message ?? error) };
-      }
-      done += 1;
-      progress(done);
-    }
+export async function jobsMatching(actionName, target, limit) {
+  try {
+    const preview = await api("bulk", {
+      method: "POST",
+      body: { action: actionName, ...selection(target, target.jobs ?? []), limit, dryRun: true },
+    });
+    return { jobs: (preview?.jobIds ?? []).map((jobId) => ({ jobId })), more: false };
+  } catch (error) {
+    if (error?.code === "too_many_jobs") return { jobs: [], more: true };
+    throw error;
   }
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, jobIds.length) }, worker));
-  return results;
 }
 
 /**
@@ -98,10 +77,29 @@ export function openBulk(actionName, target, onDone) {
   const action = BULK_ACTIONS[actionName];
   const dialog = $("#bulk-dialog");
   const slot = (name) => $(`[data-slot=${name}]`, dialog);
-  const bulk = { action, target, dialog, slot, limitField: $("#bulk-limit"), confirm: slot("confirm"), chosen: [], ran: false };
+  const bulk = {
+    name: actionName,
+    action,
+    target,
+    dialog,
+    slot,
+    limitField: $("#bulk-limit"),
+    confirm: slot("confirm"),
+    chosen: [],
+    ran: false,
+    requestId: crypto.randomUUID(), // a resent request (a retry after no answer) names the same bulk
+    follower: null,
+  };
   resetDialog(bulk);
   bulk.limitField.onchange = target.query ? () => readMatching(bulk) : null;
-  dialog.addEventListener("close", () => bulk.ran && onDone(), { once: true });
+  dialog.addEventListener(
+    "close",
+    () => {
+      bulk.follower?.stop(); // the bulk runs on, on the server; its page (#/bulk/<id>) still follows it
+      if (bulk.ran) onDone();
+    },
+    { once: true },
+  );
   openDialog(dialog, () => sendChosen(bulk), target.query ? bulk.limitField : $("[data-close]", dialog));
   if (target.query) readMatching(bulk);
   else showChoice(bulk, target.jobs, false, target.jobs.length);
@@ -110,8 +108,9 @@ export function openBulk(actionName, target, onDone) {
 /**
  * The dialog's state while open: the action, its target, the dialog's parts (`slot(name)`: a `[data-slot]` in
  * it), the jobs chosen and whether they were sent.
- * @typedef {{action: object, target: object, dialog: HTMLDialogElement, slot: (name: string) => HTMLElement,
- *   limitField: HTMLInputElement, confirm: HTMLButtonElement, chosen: object[], ran: boolean}} Bulk
+ * @typedef {{name: string, action: object, target: object, dialog: HTMLDialogElement,
+ *   slot: (name: string) => HTMLElement, limitField: HTMLInputElement, confirm: HTMLButtonElement, chosen: object[],
+ *   ran: boolean, requestId: string, follower: {stop: () => void} | null}} Bulk
  */
 
 /** The dialog as it opens for `bulk`: its title, no progress or results yet, the default limit. */
@@ -138,7 +137,9 @@ function showChoice(bulk, jobs, more, limit) {
     : jobs.length === 0
       ? `No job is ${which}.`
       : `${action.label} ${plural(jobs.length)} ${which}? ${action.explain}`;
-  const named = jobs.slice(0, NAMED).map((job) => h("li", {}, h("span", { class: "mono" }, job.jobId), ` ${job.status}`));
+  const named = jobs
+    .slice(0, NAMED)
+    .map((job) => h("li", {}, h("span", { class: "mono" }, job.jobId), job.status ? ` ${job.status}` : ""));
   if (jobs.length > NAMED) named.push(h("li", { class: "muted" }, `and ${plural(jobs.length - NAMED)} more`));
   slot("jobs").replaceChildren(...named);
   confirm.disabled = bulk.chosen.length === 0;
@@ -161,41 +162,43 @@ async function readMatching(bulk) {
   confirm.disabled = true;
   slot("summary").textContent = "Reading the jobs that match…";
   try {
-    const { jobs, more } = await jobsMatching(bulk.target.query, limit);
+    const { jobs, more } = await jobsMatching(bulk.name, bulk.target, limit);
     if (read === reads) showChoice(bulk, jobs, more, limit);
   } catch (error) {
     if (read === reads) setDialogError(bulk.dialog, String(error?.message ?? error));
   }
 }
 
-/** Confirmed: send the action for each chosen job (once), showing progress, then a result per job. */
+/** Confirmed: one POST /bulk (sent once; the server acts on each job once), then follow it to each outcome. */
 async function sendChosen(bulk) {
-  const { action, slot, limitField } = bulk;
+  const { slot, limitField } = bulk;
   if (bulk.ran || bulk.chosen.length === 0) return false;
   bulk.ran = true;
-  const ids = bulk.chosen.map((job) => job.jobId);
-  const progress = slot("progress");
-  progress.hidden = false;
-  progress.max = ids.length;
-  progress.value = 0;
   limitField.disabled = true;
-  const results = await sendEach(action, ids, (done) => {
-    progress.value = done;
-    slot("progress-text").textContent = `${done} of ${plural(ids.length)} sent`;
-  });
-  limitField.disabled = false;
-  const refused = results.filter((result) => result.error);
-  slot("results").replaceChildren(...results.map(resultLine));
-  const tail = refused.length ? `; ${refused.length} refused` : "";
-  slot("progress-text").textContent = `${action.past} ${results.length - refused.length} of ${plural(results.length)}${tail}.`;
-  bulk.confirm.hidden = true;
-  return false; // stay open on the results
-}
-
-/** A job's line in the results: its new status, or why it was refused. */
-function resultLine(result) {
-  if (result.error) {
-    return h("li", { class: "refused" }, h("span", { class: "mono" }, result.jobId), `: refused: ${result.error}`);
+  bulk.confirm.disabled = true;
+  const limit = bulk.target.query ? Number(limitField.value) : bulk.chosen.length;
+  let started;
+  try {
+    started = await api("bulk", {
+      method: "POST",
+      body: { action: bulk.name, ...selection(bulk.target, bulk.chosen), limit, requestId: bulk.requestId },
+    });
+  } catch (error) {
+    bulk.ran = false; // nothing started (or the same request may be sent again: the same bulk)
+    bulk.confirm.disabled = false;
+    limitField.disabled = false;
+    setDialogError(bulk.dialog, String(error?.message ?? error));
+    return false;
   }
-  return h("li", { class: "done" }, h("span", { class: "mono" }, result.jobId), `: ${result.job?.status ?? "done"}`);
+  rememberBulk(started.bulkId);
+  bulk.confirm.hidden = true;
+  slot("jobs").replaceChildren(
+    h("li", {}, "Bulk ", h("a", { href: bulkHref(started.bulkId), class: "mono" }, started.bulkId), ": its own page"),
+  );
+  bulk.follower = followBulk(started.bulkId, {
+    progress: slot("progress"),
+    text: slot("progress-text"),
+    results: slot("results"),
+  });
+  return false; // stay open on the progress and the outcomes
 }

@@ -6,12 +6,13 @@ import { clearAlert } from "./alerts.js";
 import { closeDialogs } from "./dialogs.js";
 import { $, h, heading } from "./dom.js";
 import { failuresView } from "./view-failures.js";
+import { bulksView, bulkView } from "./view-bulk.js";
 import { jobView } from "./view-job.js";
 import { jobsView } from "./view-jobs.js";
 import { newJobView } from "./view-start.js";
 
 /**
- * The view a fragment names: `{name: "jobs"|"job"|"new"|"failures"|"missing", id?, params}`.
+ * The view a fragment names: `{name: "jobs"|"job"|"new"|"failures"|"bulks"|"bulk"|"missing", id?, params}`.
  * @param {string} hash
  */
 export function parseRoute(hash) {
@@ -22,6 +23,9 @@ export function parseRoute(hash) {
   if (path === "" || path === "/") return { name: "jobs", params };
   if (path === "/new") return { name: "new", params };
   if (path === "/failures" || path === "/failures/") return { name: "failures", params };
+  if (path === "/bulk" || path === "/bulk/") return { name: "bulks", params };
+  const bulk = /^\/bulk\/([A-Za-z0-9-]{1,64})\/?$/.exec(path);
+  if (bulk) return { name: "bulk", id: bulk[1], params };
   const job = /^\/jobs\/([^/]+)\/?$/.exec(path);
   if (job) {
     try {
@@ -33,7 +37,15 @@ export function parseRoute(hash) {
   return { name: "missing", params };
 }
 
-const VIEWS = { jobs: jobsView, job: jobView, new: newJobView, failures: failuresView, missing: missingView };
+const VIEWS = {
+  jobs: jobsView,
+  job: jobView,
+  new: newJobView,
+  failures: failuresView,
+  bulks: bulksView,
+  bulk: bulkView,
+  missing: missingView,
+};
 let currentView = null;
 let firstRender = true;
 
@@ -48,7 +60,7 @@ export function render() {
   main.removeAttribute("aria-busy");
   currentView = VIEWS[route.name](main, route) ?? null;
   for (const link of document.querySelectorAll("[data-nav]")) {
-    const current = link.dataset.nav === route.name;
+    const current = link.dataset.nav === (route.name === "bulk" ? "bulks" : route.name);
     if (current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
