@@ -43,23 +43,23 @@ def stalled_job(stack: DevStack, job_id: str) -> None:
 
 
 def test_the_list_badges_filters_and_counts_a_stalled_job(browser_page: Page, gated_stack: DevStack) -> None:
-    stalled_job(gated_stack, "stalled-listed")
-    gated_stack.api.start("gated", state={"note": "moving"}, job_id="moving-listed")
-    assert gated_stack.wait_for("moving-listed")["status"] == "complete"
+    stalled_job(gated_stack, "listing-stalled")
+    gated_stack.api.start("gated", state={"note": "moving"}, job_id="listing-moving")
+    assert gated_stack.wait_for("listing-moving")["status"] == "complete"
     page = browser_page
-    page.goto(f"{gated_stack.base_url}/#/")
+    page.goto(f"{gated_stack.base_url}/#/?prefix=listing-")  # the stalled job is an hour old: not on page 1 of all
 
-    row = page.get_by_role("row").filter(has=page.get_by_role("link", name="stalled-listed", exact=True))
+    row = page.get_by_role("row").filter(has=page.get_by_role("link", name="listing-stalled", exact=True))
     expect(row).to_contain_text("stalled")
-    done = page.get_by_role("row").filter(has=page.get_by_role("link", name="moving-listed", exact=True))
+    done = page.get_by_role("row").filter(has=page.get_by_role("link", name="listing-moving", exact=True))
     expect(done).not_to_contain_text("stalled")
     totals = page.get_by_role("list", name="Job totals")
     expect(totals.get_by_role("button", name=re.compile(r"^Stalled \d+$"))).to_be_visible()
 
     page.locator("#filter-status").select_option("stalled")
 
-    expect(page.get_by_role("link", name="moving-listed", exact=True)).to_have_count(0)
-    expect(page.get_by_role("link", name="stalled-listed", exact=True)).to_be_visible()
+    expect(page.get_by_role("link", name="listing-moving", exact=True)).to_have_count(0)
+    expect(page.get_by_role("link", name="listing-stalled", exact=True)).to_be_visible()
     assert "status=stalled" in page.url
     expect(totals.get_by_role("button", name=re.compile(r"^Stalled"))).to_have_attribute("aria-pressed", "true")
 
