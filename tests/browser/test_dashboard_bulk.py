@@ -69,7 +69,9 @@ class BulkPosts:
 
     def _seen(self, request: Request) -> None:
         if request.method == "POST" and urlsplit(request.url).path.endswith("/bulk"):
-            self.bodies.append(request.post_data_json)
+            body = request.post_data_json
+            assert isinstance(body, dict), body
+            self.bodies.append(body)
 
     @property
     def started(self) -> list[dict[str, Any]]:

@@ -98,8 +98,9 @@ def fields_sent(case: Case[Any]) -> set[str]:
         sent.add("body")
         if isinstance(case.body, dict):
             sent.update(case.body)
-            if isinstance(case.body.get("filter"), dict):  # POST /bulk: the listing's filter, in the body
-                sent.update(case.body["filter"])
+            nested = case.body.get("filter")
+            if isinstance(nested, dict):  # POST /bulk: the listing's filter, in the body
+                sent.update(str(name) for name in nested)
     if case.method.upper() == "POST" and case.path == "/jobs":
         sent.add("state")  # an absent state is checked too: the model may refuse null
     return sent

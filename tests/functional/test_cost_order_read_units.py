@@ -110,8 +110,8 @@ def test_a_page_dearest_first_of_10000_jobs_reads_no_job_and_at_most_0_2_units_a
         page, figures = metered(priced, lambda cursor=cursor: priced.cost_page(limit=50, cursor=cursor))
         costs = [summary.cost_usd for summary in page.jobs]
         assert len(costs) == 50
-        assert costs == sorted(costs, reverse=True)  # type: ignore[type-var]
-        assert last is None or costs[0] <= last  # type: ignore[operator]
+        assert costs == sorted(costs, reverse=True)
+        assert last is None or costs[0] <= last
         last, cursor = costs[-1], page.cursor
         assert figures.dynamodb["BatchGetItem"] == 0  # no job item read
         assert figures.read_units / 50 <= 0.2
@@ -130,7 +130,7 @@ def test_a_filtered_page_dearest_first_reads_what_its_filter_passes_over(
     assert page.jobs
     assert all(summary.status == JobStatus.ERROR for summary in page.jobs)
     costs = [summary.cost_usd for summary in page.jobs]
-    assert costs == sorted(costs, reverse=True)  # type: ignore[type-var]
+    assert costs == sorted(costs, reverse=True)
     assert figures.dynamodb["BatchGetItem"] == 0
     # bounded: at most MAX_ROUNDS rounds of 250 entries a shard, about 40 KB (5 read units) a shard a round
     assert figures.read_units <= 8 * 4 * 5

@@ -69,7 +69,7 @@ def test_a_page_filtered_to_a_rare_failure_reads_at_most_its_bound_of_items(
     assert figures.dynamodb["BatchGetItem"] <= listings.MAX_FAILURE_ROUNDS
     assert figures.read_units <= bound * 0.6, f"{figures.read_units} read units for one page"
 
-    found = []
+    found: list[str] = []
     cursor: str | None = page.cursor
     while cursor is not None:
         page = storage.list_page(limit=50, where=where, cursor=cursor)
