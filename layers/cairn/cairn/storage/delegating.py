@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from ..core.bulk_port import BulkOperations
 from ..core.failure_groups import FailedJobs
 from ..core.history_pages import HISTORY_PAGE, LOG_PAGE, VIEW_HISTORY, HistoryPage, LogPage, RecentJob
 from ..core.models import (
@@ -75,6 +76,9 @@ class DelegatingStorage(Storage):
 
     def job_usages(self, job_ids: Sequence[str]) -> dict[str, dict[str, float]]:
         return self.around("job_usages", lambda: self.inner.job_usages(job_ids))
+
+    def bulk_operations(self) -> BulkOperations | None:
+        return self.inner.bulk_operations()
 
     def failed_jobs(self, *, created_from: int, created_to: int, pipeline: str | None, limit: int) -> FailedJobs:
         return self.around(
