@@ -8,7 +8,8 @@ serves with Debian's chromium (Playwright's sync API, never a browser of Playwri
 (jobs.png), filtered to the complete jobs with the totals (jobs-filtered.png), the bulk retry dialog for every
 failed job (bulk-dialog.png), then the job view of the running job (job-running.png), of the failed one with its
 traceback open (job-error.png: its export path cannot be written) and of a complete one (job-complete.png), and
-of a job whose pages a map extracted, its lane and one item open (job-map.png). Each view is photographed once
+of a job whose pages a map extracted, its lane and one item open (job-map.png), and the failed jobs grouped by
+exception type, phase and pipeline (failures.png). Each view is photographed once
 it shows the expected status and its data (the jobs' rows; the job's banner, timeline, log and usage) and no
 alert; else the command fails, saying what the view showed instead."""
 
@@ -165,6 +166,7 @@ SHOTS = (
     _job_shot("job-error.png", "broken-export", "error", "details.failure", act=_unfold_failures),
     _job_shot("job-complete.png", "contract-review", "complete", ".result > *"),
     _job_shot("job-map.png", "contract-pages", "complete", ".map-lane", act=_show_map),
+    Shot("failures.png", "#/failures?since=24h", (".failures-table:not([hidden]) tbody tr",)),
 )
 
 

@@ -26,7 +26,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_the_screenshots_show_seven_different_views(
+def test_the_screenshots_show_eight_different_views(
     browser: Browser, dashboard_stack: DevStack, tmp_path: Path
 ) -> None:
     paths = take_screenshots(dashboard_stack, browser, tmp_path)
@@ -40,6 +40,7 @@ def test_the_screenshots_show_seven_different_views(
             "job-error.png",
             "job-complete.png",
             "job-map.png",
+            "failures.png",
         ]
     )
     assert [path.name for path in paths] == [shot.file for shot in SHOTS]

@@ -24,7 +24,7 @@ const OFFLINE_REASON = "The API does not answer: actions wait until it does (the
  *   Resume           only a paused job.
  *   Cancel           any job but a complete or cancelled one (the API's rule).
  *   Send signal      only a waiting job.
- *   Nudge            only a stalled job (stalled.js); primary then.
+ *   Nudge            only a stalled job (stalled.js); primary then, and hidden otherwise.
  *
  * One of them is `primary` (the button drawn as the way on), when the job has one: Retry for a failed,
  * cancelled or idle job, Resume for a paused one whose phase has ended, Send signal for a waiting one, Nudge for
@@ -121,6 +121,7 @@ export function renderActions(buttons, job, phases) {
     button.disabled = offline || !allowed;
     button.title = offline ? OFFLINE_REASON : reason;
     button.classList.toggle("primary", rules[name].primary);
+    if (name === "Nudge") button.hidden = !allowed; // shown only while the job is stalled: the rare move
   }
   if (focused?.disabled) restoreFocus(focused);
 }
