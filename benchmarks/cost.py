@@ -116,9 +116,10 @@ MAX_WRITE_UNITS = {
 MAX_READ_UNITS = 1.0
 MAX_READ_UNITS_INLINE = {"10 KB incompressible": 2.0}
 #: The finish may cost this many write units more: its status change rewrites the Listing and PipelineListing
-#: entries, moves the StatusListing entry (a delete and a put) and leaves Stalled. (2 before the filter indexes,
-#: which make a listing filtered by status or pipeline read only its matches.)
-FINISH_ABOVE_MIDDLE = 5
+#: entries, moves the StatusListing and CostListing entries (a delete and a put each) and leaves Stalled. (2
+#: before the filter indexes, which make a listing filtered by status or pipeline read only its matches; 5 before
+#: the cost order's index.)
+FINISH_ABOVE_MIDDLE = 7
 
 _WORDS = (
     "invoice contract payment delivery customer supplier total amount due signed received pending "

@@ -68,7 +68,7 @@ def test_the_table_has_the_templates_keys_indexes_and_ttl(direct: Deployment) ->
         {"AttributeName": "sk", "KeyType": "RANGE"},
     ]
     indexes = {index["IndexName"]: index for index in table["GlobalSecondaryIndexes"]}
-    assert set(indexes) == {"Listing", "StatusListing", "PipelineListing", "Stalled"}
+    assert set(indexes) == {"Listing", "StatusListing", "PipelineListing", "CostListing", "Stalled"}
     assert [key["AttributeName"] for key in indexes["StatusListing"]["KeySchema"]] == ["owner", "status", "createdAt"]
     ttl = dynamodb.describe_time_to_live(TableName=direct.table_name)["TimeToLiveDescription"]
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expiresAt"}

@@ -60,6 +60,7 @@ def test_the_stack_is_real_aws_on_its_moto_endpoint(direct_stack: DevStack) -> N
     assert {index["IndexName"] for index in described["GlobalSecondaryIndexes"]} == {
         "Listing",
         "StatusListing",
+        "CostListing",
         "PipelineListing",
         "Stalled",
     }

@@ -62,6 +62,7 @@ class CostListings(Listings):
 
     cursor_index = schema.COST_LISTING_INDEX
     item_attributes = COST_ITEM_ATTRIBUTES
+    reads_failures = False  # a page dearest first reads its index entries alone
 
     def cost_page(self, *, cursor: str | None = None, limit: int = 50, where: JobFilter | None = None) -> JobPage:
         """One page of this owner's live jobs matching ``where``, dearest first (each summary's ``cost_usd`` is

@@ -136,6 +136,8 @@ class Listings:
     cursor_index = schema.LISTING_INDEX
     #: What a job item read for an entry that cannot answer gives (:func:`.summaries.summary_items`).
     item_attributes = schema.SUMMARY_ATTRIBUTES
+    #: Whether a page reads each failed job's item for its exception type and failed phase (the Error column).
+    reads_failures = True
 
     def __init__(self, table: Table) -> None:
         self.table = table
@@ -406,7 +408,7 @@ class Listings:
         failed: list[Any] = []
         for entry in self._owned(entries):
             verdict = triage(entry, now)
-            if verdict is Verdict.LIST and (read or _status_of(entry) is JobStatus.ERROR):
+            if verdict is Verdict.LIST and (read or (self.reads_failures and _status_of(entry) is JobStatus.ERROR)):
                 decided.append(str(entry["pk"].get("S")))
                 failed.append(entry["pk"])
             elif verdict is Verdict.READ:
