@@ -28,7 +28,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: tools demo dev docs test test-long checks lint types unit validate build deploy venv clean bench proof history-proof bulk-proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale coverage
+.PHONY: tools demo dev docs test test-long checks lint types unit validate build deploy venv clean bench proof history-proof bulk-proof cost-order-proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale coverage
 
 venv: $(STAMP)
 
@@ -193,6 +193,11 @@ history-proof: $(STAMP)
 # 11 minutes); `make test-long` runs it with 1,000.
 bulk-proof: $(STAMP)
 	CAIRN_BULK_PROOF=1 $(BIN)/pytest -p no:xdist tests/functional/test_bulk_ten_thousand.py
+
+# What a page dearest first reads on 10,000 jobs (tests/functional/test_cost_order_read_units.py at full size: the
+# figures of docs/SCALE.md); `make test-long` runs it on 2,000.
+cost-order-proof: $(STAMP)
+	CAIRN_COST_ORDER_PROOF=1 $(BIN)/pytest -p no:xdist -s tests/functional/test_cost_order_read_units.py
 
 # The load test behind docs/SCALE.md: SCALE_JOBS jobs on moto (10,000 take about half an hour; moto runs under
 # cairn/dev/moto_speedups.py, so its time per request does not grow with the table), then the scale model written
