@@ -111,7 +111,11 @@ def list_jobs(
 @router.get(
     "/jobs/counts",
     summary="How many of your jobs have each status",
-    description="Read from the listing index, not from every job: exact while the caller has up to about 4,000 "
+    description="On a stack whose table's stream keeps the counts (the template's StatusCounts source, "
+    "CAIRN_STATUS_COUNTS=maintained; maintained is true): one read of the caller's counts item, half a read unit, "
+    "exact however many jobs; a job counts until DynamoDB's TTL deletes it, and jobs made before the stream are "
+    "counted from the listing index until TTL has deleted them. Otherwise read from the listing index, not from "
+    "every job: exact while the caller has up to about 4,000 "
     "jobs (1,000 a listing shard); above that each count is a lower bound and exact is false. stalled counts the "
     f"stalled jobs among the newest {COUNT_BOUND} running ones (one listing page, then one consistent read of "
     "each running job's item, 1 to 3 read units, and of its map's record when it is in a map); past that it is a "

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_stepfunctions import SFNClient
 
+    from .dynamodb.status_counts import StatusCounts
+
 
 @dataclass
 class Runtime:
@@ -42,6 +44,7 @@ class Runtime:
     sfn: SFNClient | None = None
     clock: Clock = system_clock_ms
     _storage: DynamoDBStorage | None = field(default=None, init=False, repr=False)
+    _status_counts: StatusCounts | None = field(default=None, init=False, repr=False)
 
     def storage(self, owner: str) -> DynamoDBStorage:
         """The job store as seen by ``owner``."""
@@ -53,6 +56,12 @@ class Runtime:
                 clock=self.clock,
             )
         return self._storage.for_owner(owner)
+
+    def status_counts(self) -> StatusCounts:
+        """What applies the table's stream to each owner's counts (one a process: it remembers what it read)."""
+        if self._status_counts is None:
+            self._status_counts = self.storage("default").status_counts()
+        return self._status_counts
 
     def lambda_scheduler(self, owner: str, pipeline: Pipeline[Any]) -> LambdaScheduler:
         """The direct driver's scheduler for one owner's jobs of ``pipeline``."""

@@ -3,6 +3,7 @@
 It receives five kinds of event:
 
 - SQS records from the delay queue: an advance whose backoff has run out;
+- the checkpoint table's stream records of job items: each owner's counts by status (:mod:`.status_stream`);
 - Lambda on-failure records from phase functions: the worker died (timeout,
   out of memory); the phase's retry policy decides between a retry and ``error``;
 - the scheduled sweep: running jobs with no live claim that stalled between
@@ -39,6 +40,7 @@ from .entry import Handler, LazyRuntime, entry_point
 from .observability import logger, metrics, record_job_end
 from .routing import function_for
 from .runtime import Runtime
+from .status_stream import count_status_changes, is_stream_event
 from .stepfunctions_scheduler import StepRecorder
 
 EARLY_MS = 1000
@@ -130,6 +132,8 @@ def scheduler_handler(pipelines: PipelineRegistry, *, runtime: Runtime | None = 
         dispatch = Dispatcher(pipelines, runtimes.get(), remaining_ms=_remaining(context))
         metrics.add_metric(name="SchedulerEvents", unit=MetricUnit.Count, value=1)
         if isinstance(event.get("Records"), list):
+            if is_stream_event(event["Records"]):
+                return count_status_changes(event["Records"], dispatch.runtime.status_counts())
             return dispatch.delayed(event["Records"])
         if "requestContext" in event and "requestPayload" in event:
             return dispatch.crash_report(event)

@@ -457,6 +457,11 @@ class JobCounts(WireModel):
         description="How many running jobs are stalled (a part of counts.running): each running job read up to a "
         "bound; past it a lower bound and exact is false",
     )
+    maintained: bool = Field(
+        default=False,
+        description="True: counted from the counts the table's stream keeps (one read, not a re-count of the jobs); "
+        "a job then counts until DynamoDB's TTL deletes it, usually within a few days after it expires",
+    )
 
     @classmethod
     def of(cls, statuses: Mapping[JobStatus, int], *, exact: bool, unreadable: int = 0) -> JobCounts:

@@ -45,6 +45,9 @@ SWEEP_SCHEDULE = "CAIRN_SWEEP_SCHEDULE"
 """How often the sweep runs (the template's ``SweepSchedule``, ``rate(5 minutes)``): the console's "next sweep by"."""
 _RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
 _RATE_UNITS = {"minute": 60, "hour": 3600, "day": 86400}
+STATUS_COUNTS = "CAIRN_STATUS_COUNTS"
+"""``maintained``: the table's stream keeps each owner's counts by status (the template's ``StatusCounts`` source),
+and a count reads them; ``read`` (the default): a count reads the jobs' ``Listing`` entries."""
 SWEEP_BATCH = "CAIRN_SWEEP_BATCH"
 """The most stalled jobs one sweep revives; the rest wait for the next sweep (the template's ``SweepBatchSize``)."""
 MAX_TRANSITIONS = "CAIRN_MAX_TRANSITIONS"
@@ -102,6 +105,8 @@ DEFAULT_INLINE_STATE_LIMIT = 350_000
 DEFAULT_OFFLOAD_STATE_FROM = 8192
 RetryModeName = Literal["standard", "adaptive"]
 DriverName = Literal["direct", "stepfunctions"]
+StatusCountsName = Literal["read", "maintained"]
+_STATUS_COUNTS: tuple[StatusCountsName, ...] = ("read", "maintained")
 _RETRY_MODES: tuple[RetryModeName, ...] = ("standard", "adaptive")
 _DRIVERS: tuple[DriverName, ...] = ("direct", "stepfunctions")
 _Choice = TypeVar("_Choice", bound=str)
@@ -129,6 +134,8 @@ class Settings:
     sweep_batch: int = 100
     sweep_every_seconds: int | None = 300
     """``CAIRN_SWEEP_SCHEDULE``'s period: how often the sweep runs (None: unset, or a ``cron(...)`` schedule)."""
+    status_counts: StatusCountsName = "read"
+    """``CAIRN_STATUS_COUNTS``: whether a count reads the counts the table's stream keeps, or the jobs' entries."""
     owner_concurrency: int = 0
     """``CAIRN_OWNER_CONCURRENCY``: the stack's fair share per owner (0: off), checked when settings are read."""
     owner_starts_per_minute: int = 0
@@ -156,6 +163,7 @@ class Settings:
             sweep_idle_seconds=_positive_int(env, SWEEP_IDLE_SECONDS, 120),
             sweep_batch=_positive_int(env, SWEEP_BATCH, 100),
             sweep_every_seconds=schedule_seconds(env.get(SWEEP_SCHEDULE, "")),
+            status_counts=_one_of(env, STATUS_COUNTS, _STATUS_COUNTS, default="read"),
             table_name=env.get(TABLE_NAME) or None,
             state_bucket=env.get(STATE_BUCKET) or None,
             inline_state_limit=_positive_int(env, INLINE_STATE_LIMIT, DEFAULT_INLINE_STATE_LIMIT),

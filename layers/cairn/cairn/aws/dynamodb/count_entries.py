@@ -9,22 +9,32 @@ from .attributes import Item, to_item
 from .table import Table
 
 
-def shard_entries(table: Table, shard: int, bound: int) -> tuple[list[Item], bool]:
-    """Up to ``bound`` of one shard's entries, newest first (what a count reads), and whether that is all."""
+def shard_entries(
+    table: Table, shard: int, bound: int, *, created_before: int | None = None
+) -> tuple[list[Item], bool]:
+    """Up to ``bound`` of one shard's entries, newest first (what a count reads), and whether that is all; with
+    ``created_before``, only the entries of jobs created before that time (a key condition: nothing newer is read)."""
+    values: dict[str, Any] = {":key": schema.owner_key(table.owner, shard)}
+    condition = "#key = :key"
+    names = {"#key": "owner"}
+    if created_before is not None:
+        condition += " AND #created < :before"
+        names["#created"] = "createdAt"
+        values[":before"] = created_before
     kwargs: dict[str, Any] = {
         "TableName": table.name,
         "IndexName": schema.LISTING_INDEX,
-        "KeyConditionExpression": "#key = :key",
+        "KeyConditionExpression": condition,
         "ScanIndexForward": False,
         "ProjectionExpression": "#pk, #status, #statusAt, #statusExpiresAt",
         "ExpressionAttributeNames": {
-            "#key": "owner",
+            **names,
             "#pk": "pk",
             "#status": "status",
             "#statusAt": "statusAt",
             "#statusExpiresAt": "statusExpiresAt",
         },
-        "ExpressionAttributeValues": to_item({":key": schema.owner_key(table.owner, shard)}),
+        "ExpressionAttributeValues": to_item(values),
     }
     entries: list[Item] = []
     while len(entries) < bound:

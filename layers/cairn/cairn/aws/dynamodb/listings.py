@@ -456,7 +456,7 @@ class Listings:
             return corrupt_summary(item, exc, status=status)
         return summary_of(item, status=status)
 
-    def count_jobs(self, *, bound: int | None = None) -> JobCounts:
+    def count_jobs(self, *, bound: int | None = None, created_before: int | None = None) -> JobCounts:
         """How many of this owner's live jobs have each status: one read of each shard's entries, up to ``bound``.
 
         Exact when every shard holds fewer than ``bound`` entries (``COUNT_BOUND`` by default) and every
@@ -464,7 +464,8 @@ class Listings:
         entries are counted, and entries the index cannot decide (:func:`~.summaries.triage`) are confirmed
         from their job items, up to ``MAX_CONFIRMED`` of them, the rest counted as their entry says. One
         pass counts every status (a ``Select=COUNT`` query per status would read the entries once per
-        status); a shard's 1,000 entries are 130 to 200 KB: 16 to 25 read units.
+        status); a shard's 1,000 entries are 130 to 200 KB: 16 to 25 read units. With ``created_before``, only
+        the jobs created before that time (what the maintained counts leave out, :mod:`.status_counts`).
         """
         bound = COUNT_BOUND if bound is None else bound
         now = self.table.clock()
@@ -472,7 +473,7 @@ class Listings:
         exact = True
         doubtful: list[Item] = []
         for shard in range(schema.LIST_SHARDS):
-            entries, complete = shard_entries(self.table, shard, bound)
+            entries, complete = shard_entries(self.table, shard, bound, created_before=created_before)
             exact = exact and complete
             for entry in self._owned(entries):
                 verdict = triage(entry, now)

@@ -28,6 +28,8 @@
   claim, which returns the job item, then needs no read.
 - ``expiresAt`` (epoch seconds) is the TTL attribute on every item but an owner's share item
   (``pk = SHARE#<owner>``, ``sk = SHARE``: its limit and its slots, :mod:`.owner_shares`), which lasts.
+- An owner's counts item (``pk = COUNTS#<owner>``, ``sk = COUNTS``: its jobs per status, kept by the table's
+  stream, :mod:`.status_counts`) lasts too; it has no index attribute.
 - A job item's status change (and only that) also writes ``statusAt`` (Unix ms of the change) and
   ``statusExpiresAt`` (the ``expiresAt`` the change set): what a listing shows as the job's time and
   checks its liveness with.

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from ..listing import JobFilter
     from .listings import Listings
     from .stalled import StalledJob
+    from .status_counts import StatusCounts
 
 
 class DynamoDBStorage(Storage, DynamoDBOwnerShares):
@@ -99,6 +100,8 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         )
         table = Table(name, owner=validate_owner(owner), client=client, payloads=payloads, clock=system_clock_ms)
         self._assemble(table)
+        self.counts_maintained = config.status_counts == "maintained"
+        """Whether :meth:`count_jobs` reads the counts the table's stream keeps (``CAIRN_STATUS_COUNTS``)."""
         super().__init__(clock=clock)
 
     def _assemble(self, table: Table) -> None:
@@ -123,7 +126,14 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         other = DynamoDBStorage.__new__(DynamoDBStorage)
         other._assemble(self._table.for_owner(validate_owner(owner)))
         other.owner_concurrency, other.share_wait_seconds = self.owner_concurrency, self.share_wait_seconds
+        other.counts_maintained = self.counts_maintained
         return other
+
+    def status_counts(self) -> StatusCounts:
+        """What applies the table's stream records to each owner's counts (:mod:`.status_counts`)."""
+        from .status_counts import StatusCounts
+
+        return StatusCounts(self._table)
 
     def bulk_operations(self) -> BulkOperations:
         """This owner's bulk operations, in the same table (:mod:`.bulk_ops`)."""
@@ -298,10 +308,18 @@ class DynamoDBStorage(Storage, DynamoDBOwnerShares):
         )
 
     def count_jobs(self) -> JobCounts:
-        """How many of this owner's live jobs have each status: exact up to a bound, else a lower bound of each.
+        """How many of this owner's live jobs have each status.
 
-        See :meth:`.listings.Listings.count_jobs`.
+        With ``counts_maintained``, from the counts the table's stream keeps (:mod:`.kept_counts`), once the
+        stream has made them; otherwise exact up to a bound, else a lower bound of each
+        (:meth:`.listings.Listings.count_jobs`).
         """
+        if self.counts_maintained:
+            from .kept_counts import kept_job_counts
+
+            kept = kept_job_counts(self._table, self._listings)
+            if kept is not None:
+                return kept
         return self._listings.count_jobs()
 
     def stalled_jobs(self, *, idle_seconds: float, limit: int = 100) -> list[StalledJob]:
