@@ -14,13 +14,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from benchmarks.dynamodb_meter import DynamoDBMeter
 from cairn import JobStatus, run_pipeline
-from cairn.core.storage_port import Storage
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.status_counts import COUNTS_SK, MAX_MARKS, counts_key
 from cairn.aws.runtime import Runtime
 from cairn.aws.scheduler_handler import scheduler_handler
 from cairn.core.engine import cancel_job
 from cairn.core.settings import Settings
+from cairn.core.storage_port import Storage
 from cairn.testing.invoker import LocalContext
 from pipelines import PIPELINES
 from tests.functional.conftest import Moto
@@ -208,7 +208,8 @@ def test_jobs_made_before_the_stream_are_read_from_the_index_until_ttl_removes_t
     counts = storage.count_jobs()
     assert counts.counts == expected(complete=2)
     item = moto.dynamodb.get_item(TableName=moto.table, Key=counts_key(OWNER))["Item"]
-    assert item["sk"]["S"] == COUNTS_SK and "oldDone" in item
+    assert item["sk"]["S"] == COUNTS_SK
+    assert "oldDone" in item
 
 
 def test_ttl_removing_a_counted_job_takes_it_out_and_other_items_are_never_counted(
@@ -223,7 +224,7 @@ def test_ttl_removing_a_counted_job_takes_it_out_and_other_items_are_never_count
     deliver(moto, records)
     assert storage.count_jobs().counts == expected(complete=2)
     # a history item's record, a malformed record and an unknown status: none breaks the batch
-    junk = [
+    junk: list[dict[str, Any]] = [
         {"eventSource": "aws:dynamodb", "eventID": "x1", "dynamodb": {"Keys": {"pk": {"S": "JOB#counted#j"}}}},
         {"eventSource": "aws:dynamodb", "eventID": "x2", "dynamodb": "not a change"},
         {
