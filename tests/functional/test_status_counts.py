@@ -19,6 +19,7 @@ from cairn.aws.dynamodb.status_counts import COUNTS_SK, MAX_MARKS, counts_key
 from cairn.aws.runtime import Runtime
 from cairn.aws.scheduler_handler import scheduler_handler
 from cairn.core.engine import cancel_job
+from cairn.core.errors import StorageError
 from cairn.core.settings import Settings
 from cairn.core.storage_port import Storage
 from cairn.testing.invoker import LocalContext
@@ -171,7 +172,7 @@ def test_a_failed_write_fails_the_batch_from_its_first_record_and_the_retry_coun
 
     def second_fails(self: status_counts.StatusCounts, owner: str, changes: Any) -> None:
         if owner == "second":
-            raise status_counts.StorageError("throttled", retryable=True)
+            raise StorageError("throttled", retryable=True)
         applied(self, owner, changes)
 
     monkeypatch.setattr(status_counts.StatusCounts, "apply", second_fails)
