@@ -74,6 +74,7 @@ LONG_FILES = (
     "functional/test_api_fuzz.py",
     "functional/test_api_reply_limits.py",
     "functional/test_cost_order_read_units.py",
+    "functional/test_status_counts_cost.py",
     "functional/test_bulk_ten_thousand.py",
     "functional/test_dashboard_proxy.py",
     "functional/test_dev_dead_letters.py",

@@ -29,14 +29,6 @@ from tests.functional.test_job_counts import expected, two_pipelines
 from tests.support import FakeClock, make_scheduler
 
 OWNER = "counted"
-CLOCK: list[FakeClock] = []  # the test's clock, which the scheduler function reads too
-
-
-@pytest.fixture(autouse=True)
-def shared_clock(clock: FakeClock) -> Iterator[None]:
-    CLOCK[:] = [clock]
-    yield
-    CLOCK.clear()
 
 
 class Stream:
@@ -59,9 +51,11 @@ class Stream:
                 self.iterators[shard_id] = self.client.get_shard_iterator(
                     StreamArn=self.arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
                 )["ShardIterator"]
-            page = self.client.get_records(ShardIterator=self.iterators[shard_id])
-            self.iterators[shard_id] = page["NextShardIterator"]
-            records += [{**record, "eventSourceARN": self.arn} for record in page["Records"]]
+            while page := self.client.get_records(ShardIterator=self.iterators[shard_id]):  # up to 1,000 a call
+                self.iterators[shard_id] = page["NextShardIterator"]
+                records += [{**record, "eventSourceARN": self.arn} for record in page["Records"]]
+                if not page["Records"]:
+                    break
         return records
 
 
@@ -93,9 +87,9 @@ def seed(storage: Storage, clock: FakeClock, *, complete: int, running: int, pau
             pause_job(job_id, storage=storage)
 
 
-def deliver(moto: Moto, records: list[dict[str, Any]], *, batch: int = 100) -> list[dict[str, Any]]:
+def deliver(moto: Moto, clock: FakeClock, records: list[dict[str, Any]], *, batch: int = 100) -> list[dict[str, Any]]:
     """The scheduler function's answers to the records, ``batch`` a time, each through a fresh process."""
-    runtime = Runtime(settings=Settings(table_name=moto.table), dynamodb=moto.dynamodb, clock=CLOCK[0])
+    runtime = Runtime(settings=Settings(table_name=moto.table), dynamodb=moto.dynamodb, clock=clock)
     handler = scheduler_handler(PIPELINES, runtime=runtime)
     context = cast(LambdaContext, LocalContext("cairn-scheduler"))
     return [handler({"Records": records[at : at + batch]}, context) for at in range(0, len(records), batch)]
@@ -110,14 +104,16 @@ def test_the_stream_keeps_each_owners_counts_and_a_count_is_one_read(
     moto: Moto, stream: Stream, storage: DynamoDBStorage, clock: FakeClock
 ) -> None:
     seed(storage, clock, complete=1, running=0, name="first-")
-    deliver(moto, stream.records())  # the counts begin: the first job was made before, so it is read from the index
+    deliver(
+        moto, clock, stream.records()
+    )  # the counts begin: the first job was made before, so it is read from the index
     moto.dynamodb.delete_item(TableName=moto.table, Key=storage._table.key("first-done-000"))  # TTL removes it
     seed(storage, clock, complete=7, running=3, paused=2)
     cancel_job("looping-007", storage=storage)
     other = storage.for_owner("someone-else")
     seed(other, clock, complete=2, running=0, paused=0)
 
-    answers = deliver(moto, stream.records(), batch=10)
+    answers = deliver(moto, clock, stream.records(), batch=10)
     assert all(answer == {"batchItemFailures": []} for answer in answers)
 
     meter = DynamoDBMeter(moto.dynamodb)
@@ -149,14 +145,14 @@ def test_a_batch_delivered_again_counts_once_and_a_longer_one_counts_only_what_i
 ) -> None:
     seed(storage, clock, complete=3, running=0, paused=0)
     first = stream.records()
-    deliver(moto, first)
-    deliver(moto, first)  # the response was lost: Lambda delivers the same batch again
+    deliver(moto, clock, first)
+    deliver(moto, clock, first)  # the response was lost: Lambda delivers the same batch again
     assert storage.count_jobs().counts == expected(complete=3)
 
     seed(storage, clock, complete=0, running=2, name="more-")
     longer = first + stream.records()  # failed after applying, then delivered from the same record, longer
-    deliver(moto, longer)
-    deliver(moto, longer)
+    deliver(moto, clock, longer)
+    deliver(moto, clock, longer)
     assert storage.count_jobs().counts == expected(complete=3, running=2)
 
 
@@ -176,10 +172,10 @@ def test_a_failed_write_fails_the_batch_from_its_first_record_and_the_retry_coun
         applied(self, owner, changes)
 
     monkeypatch.setattr(status_counts.StatusCounts, "apply", second_fails)
-    (answer,) = deliver(moto, records)
+    (answer,) = deliver(moto, clock, records)
     assert answer == {"batchItemFailures": [{"itemIdentifier": records[0]["dynamodb"]["SequenceNumber"]}]}
     monkeypatch.setattr(status_counts.StatusCounts, "apply", applied)
-    (answer,) = deliver(moto, records)
+    (answer,) = deliver(moto, clock, records)
     assert answer == {"batchItemFailures": []}
     assert storage.count_jobs().counts == expected(complete=2)
     assert storage.for_owner("second").count_jobs().counts == expected(complete=1)
@@ -192,20 +188,20 @@ def test_jobs_made_before_the_stream_are_read_from_the_index_until_ttl_removes_t
     stream = Stream(moto)
     seed(storage, clock, complete=0, running=2, name="early-")
     clock.advance(1)
-    deliver(moto, stream.records())  # the counts begin now: the two early jobs were made before, too
+    deliver(moto, clock, stream.records())  # the counts begin now: the two early jobs were made before, too
     counts = storage.count_jobs()
     assert counts.counts == expected(complete=4, running=3)
     assert (counts.exact, counts.maintained) == (True, True)
 
     seed(storage, clock, complete=2, running=0, name="new-")  # made after the counts began
-    deliver(moto, stream.records())
+    deliver(moto, clock, stream.records())
     assert storage.count_jobs().counts == expected(complete=6, running=3)
 
     # TTL removes the jobs made before the counts: the stream's removals leave the counts as they were
     old = [f"old-done-{n:03d}" for n in range(4)] + ["old-looping-004", "early-looping-000", "early-looping-001"]
     for job_id in old:
         moto.dynamodb.delete_item(TableName=moto.table, Key=storage._table.key(job_id))
-    deliver(moto, stream.records())
+    deliver(moto, clock, stream.records())
     counts = storage.count_jobs()
     assert counts.counts == expected(complete=2)
     item = moto.dynamodb.get_item(TableName=moto.table, Key=counts_key(OWNER))["Item"]
@@ -217,12 +213,12 @@ def test_ttl_removing_a_counted_job_takes_it_out_and_other_items_are_never_count
     moto: Moto, stream: Stream, storage: DynamoDBStorage, clock: FakeClock
 ) -> None:
     seed(storage, clock, complete=3, running=0, paused=0)
-    deliver(moto, stream.records())
+    deliver(moto, clock, stream.records())
     storage.count_jobs()
     moto.dynamodb.delete_item(TableName=moto.table, Key=storage._table.key("done-001"))  # as TTL's REMOVE does
     records = stream.records()
     assert [r["eventName"] for r in records if r["dynamodb"]["Keys"]["sk"]["S"] == "JOB"] == ["REMOVE"]
-    deliver(moto, records)
+    deliver(moto, clock, records)
     assert storage.count_jobs().counts == expected(complete=2)
     # a history item's record, a malformed record and an unknown status: none breaks the batch
     junk: list[dict[str, Any]] = [
@@ -238,7 +234,7 @@ def test_ttl_removing_a_counted_job_takes_it_out_and_other_items_are_never_count
             },
         },
     ]
-    assert deliver(moto, junk) == [{"batchItemFailures": []}]
+    assert deliver(moto, clock, junk) == [{"batchItemFailures": []}]
     counts = storage.count_jobs()
     assert counts.counts == expected(complete=2)
     assert counts.unreadable == 1
@@ -249,7 +245,7 @@ def test_old_marks_are_removed_so_the_counts_item_stays_small(
 ) -> None:
     for number in range(MAX_MARKS + 6):
         seed(storage, clock, complete=0, running=1, name=f"n{number}-")
-        deliver(moto, stream.records(), batch=1)
+        deliver(moto, clock, stream.records(), batch=1)
     item = moto.dynamodb.get_item(TableName=moto.table, Key=counts_key(OWNER))["Item"]
     assert len([name for name in item if name.startswith("m_")]) <= MAX_MARKS
     assert storage.count_jobs().counts[JobStatus.RUNNING] == MAX_MARKS + 6
