@@ -8,10 +8,12 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from cairn.dev import moto_streams
 from cairn.dev.coverage import detach_event_sources
 from cairn.dev.environments import Outcome
 from cairn.dev.event_filters import FilterError, parse
@@ -19,6 +21,7 @@ from cairn.dev.event_filters import passes as delivered
 from cairn.dev.lambda_service import LambdaService
 from cairn.dev.logs import DevLog
 from cairn.dev.models import StreamSource
+from cairn.dev.moto_streams import bounded_streams
 from cairn.dev.stream_poller import StreamPoller
 from tests.aws import REGION, SESSION, dynamodb_client, shared_moto, sqs_client
 
@@ -292,3 +295,49 @@ def test_filter_patterns_match_as_lambdas_do(pattern: str, record: dict[str, Any
 def test_a_filter_pattern_it_cannot_read_is_refused(pattern: str) -> None:
     with pytest.raises(FilterError):
         parse(pattern)
+
+
+def test_a_lost_iterator_is_asked_again_where_it_was_and_nothing_is_delivered_twice(table: Table) -> None:
+    from moto.dynamodbstreams.models import dynamodbstreams_backends
+
+    lambdas = RecordingLambdas()
+    reader = poller(table, lambdas)
+    table.put("JOB", "running")
+    reader.poll_once()
+    with shared_moto():
+        dynamodbstreams_backends[ACCOUNT][REGION].shard_iterators.clear()  # as DynamoDB expires one
+        table.put("JOB", "succeeded")
+    with pytest.raises(KeyError):  # moto in-process: its error for an iterator it does not know
+        reader.poll_once()
+    reader.poll_once()
+
+    names = [[record["eventName"] for record in event["Records"]] for event in lambdas.events]
+    assert names == [["INSERT"], ["MODIFY"]]
+
+
+def test_moto_keeps_a_streams_records_for_a_day_and_its_newest_iterators(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodbstreams.models import dynamodbstreams_backends
+
+    with shared_moto(), bounded_streams():
+        shard = dynamodb_backends[ACCOUNT][REGION].get_table(table.name).stream_shard
+        assert shard is not None
+        table.put("JOB", "running", pk="JOB#alice#old")
+        (old,) = shard.items
+        old.record["dynamodb"]["ApproximateCreationDateTime"] = datetime.now(UTC) - timedelta(hours=25)
+        table.put("JOB", "running", pk="JOB#alice#new")
+        (kept,) = shard.items
+        assert kept.record["dynamodb"]["SequenceNumber"] == str(shard.starting_sequence_number)
+
+        lambdas = RecordingLambdas()
+        reader = poller(table, lambdas)
+        monkeypatch.setattr(moto_streams, "KEPT_ITERATORS", 3)
+        for _ in range(6):
+            reader.poll_once()
+        assert len(dynamodbstreams_backends[ACCOUNT][REGION].shard_iterators) == 3
+
+    (event,) = lambdas.events
+    assert [record["dynamodb"]["Keys"]["pk"]["S"] for record in event["Records"]] == ["JOB#alice#new"]
+    assert sequence_numbers(event) == [kept.record["dynamodb"]["SequenceNumber"]]

@@ -75,6 +75,8 @@ class _Shard:
 
     shard_id: str
     iterator: str | None = None
+    read_to: str | None = None
+    """The sequence number of the last record read: where a new iterator starts after it."""
     pending: list[dict[str, Any]] = field(default_factory=list)
     """Lambda's records of what was read and is not done, in the shard's order."""
     retries: int = 0
@@ -151,16 +153,23 @@ class StreamPoller:
         if wanted <= 0 or (shard.retries and shard.pending):  # a batch being retried is sent again as it was
             return
         if shard.iterator is None:
+            position: dict[str, str] = {"ShardIteratorType": self.source.starting_position}
+            if shard.read_to is not None:
+                position = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": shard.read_to}
             shard.iterator = self.streams.get_shard_iterator(
-                StreamArn=self.source.stream_arn,
-                ShardId=shard.shard_id,
-                ShardIteratorType=self.source.starting_position,
+                StreamArn=self.source.stream_arn, ShardId=shard.shard_id, **position
             )["ShardIterator"]
-        read = self.streams.get_records(ShardIterator=shard.iterator, Limit=wanted)
+        try:
+            read = self.streams.get_records(ShardIterator=shard.iterator, Limit=wanted)
+        except Exception:
+            shard.iterator = None  # expired, say: the next read asks for a new one where this one was
+            raise
         shard.iterator = read.get("NextShardIterator")
         shard.closed = shard.iterator is None
         region = self.lambdas.region
         shard.pending.extend(stream_record(record, self.source.stream_arn, region) for record in read["Records"])
+        if shard.pending:
+            shard.read_to = shard.pending[-1]["dynamodb"]["SequenceNumber"]
 
     def _first_failed(self, batch: list[dict[str, Any]], payload: Any) -> int | None:
         """The index in ``batch`` of the first record the function reported failed (None: all done).
