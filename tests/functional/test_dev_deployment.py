@@ -118,6 +118,27 @@ def test_the_scheduler_polls_the_delay_queue_and_sweeps_every_five_minutes(direc
     assert (schedule.name, schedule.every_seconds) == ("Sweep", 300)
 
 
+def test_the_scheduler_reads_the_tables_stream_and_moto_delivers_none_of_it(direct: Deployment) -> None:
+    from moto.dynamodb.models import dynamodb_backends
+
+    scheduler = direct.functions["cairn-dev-scheduler"]
+    (source,) = scheduler.stream_sources
+    table = client("dynamodb").describe_table(TableName=direct.table_name)["Table"]
+    assert source.stream_arn == table["LatestStreamArn"]
+    assert table["StreamSpecification"]["StreamViewType"] == "NEW_AND_OLD_IMAGES"
+    assert (source.starting_position, source.batch_size, source.report_batch_item_failures) == (
+        "TRIM_HORIZON",
+        100,
+        True,
+    )
+    assert source.filters == ('{"dynamodb": {"Keys": {"sk": {"S": ["JOB"]}}}}',)
+    assert source.maximum_retry_attempts == 100
+    assert source.on_failure_queue is not None
+    assert source.on_failure_queue.endswith(direct.outputs["SchedulerDeadLetterQueueUrl"].rsplit("/", 1)[1])
+    assert dynamodb_backends["123456789012"][REGION].get_table(direct.table_name).lambda_event_source_mappings == {}
+    assert direct.functions["cairn-dev-api"].environment["CAIRN_STATUS_COUNTS"] == "maintained"
+
+
 def test_the_api_routes_come_from_the_http_apis_openapi_body(direct: Deployment) -> None:
     assert direct.api is not None
     assert direct.api.function_name == "cairn-dev-api"

@@ -42,6 +42,8 @@ PSEUDO = {
     "AWS::StackId": f"arn:{PARTITION}:cloudformation:{REGION}:{ACCOUNT}:stack/{STACK}/0",
 }
 FUNCTION_ARN_PREFIX = f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:function:"
+STREAM_LABEL = "2026-01-01T00:00:00.000"
+"""The label of a table's stream (the time it was turned on), in the ARNs the resolver makes up."""
 
 NO_VALUE = {"Ref": "AWS::NoValue"}
 _SUB_VARIABLE = re.compile(r"\$\{([^}!][^}]*)\}")
@@ -250,6 +252,8 @@ class Resolver:
             return self.arn(logical_id)
         if attribute in ("QueueName", "Name"):
             return self.name(logical_id)
+        if attribute == "StreamArn":  # a table's stream: its label is the time it was turned on
+            return f"{self.arn(logical_id)}/stream/{STREAM_LABEL}"
         raise ValueError(f"Unsupported attribute {logical_id}.{attribute}")
 
     # -- intrinsics

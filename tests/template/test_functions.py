@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from cairn.aws.api_auth import PUBLIC_ROUTES
+from cairn.aws.dynamodb import schema as dynamodb_schema
 from cairn.aws.phase_handler import phase_from_environment
 from cairn.core import settings as settings_module
 from cairn.core.settings import NOT_DEPLOYED, PHASE, PIPELINE, Settings
+from cairn.dev.event_filters import parse, passes
 from pipelines import PIPELINES
 from tests.template.cfn import (
     STACK,
@@ -256,14 +258,55 @@ def test_every_function_logs_to_its_own_group_with_a_retention() -> None:
 # -- the scheduler's events and the delay queue
 
 
+def event_source_mappings(resolver: Resolver) -> dict[str, dict[str, Any]]:
+    """The stack's event source mappings, by the service of their source (``sqs``, ``dynamodb``)."""
+    mappings = [resolver.properties(mapping_id) for mapping_id in resolver.of_type("AWS::Lambda::EventSourceMapping")]
+    by_service = {str(mapping["EventSourceArn"]).split(":")[2]: mapping for mapping in mappings}
+    assert len(by_service) == len(mappings), "one mapping per service"
+    return by_service
+
+
 def test_the_scheduler_takes_delayed_advances_in_batches_with_partial_failures() -> None:
     resolver = stack()
-    (mapping_id,) = resolver.of_type("AWS::Lambda::EventSourceMapping")
-    mapping = resolver.properties(mapping_id)
+    mapping = event_source_mappings(resolver)["sqs"]
     assert mapping["FunctionName"] == resolver.arn("SchedulerFunction") + ":live"
     assert mapping["EventSourceArn"] == resolver.arn("DelayQueue")
     assert mapping["BatchSize"] == 10
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_the_scheduler_reads_the_job_items_changes_from_the_tables_stream_and_loses_none() -> None:
+    resolver = stack()
+    mapping = event_source_mappings(resolver)["dynamodb"]
+    assert mapping["FunctionName"] == resolver.arn("SchedulerFunction") + ":live"
+    assert mapping["EventSourceArn"] == resolver.get_att("CheckpointTable", "StreamArn")
+    assert mapping["StartingPosition"] == "TRIM_HORIZON"
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["MaximumRetryAttempts"] > 0  # retried, then its record kept in the dead-letter queue
+    assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": resolver.arn("SchedulerDeadLetterQueue")}}
+    (only,) = [parse(item["Pattern"]) for item in mapping["FilterCriteria"]["Filters"]]
+
+    def record(sk: str) -> dict[str, Any]:
+        keys = {"pk": {"S": dynamodb_schema.job_pk("alice", "j1")}, "sk": {"S": sk}}
+        return {"eventName": "MODIFY", "eventSource": "aws:dynamodb", "dynamodb": {"Keys": keys}}
+
+    assert passes([only], record(dynamodb_schema.JOB_SK))
+    for other in (f"{dynamodb_schema.HISTORY_PREFIX}1#000000000002#t", f"{dynamodb_schema.SAVE_PREFIX}t", "SHARE"):
+        assert not passes([only], record(other)), other
+    role = resolver.properties("SchedulerRole")["Policies"][0]["PolicyDocument"]["Statement"]
+    (reads,) = [statement for statement in role if statement.get("Sid") == "TableStream"]
+    assert reads["Resource"] == mapping["EventSourceArn"]
+    assert sorted(reads["Action"]) == [
+        "dynamodb:DescribeStream",
+        "dynamodb:GetRecords",
+        "dynamodb:GetShardIterator",
+        "dynamodb:ListStreams",
+    ]
+
+
+def test_the_api_is_told_the_job_counts_are_maintained() -> None:
+    resolver = stack()
+    assert resolver.properties("ApiFunction")["Environment"]["Variables"]["CAIRN_STATUS_COUNTS"] == "maintained"
 
 
 def test_the_delay_queue_outlasts_the_scheduler_and_dead_letters_after_five_receives() -> None:

@@ -228,6 +228,7 @@ class Arns:
     def __init__(self, resolver: Resolver) -> None:
         self.table = resolver.arn("CheckpointTable")
         self.indexes = f"{self.table}/index/*"
+        self.stream = resolver.get_att("CheckpointTable", "StreamArn")
         self.bucket = resolver.arn("StateBucket")
         self.objects = f"{self.bucket}/*"
         self.delay_queue = resolver.arn("DelayQueue")
@@ -245,7 +246,7 @@ def allowed_resources(arns: Arns, action: str) -> list[str]:
     """Where a function of this stack may use ``action`` at most."""
     kind = service(action)
     if kind == "dynamodb":
-        return [arns.table, arns.indexes]
+        return [arns.table, arns.indexes, arns.stream]
     if kind == "s3":
         return [arns.bucket, arns.objects, *arns.documents]
     if kind == "sqs":
@@ -293,7 +294,9 @@ NOT_CALLS = {
     "OnFailureDestination": "Lambda sends a phase function's failure records to the scheduler with the phase "
     "function's role (SAM adds the grant for EventInvokeConfig)",
     "OwnFailures": "Lambda sends the scheduler's own failure records to its dead-letter queue with its role",
+    "TableStream": "the scheduler's DynamoDB event source reads the table's stream with its role",
 }
+STREAM_READS = ("dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams")
 
 
 def not_calls(arns: Arns, function_id: str) -> set[tuple[str, str]]:
@@ -303,6 +306,7 @@ def not_calls(arns: Arns, function_id: str) -> set[tuple[str, str]]:
         polling = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes")
         needed |= {(action, arns.delay_queue) for action in polling}
         needed.add(("sqs:SendMessage", arns.scheduler_dead_letter_queue))
+        needed |= {(action, arns.stream) for action in STREAM_READS}
     elif function_id != "ApiFunction":
         needed.add(("lambda:InvokeFunction", arns.scheduler))
     return needed

@@ -350,8 +350,10 @@ def test_every_phase_function_is_invoked_through_its_live_alias() -> None:
 def test_everything_that_invokes_the_scheduler_invokes_its_live_alias(driver: str) -> None:
     resolver = stack(Driver=driver)
     alias = resolver.arn("SchedulerFunction") + ":live"
-    (mapping,) = resolver.of_type("AWS::Lambda::EventSourceMapping")
-    assert resolver.properties(mapping)["FunctionName"] == alias  # the delay queue
+    mappings = list(resolver.of_type("AWS::Lambda::EventSourceMapping"))
+    assert len(mappings) == 2
+    for mapping in mappings:  # the delay queue, the table's stream
+        assert resolver.properties(mapping)["FunctionName"] == alias
     sweeps = [
         rule for rule in resolver.of_type("AWS::Events::Rule") if "ScheduleExpression" in resolver.properties(rule)
     ]

@@ -117,8 +117,15 @@ def test_the_table_has_the_only_extra_properties_a_deployment_adds(table: dict[s
         "GlobalSecondaryIndexes",
         "TimeToLiveSpecification",
     }
-    assert extra == {"PointInTimeRecoverySpecification", "SSESpecification", "DeletionProtectionEnabled"}
+    assert extra == {
+        "PointInTimeRecoverySpecification",
+        "SSESpecification",
+        "DeletionProtectionEnabled",
+        "StreamSpecification",
+    }
     assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    # Both images: the scheduler's job counts move a job from its old status to its new one.
+    assert table["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert table["SSESpecification"] == {  # the AWS owned key, or the deployer's (TableKmsKeyArn)
         "Fn::If": [
             "HasTableKey",

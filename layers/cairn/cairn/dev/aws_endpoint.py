@@ -29,6 +29,7 @@ from ..testing.moto_service_tasks import service_task_parameters
 from .lambda_service import MAX_ASYNC_PAYLOAD, MAX_SYNC_PAYLOAD, FunctionNotFound, LambdaService
 from .moto_responses import quick_moto_responses
 from .moto_speedups import proportional_moto
+from .moto_streams import bounded_streams
 from .own_origin import OwnOrigin
 from .serving import ServedOnThread
 from .wsgi_server import READ_TIMEOUT, LocalServer
@@ -126,6 +127,7 @@ class AwsEndpoint:
         os.environ["MOTO_PORT"] = str(self.port)
         self._speedups.enter_context(proportional_moto())
         self._speedups.enter_context(quick_moto_responses())
+        self._speedups.enter_context(bounded_streams())  # a stream poller reads every fraction of a second
         self._speedups.enter_context(service_task_parameters())  # the machine's hand-off starts an execution
         self._serving.start()
         if execute_state_machines:

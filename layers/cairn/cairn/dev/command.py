@@ -17,7 +17,7 @@ SUMMARY = "run the template's stack on 127.0.0.1: moto, the functions in worker 
 DESCRIPTION = (
     "Deploy template.yaml onto a local moto endpoint and serve its HTTP API on 127.0.0.1, "
     "running each Lambda function in worker processes (timeouts enforced, crashes contained), "
-    "the SQS event sources and schedules, and either driver. No AWS account, no Docker."
+    "the SQS and DynamoDB stream event sources and schedules, and either driver. No AWS account, no Docker."
 )
 
 

@@ -22,9 +22,9 @@ The names CloudFormation generates (``cairn-dev-CheckpointTable-<suffix>``) get 
 stack's name and the logical id instead of a random one (:func:`register_models`): each start of the same
 stack has the same names, so ``events/env.json`` can name them.
 
-moto's own SQS event source mappings would invoke the functions through its Lambda (in Docker):
-:func:`detach_event_sources` leaves the queues to the local pollers. Every property read here is
-resolved by moto's CloudFormation against the created stack (:func:`resolved`).
+moto's own SQS and DynamoDB stream event source mappings would invoke the functions through its Lambda (in
+Docker): :func:`detach_event_sources` leaves the queues and the streams to the local pollers. Every property
+read here is resolved by moto's CloudFormation against the created stack (:func:`resolved`).
 """
 
 from __future__ import annotations
@@ -223,11 +223,18 @@ def enable_versioning(stack: Any, template: Mapping[str, Any], client: Any) -> N
 
 
 def detach_event_sources(region: str, account: str) -> None:
-    """Stop moto's SQS from invoking functions itself when a message arrives: the local pollers do."""
+    """Stop moto invoking functions itself when a message arrives or a table's item changes: the local pollers do.
+
+    moto's DynamoDB, with a mapping on a table's stream, would also empty the stream after each write it
+    delivered, so the stream poller would read nothing.
+    """
+    from moto.dynamodb.models import dynamodb_backends
     from moto.sqs.models import sqs_backends
 
     for queue in sqs_backends[account][region].queues.values():
         queue.lambda_event_source_mappings.clear()
+    for table in dynamodb_backends[account][region].tables.values():
+        table.lambda_event_source_mappings.clear()
 
 
 def _physical_id(stack: Any, logical_id: str) -> str | None:

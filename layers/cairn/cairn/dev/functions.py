@@ -1,11 +1,11 @@
 """The local runner's view of a created stack: each Lambda function's :class:`FunctionConfig`, and the HTTP API.
 
 Everything is read from the transformed template and the stack moto created: a function's handler,
-runtime, timeout, memory and environment from the Lambda service, its layers from its resource; its SQS sources from its
-event source mappings; its schedules from the ``AWS::Events::Rule`` resources that target it; its
-async invoke config from its ``AWS::Lambda::EventInvokeConfig`` (retries, and an on-failure destination that is a
-function or a queue); the API's routes from the OpenAPI body
-of the ``AWS::ApiGatewayV2::Api``. Intrinsics are resolved by moto (:func:`cairn.dev.coverage.resolved`).
+runtime, timeout, memory and environment from the Lambda service, its layers from its resource; its SQS and
+DynamoDB stream sources from its event source mappings; its schedules from the ``AWS::Events::Rule`` resources
+that target it; its async invoke config from its ``AWS::Lambda::EventInvokeConfig`` (retries, and an on-failure
+destination that is a function or a queue); the API's routes from the OpenAPI body of the
+``AWS::ApiGatewayV2::Api``. Intrinsics are resolved by moto (:func:`cairn.dev.coverage.resolved`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any, Final
 from ..bundle.templating.errors import TemplateError
 from ..core.settings import schedule_seconds
 from .coverage import API, EVENT_INVOKE_CONFIG, resolved
-from .models import ApiInfo, FunctionConfig, Route, Schedule, SqsSource
+from .event_filters import FilterError, parse
+from .models import ApiInfo, FunctionConfig, Route, Schedule, SqsSource, StreamSource
 
 LAMBDA_FUNCTION: Final = "AWS::Lambda::Function"
 DEFAULT_RETRY_ATTEMPTS: Final = 2
@@ -96,6 +97,7 @@ class StackReader:
                 on_failure=_function_name(on_failure) if on_failure and ":function:" in str(on_failure) else None,
                 on_failure_queue=self._queue_url(on_failure) if on_failure and ":sqs:" in str(on_failure) else None,
                 sqs_sources=tuple(self._sqs_sources(name)),
+                stream_sources=tuple(self._stream_sources(name)),
                 schedules=tuple(_schedules(rules, arn, logical_id)),
                 http_routes=tuple(route for route, function in routes if _invokes(function, arn)),
                 layers=layers,
@@ -108,15 +110,41 @@ class StackReader:
         """The URL of the stack's queue ``arn`` names (an ``arn:aws:sqs:<region>:<account>:<name>``)."""
         return str(self.sqs.get_queue_url(QueueName=str(arn).rsplit(":", 1)[1])["QueueUrl"])
 
-    def _sqs_sources(self, name: str) -> Iterator[SqsSource]:
-        """The function's enabled SQS event source mappings."""
+    def _mappings(self, name: str, service: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The function's enabled event source mappings of ``service`` (``sqs``, ``dynamodb``): source ARN, mapping."""
         listed = self.lambda_client.list_event_source_mappings()["EventSourceMappings"]
         for mapping in listed:  # bound to the function or to an alias of it (AutoPublishAlias)
             if _function_name(mapping.get("FunctionArn", "")) != name:
                 continue
             arn = str(mapping.get("EventSourceArn", ""))
-            if ":sqs:" not in arn or mapping.get("State") not in ("Enabled", "Creating", None):
-                continue
+            if f":{service}:" in arn and mapping.get("State") in ("Enabled", "Creating", None):
+                yield arn, mapping
+
+    def _stream_sources(self, name: str) -> Iterator[StreamSource]:
+        """The function's enabled DynamoDB stream event source mappings, their filters checked."""
+        for arn, mapping in self._mappings(name, "dynamodb"):
+            patterns = tuple(
+                str(item.get("Pattern", "")) for item in (mapping.get("FilterCriteria") or {}).get("Filters") or []
+            )
+            for pattern in patterns:
+                try:
+                    parse(pattern)
+                except FilterError as exc:
+                    raise DeploymentError(f"the event source of {name} on {arn}: {exc}") from None
+            on_failure = str(((mapping.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination", ""))
+            yield StreamSource(
+                stream_arn=arn,
+                starting_position=str(mapping.get("StartingPosition") or "TRIM_HORIZON"),
+                batch_size=int(mapping.get("BatchSize") or 100),
+                report_batch_item_failures="ReportBatchItemFailures" in (mapping.get("FunctionResponseTypes") or []),
+                filters=patterns,
+                maximum_retry_attempts=int(mapping.get("MaximumRetryAttempts", -1)),
+                on_failure_queue=self._queue_url(on_failure) if ":sqs:" in on_failure else None,
+            )
+
+    def _sqs_sources(self, name: str) -> Iterator[SqsSource]:
+        """The function's enabled SQS event source mappings."""
+        for arn, mapping in self._mappings(name, "sqs"):
             yield SqsSource(
                 queue_url=self._queue_url(arn),
                 queue_arn=arn,

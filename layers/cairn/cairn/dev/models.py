@@ -35,6 +35,23 @@ class SqsSource:
 
 
 @dataclass(frozen=True)
+class StreamSource:
+    """A DynamoDB stream event source of a function (``Type: DynamoDB``)."""
+
+    stream_arn: str
+    starting_position: str
+    """``TRIM_HORIZON`` or ``LATEST``."""
+    batch_size: int
+    report_batch_item_failures: bool
+    filters: tuple[str, ...] = ()
+    """The ``FilterCriteria`` patterns, as written (JSON): a record is delivered when one matches (or none is given)."""
+    maximum_retry_attempts: int = -1
+    """Retries of a failed batch before it is given up (-1: until it succeeds, or its records expire)."""
+    on_failure_queue: str | None = None
+    """The URL of the queue a given-up batch's on-failure record goes to (``DestinationConfig.OnFailure``)."""
+
+
+@dataclass(frozen=True)
 class Schedule:
     """A schedule of a function (an ``AWS::Events::Rule`` targeting it).
 
@@ -72,6 +89,7 @@ class FunctionConfig:
     the function then runs on them alone, as in Lambda); empty when a layer is a source folder."""
     on_failure_queue: str | None = None
     """The URL of the queue an async invocation's on-failure record goes to (an ``OnFailure`` of ``Type: SQS``)."""
+    stream_sources: tuple[StreamSource, ...] = ()
 
 
 @dataclass(frozen=True)

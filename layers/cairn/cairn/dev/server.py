@@ -3,7 +3,7 @@
 :class:`DevServer` starts the local AWS endpoint (moto and Lambda's Invoke API), deploys
 ``template.yaml`` onto it as a CloudFormation stack (:func:`cairn.dev.deployment.deploy`: the SAM
 transform, then moto's CloudFormation), runs the functions in worker
-processes (:class:`LambdaService`), polls the SQS event sources, ticks the schedules, serves
+processes (:class:`LambdaService`), polls the SQS event sources and the DynamoDB streams, ticks the schedules, serves
 the HTTP API (:class:`ApiGateway`) and reloads the code when it changes. With ``skip_waits``
 a :class:`TimeSkipper` moves the stack's clock past its waits whenever nothing else can run.
 """
@@ -32,6 +32,7 @@ from .gateway import ApiGateway
 from .lambda_service import LambdaService, init_failure
 from .logs import DevLog
 from .reload import CodeWatcher, state_misfits
+from .stream_poller import StreamPoller
 from .time_skipping import TimeSkipper, iso_ms, skip_step_functions_waits
 from .wsgi_server import READ_TIMEOUT, read_timeout
 
@@ -235,6 +236,10 @@ class DevServer:
             for source in function.sqs_sources:
                 working = self.skipper.working if self.skipper is not None else contextlib.nullcontext
                 SqsPoller(sqs, source, function.name, self.lambdas, self.stopping, working).thread.start()
+            for stream in function.stream_sources:
+                working = self.skipper.working if self.skipper is not None else contextlib.nullcontext
+                streams = self._client("dynamodbstreams")
+                StreamPoller(streams, stream, function.name, self.lambdas, self.stopping, working).thread.start()
             for schedule in function.schedules:
                 period = options.sweep_seconds or schedule.every_seconds
                 if period:
