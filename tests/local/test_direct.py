@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,32 @@ def test_a_job_started_with_the_cli_completes_and_shows_its_phases(direct_stack:
         assert phase in shown.stdout
     listed = jobs(direct_stack, "list", "--status", "complete", "--json")
     assert "cli-invoice" in listed.stdout
+
+
+def test_cairn_jobs_count_reads_the_counts_the_tables_stream_keeps(direct_stack: DevStack) -> None:
+    owner = "arn:aws:iam::123456789012:user/counted"  # an owner of its own: the stack's other tests start jobs
+    for job_id in ("counted-a", "counted-b"):
+        started = jobs(
+            direct_stack,
+            "start",
+            "document-intake",
+            "--state",
+            '{"document": "invoice.txt"}',
+            "--id",
+            job_id,
+            identity=owner,
+        )
+        assert started.returncode == 0, started.stderr
+    deadline = time.monotonic() + HUNG
+    while True:
+        answer = jobs(direct_stack, "count", "--json", identity=owner)
+        assert answer.returncode == 0, answer.stderr
+        counts = json.loads(answer.stdout)
+        if counts["counts"]["complete"] == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert counts["maintained"] is True  # one read of the counts item, kept by the scheduler from the stream
+    assert (counts["counts"]["complete"], counts["total"], counts["exact"]) == (2, 2, True)
 
 
 def test_the_stack_is_real_aws_on_its_moto_endpoint(direct_stack: DevStack) -> None:
