@@ -164,10 +164,18 @@ def test_a_step_name_used_twice_and_a_result_that_is_not_json_are_clear_errors(c
         ctx.step("thing", object)
         return Done(None)
 
-    app = cairn_local([twice, opaque])
+    async def charge() -> str:
+        return "charged"
+
+    unawaited: Pipeline[Any] = Pipeline("unawaited")
+    unawaited.phase(name="pay")(lambda ctx: Done(ctx.step("pay", lambda: charge())))
+
+    app = cairn_local([twice, opaque, unawaited])
     app.start(twice, "t-1", state={})
     app.start(opaque, "o-1", state={})
+    app.start(unawaited, "u-1", state={})
     app.run_until_idle()
+    assert 'use "await ctx.step_async(name, fn)"' in (app.get("u-1").error or "")
 
     assert 'Step "same" ran already in this run of the phase' in (app.get("t-1").error or "")
     assert 'The result of step "thing"' in (app.get("o-1").error or "")

@@ -83,7 +83,12 @@ class StepBook:
             raise InvalidInputError(f'Step "{name}": fn is async; use "await ctx.step_async(name, fn)"')
         if self._begin(name):
             return self.kept.steps[name]
-        return self._keep(name, fn())
+        result = fn()
+        if inspect.isawaitable(result):  # not run yet: nothing happened, so nothing is kept
+            if inspect.iscoroutine(result):
+                result.close()
+            raise InvalidInputError(f'Step "{name}": fn returned an awaitable; use "await ctx.step_async(name, fn)"')
+        return self._keep(name, result)
 
     async def run_async(self, name: str, fn: Callable[[], Any]) -> Any:
         """As :meth:`run`, for a plain or an ``async def`` ``fn`` (its result awaited when it is awaitable)."""
