@@ -10,6 +10,7 @@ import pytest
 
 from cairn import Done, JobStatus, Map, Next, PhaseContext, Pipeline, RetryPolicy, Sleep, WaitFor
 from cairn.agents import ScriptedModel
+from cairn.core.errors import InvalidInputError
 from cairn.testing.plugin import LocalCairns, SimulatedCrash, SkippingClock, crash_on
 
 
@@ -118,6 +119,8 @@ def test_a_map_runs_async_item_phases(cairn_local: LocalCairns) -> None:
     app.run_until_idle()
 
     assert app.get("m-1").result == 0 + 1 + 4 + 9 + 16
+    with pytest.raises(InvalidInputError, match='runs only as an item of the map started by phase "split"'):
+        app.retry("m-1", mode="from", phase="square")
 
 
 def test_an_async_phase_that_raises_is_retried_by_its_policy(cairn_local: LocalCairns) -> None:
