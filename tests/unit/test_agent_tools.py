@@ -154,20 +154,15 @@ def test_functions_that_cannot_be_tools_are_refused_clearly(fn: Any, message: st
         Tool.of(fn)
 
 
-def test_variadic_async_and_non_json_parameters_are_refused() -> None:
+def test_variadic_and_non_json_parameters_are_refused() -> None:
     def many(*names: str) -> None:
         """Many."""
-
-    async def later(x: int) -> None:
-        """Later."""
 
     def opaque(thing: Opaque) -> None:
         """Takes an object JSON cannot carry."""
 
     with pytest.raises(PipelineError, match="named parameters only"):
         Tool.of(many)
-    with pytest.raises(PipelineError, match="is async"):
-        Tool.of(later)
     with pytest.raises(PipelineError, match=r'Tool "opaque": a parameter type is not JSON'):
         Tool.of(opaque)
 

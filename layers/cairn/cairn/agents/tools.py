@@ -1,4 +1,4 @@
-"""Tools: plain typed Python functions a model may call, with their input checked by pydantic.
+"""Tools: typed Python functions (plain or ``async def``) a model may call, with their input checked by pydantic.
 
 ``@tool`` (or ``Tool.of(fn)``) reads the function's name, the first paragraph of its docstring and
 the types of its parameters; the model gets that as a :class:`ToolSpec`. ``Tool.call`` never raises
@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from ..core.async_phases import as_sync
 from ..core.errors import PipelineError
 from ..core.failures import message_of
 from ..core.models import MAX_ERROR_CHARS, clip_text
@@ -36,6 +37,7 @@ class Tool:
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
         self.fn = fn
+        self._run = as_sync(fn)  # an ``async def`` tool runs to completion on each call
         self.name: str = name or str(getattr(fn, "__name__", ""))
         self.description = _first_paragraph(inspect.getdoc(fn)) if description is None else description
         self.input_model = _input_model(fn, self.name)
@@ -67,7 +69,7 @@ class Tool:
             return _error(tool_use_id, f'Invalid input for tool "{self.name}": {validation_problems(exc, "input")}')
         values = {field.alias or key: getattr(arguments, key) for key, field in self.input_model.model_fields.items()}
         try:
-            returned = self.fn(**values)
+            returned = self._run(**values)
         except Exception as exc:
             return _error(tool_use_id, f"{type(exc).__name__}: {message_of(exc)}")
         try:
@@ -129,8 +131,6 @@ def _input_model(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         raise PipelineError(f"Invalid tool name {name!r}: use 1 to 64 letters, digits, '_' or '-'")
     if not callable(fn):
         raise PipelineError(f'Tool "{name}" is not a function: {fn!r}')
-    if inspect.iscoroutinefunction(fn):
-        raise PipelineError(f'Tool "{name}" is async; a tool is a plain function')
     try:
         signature = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)

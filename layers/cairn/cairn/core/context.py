@@ -11,9 +11,12 @@ from .clock import Clock
 from .errors import InvalidInputError
 from .models import Checkpoint, EntryKind, Lesson, LogEntry, LogLevel
 from .redaction import NO_REDACTION, Redaction
+from .steps import StepBook
 from .transitions import Journal
 
 S = TypeVar("S")
+T = TypeVar("T")
+_NO_STEPS = "this context was made outside a phase run: it keeps no steps"
 
 logger = logging.getLogger("cairn")
 
@@ -83,6 +86,7 @@ class PhaseContext(Generic[S]):
         results: list[Any] | None = None,
         item: int | None = None,
         recaller: Callable[[int], list[Lesson]] | None = None,
+        steps: StepBook | None = None,
     ) -> None:
         self.job_id = job_id
         self.phase = phase
@@ -99,6 +103,7 @@ class PhaseContext(Generic[S]):
         self.item = item
         """In an item phase of a map: the item's index (its input is ``state``); None otherwise."""
         self._recaller = recaller
+        self._steps = steps if steps is not None else StepBook(f"{job_id}\x00{phase}", refusal=_NO_STEPS)
 
     def save_state(self, state: S) -> None:
         """Checkpoint ``state`` now, as ``{nextPhase: <this phase>, state}``.
@@ -107,6 +112,32 @@ class PhaseContext(Generic[S]):
         """
         self._saver(state)
         self.state = state
+
+    def idempotency_key(self, name: str) -> str:
+        """A key for the external call ``name``, to pass as that API's idempotency key (``Idempotency-Key``...).
+
+        The same on every retry and resume of this run of the phase, in any process; another after a rerun from
+        this phase or a start over, and another for another name. ``cairn-`` and 32 hex digits: safe as an HTTP
+        header value. The first key of a run of the phase saves the run's id with the checkpoint (one write) before
+        it is returned. In a map's item phase it names the item (every attempt of it). See :mod:`cairn.core.steps`.
+        """
+        return self._steps.key(name)
+
+    def step(self, name: str, fn: Callable[[], T]) -> T:
+        """``fn()``, called once per run of the phase: its result is saved with the checkpoint before it is returned.
+
+        A retry or a resume of this run of the phase gets the saved result without calling ``fn`` again; a
+        crash after ``fn``'s effect and before the save lands calls it again (pass :meth:`idempotency_key` to the
+        external API to close that window). The result must be JSON data (a pydantic model is dumped): it is
+        returned as it was saved. Each step of a run has its own name; the steps are forgotten when the phase
+        commits. ``fn`` is a plain function: in an ``async def`` phase use :meth:`step_async`.
+        """
+        result: T = self._steps.run(name, fn)
+        return result
+
+    async def step_async(self, name: str, fn: Callable[[], Any]) -> Any:
+        """As :meth:`step`, awaited: ``fn`` may be an ``async def`` function (its coroutine awaited) or a plain one."""
+        return await self._steps.run_async(name, fn)
 
     def log(self, message: str, level: LogLevel | Literal["warn"] = "info") -> None:
         """Add a line to the job's log (stored with the next checkpoint write); ``"warn"`` is ``"warning"``."""
@@ -142,6 +173,7 @@ class PhaseContext(Generic[S]):
             saver=_no_inline_saves,
             journal=JournalBuffer(self._journal.redaction),
             recaller=self._recaller,
+            steps=self._steps,  # a plan's steps keep their ctx.step results with the plan phase's checkpoint
         )
 
     def absorb(self, inner: PhaseContext[Any]) -> dict[str, float]:

@@ -69,6 +69,18 @@ class RetryMode(StrEnum):
     FROM = "from"
 
 
+class PhaseRun(WireModel):
+    """What a checkpoint saved mid-phase keeps of the run of its phase (:mod:`cairn.core.steps`).
+
+    ``key`` is the run's own random id, saved the first time the phase asks for an idempotency key, so that every
+    retry and resume of this run of the phase derives the same keys; ``steps`` are the results of the
+    ``ctx.step`` calls made so far, by name.
+    """
+
+    key: str | None = None
+    steps: dict[str, Any] = Field(default_factory=dict)
+
+
 class Checkpoint(WireModel):
     """The seed's checkpoint: the phase to run next, the state it gets, and when it was written."""
 
@@ -79,6 +91,12 @@ class Checkpoint(WireModel):
         default=None,
         exclude_if=lambda version: version is None,  # version 1 is not written: stored as before versions
         description="The pipeline's state_version the state was saved with (absent: 1; see cairn.core.migrations)",
+    )
+    phase_run: PhaseRun | None = Field(
+        default=None,
+        exclude_if=lambda run: run is None,  # only a phase that keeps a step or a key writes it: stored as before
+        description="Saved mid-phase: the id of this run of the phase (its idempotency keys derive from it) and the "
+        "results of its steps (absent: none yet)",
     )
     _admitted: Admitted | None = PrivateAttr(default=None)
 
@@ -94,7 +112,8 @@ class Checkpoint(WireModel):
         return checkpoint
 
     def __eq__(self, other: object) -> bool:
-        """Equal when the fields are (the admitted JSON text it may keep is not part of its value)."""
+        """Equal when the seed's fields are: phase, state, time and version (the admitted JSON text it may keep and
+        the run of the phase it continues, ``phase_run``, are not part of its value)."""
         if not isinstance(other, Checkpoint):
             return NotImplemented
         mine = (self.next_phase, self.created_at, self.state, self.state_version)

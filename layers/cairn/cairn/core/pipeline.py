@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 from pydantic import BaseModel, ValidationError
 
 from .admission import Admitted, admit, json_value
+from .async_phases import as_sync
 from .errors import InvalidInputError, PipelineError, UnknownPhaseError
 from .migrations import (
     Migration,
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 PhaseFunction = Callable[["PhaseContext[Any]"], "PhaseResult"]
+"""A phase's code as the engine runs it: a plain function of the context."""
+AsyncPhaseFunction = Callable[["PhaseContext[Any]"], "Awaitable[PhaseResult]"]
+"""An ``async def`` phase: registered as it is, run to completion each time (:mod:`.async_phases`)."""
+F = TypeVar("F", bound=PhaseFunction | AsyncPhaseFunction)
 
 DEFAULT_MAX_TRANSITIONS = 100_000
 """Generous: a self-loop of a minute a turn runs for more than two months before it is stopped
@@ -160,7 +165,7 @@ class Pipeline(Generic[S]):
         register(self.own_redaction)
 
     @overload
-    def phase(self, fn: PhaseFunction, /) -> PhaseFunction: ...
+    def phase(self, fn: F, /) -> F: ...
 
     @overload
     def phase(
@@ -176,11 +181,11 @@ class Pipeline(Generic[S]):
         environment: Mapping[str, Any] | None = None,
         statements: Iterable[Mapping[str, Any]] = (),
         reserved_concurrency: int | None = None,
-    ) -> Callable[[PhaseFunction], PhaseFunction]: ...
+    ) -> Callable[[F], F]: ...
 
     def phase(
         self,
-        fn: PhaseFunction | None = None,
+        fn: F | None = None,
         /,
         *,
         name: str | None = None,
@@ -191,8 +196,11 @@ class Pipeline(Generic[S]):
         environment: Mapping[str, Any] | None = None,
         statements: Iterable[Mapping[str, Any]] = (),
         reserved_concurrency: int | None = None,
-    ) -> PhaseFunction | Callable[[PhaseFunction], PhaseFunction]:
+    ) -> F | Callable[[F], F]:
         """Register a phase, as ``@pipeline.phase`` or ``@pipeline.phase(retry=..., timeout=..., memory=...)``.
+
+        The phase may be a plain function or an ``async def`` one (run to completion on an event loop of its
+        own each time it runs: :mod:`cairn.core.async_phases`); either is returned as it was given.
 
         ``timeout`` (seconds) and ``memory`` (MB) size the phase's Lambda
         function; ``environment`` and ``statements`` add variables and IAM
@@ -202,7 +210,7 @@ class Pipeline(Generic[S]):
         half a minute, and never less than the timeout.
         """
 
-        def register(func: PhaseFunction) -> PhaseFunction:
+        def register(func: F) -> F:
             phase_name = name or func.__name__
             if not NAME_PATTERN.fullmatch(phase_name):
                 raise PipelineError(f"Invalid phase name {phase_name!r}")
@@ -214,7 +222,8 @@ class Pipeline(Generic[S]):
                 raise PipelineError(
                     f'Phase "{phase_name}": lease_seconds ({lease_seconds}) must be at least its timeout ({timeout})'
                 )
-            self._phases[phase_name] = Phase(phase_name, func, retry or RetryPolicy(), lease, settings)
+            # an ``async def`` phase runs to completion on a loop of its own (:mod:`.async_phases`)
+            self._phases[phase_name] = Phase(phase_name, as_sync(func), retry or RetryPolicy(), lease, settings)
             return func
 
         if fn is not None:

@@ -44,6 +44,7 @@ from ..core.pipeline import Pipeline, to_json
 from ..core.redaction import for_run
 from ..core.scheduler_port import ItemScheduler
 from ..core.settings import stack_max_map_concurrency
+from ..core.steps import book_for_item
 from ..core.storage_port import Storage
 from ..core.transitions import merge_usage, new_token
 
@@ -309,6 +310,7 @@ class ItemRun:
             saver=_no_saves,
             journal=journal,
             item=index,
+            steps=book_for_item(self.store.storage, self.pipeline.name, self.store.job_id, self.fan_out.id, index),
         )
         try:
             outcome = phase.run(ctx)

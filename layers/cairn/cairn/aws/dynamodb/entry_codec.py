@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import CorruptJobError
-from ...core.models import Checkpoint, HistoryItem, Job, LogEntry
+from ...core.models import Checkpoint, HistoryItem, Job, LogEntry, PhaseRun
 from ..payloads import ITEM_BUDGET, PayloadCodec
 from . import schema
 from .attributes import UNREADABLE, Item, from_item, item_size, to_item, unreadable_reason, value_of
@@ -76,19 +76,24 @@ def fitting_history(history: HistoryItem) -> str:
 
 
 def versioned(value: dict[str, Any], checkpoint: Checkpoint) -> dict[str, Any]:
-    """A stored checkpoint map with the ``stateVersion`` its state was saved with (none for version 1)."""
+    """A stored checkpoint map with the ``stateVersion`` its state was saved with (none for version 1) and, saved
+    mid-phase, its ``phaseRun`` (the phase's entry and its steps' results) as JSON text (none otherwise)."""
     if checkpoint.state_version is not None:
         value["stateVersion"] = checkpoint.state_version
+    if checkpoint.phase_run is not None:
+        value["phaseRun"] = checkpoint.phase_run.model_dump_json(by_alias=True)
     return value
 
 
 def stored_checkpoint(raw: Mapping[str, Any], state: Any) -> Checkpoint:
     """The checkpoint a stored checkpoint map describes, with ``state`` (decoded from wherever it is kept)."""
+    phase_run = raw.get("phaseRun")
     return Checkpoint(
         next_phase=raw["nextPhase"],
         state=state,
         created_at=raw["createdAt"],
         state_version=raw.get("stateVersion"),
+        phase_run=PhaseRun.model_validate_json(phase_run) if phase_run is not None else None,
     )
 
 
@@ -106,6 +111,8 @@ class EntryCodec(OwnerCodec):
         once replaced (see :func:`kept_object` and :meth:`.job_item.JobItem.written`).
         """
         room = None if budget is None else budget - PAYLOAD_OVERHEAD - len(checkpoint.next_phase.encode())
+        if room is not None and checkpoint.phase_run is not None:  # the steps' results take room beside the state
+            room -= len(checkpoint.phase_run.model_dump_json(by_alias=True).encode())
         key = f"{ENTRY_STATES if entry else SAVED_STATES}{self.owner}/{job_id}/{token}.json"
         state = self.payloads.encode(checkpoint.state, key=key, budget=room, text=checkpoint.state_json)
         value = {"nextPhase": checkpoint.next_phase, "createdAt": checkpoint.created_at, "state": state.attribute}

@@ -18,6 +18,7 @@ from ..outcomes import Done, Fail, Next, Sleep, WaitFor
 from ..pipeline import Phase, Pipeline, to_json
 from ..run_features import RunFeature, first_stop, item_runner
 from ..scheduler_port import Scheduler
+from ..steps import book_for_run
 from ..storage_port import Storage
 from .claimed_run import ClaimedRun, claim_run, commit_unknown_phase
 from .waits import end_wait_if_due, enter_sleep, enter_wait
@@ -110,6 +111,9 @@ def run_claimed(run: ClaimedRun, scheduler: Scheduler) -> Job:
         signal=run.job.signal.payload if run.job.signal is not None else None,
         results=run.results,
         recaller=lambda limit: run.storage.recall(run.pipeline.name, limit),
+        steps=book_for_run(
+            run.storage, run.pipeline.name, run.job, lambda kept: run.save_phase_run(kept, phase.lease_seconds)
+        ),
     )
     if run.job.signal is not None and run.job.attempt == 1:
         run.entry(f'Received signal "{run.job.signal.name}"', kind="observation")

@@ -25,12 +25,14 @@ from ..models import (
     LogLevel,
     PhaseOutcome,
     PhaseRecord,
+    PhaseRun,
     clip_text,
 )
 from ..outcomes import WaitFor
 from ..pipeline import FunctionSettings, Pipeline
 from ..redaction import for_run
 from ..run_features import CommitFacts, RunFeature, RunHooks, open_hooks, summed_usage
+from ..steps import carried
 from ..storage_port import Storage
 from ..transitions import Claim, Commit, CrashReport, Fence, Journal, Save, merge_usage
 from ..versions import code_version
@@ -107,9 +109,19 @@ class ClaimedRun:
         return Journal(log=journal.log, usage=merge_usage(journal.usage, added)) if added else journal
 
     def save(self, state: Any, lease_seconds: float) -> None:
+        """Save ``state`` mid-phase (``ctx.save_state``), keeping the run of the phase's steps (:mod:`..steps`)."""
+        checkpoint = self.pipeline.checkpoint(self.phase_name, state, self.storage.clock())
+        self._save(carried(self.job.checkpoint, checkpoint), lease_seconds)
+
+    def save_phase_run(self, kept: PhaseRun, lease_seconds: float) -> None:
+        """Save the last checkpoint again with what the run of the phase keeps (its steps, its id: :mod:`..steps`)."""
+        assert self.job.checkpoint is not None
+        update = {"created_at": self.storage.clock(), "phase_run": kept}
+        self._save(self.job.checkpoint.model_copy(update=update), lease_seconds)
+
+    def _save(self, checkpoint: Checkpoint, lease_seconds: float) -> None:
         self._before_write()
-        now = self.storage.clock()
-        checkpoint = self.pipeline.checkpoint(self.phase_name, state, now)
+        now = checkpoint.created_at
         request = Save(
             seen=self.job,
             checkpoint=checkpoint,

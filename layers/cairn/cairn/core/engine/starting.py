@@ -24,6 +24,7 @@ from ..models import Checkpoint, Job, JobStatus, RetryMode
 from ..pipeline import Pipeline
 from ..restarts import check_retry
 from ..scheduler_port import Scheduler
+from ..steps import carried
 from ..storage_port import Storage
 from ..transitions import Journal, StartJob, action_entry
 from .rerunning import rerun_from
@@ -121,6 +122,7 @@ def run_pipeline(
         state = saved.state if saved is not None else fresh_state
         version = saved.state_version if saved is not None else pipeline.version_stamp
         checkpoint = Checkpoint(next_phase=start_phase, state=state, created_at=now, state_version=version)
+        checkpoint = carried(saved, checkpoint)  # a resume continues the same run of the phase, with its steps
         first = existing is None or existing.is_expired(now)
         note = action_entry(_start_note(mode, first, start_phase), actor, now, start_phase)
         wait = _wait_again(existing, saved, now)
