@@ -304,9 +304,10 @@ def test_the_scheduler_reads_the_job_items_changes_from_the_tables_stream_and_lo
     ]
 
 
-def test_the_api_is_told_the_job_counts_are_maintained() -> None:
+def test_every_function_is_told_the_job_counts_are_maintained() -> None:
     resolver = stack()
-    assert resolver.properties("ApiFunction")["Environment"]["Variables"]["CAIRN_STATUS_COUNTS"] == "maintained"
+    for function_id in resolver.of_type("AWS::Lambda::Function"):
+        assert environment(resolver, function_id)["CAIRN_STATUS_COUNTS"] == "maintained", function_id
 
 
 def test_the_delay_queue_outlasts_the_scheduler_and_dead_letters_after_five_receives() -> None:

@@ -125,9 +125,8 @@ def test_a_variable_the_function_sets_itself_counts(tmp_path: Path) -> None:
     found = re.search(r"^        CAIRN_DELAY_QUEUE_URL: .*\n", text, flags=re.MULTILINE)
     assert found is not None
     text = text.replace(found.group(0), "")
-    own = "      Environment:\n        Variables:\n"  # the API function's own variables
-    at = text.index(own, text.index("  ApiFunction:\n")) + len(own)
-    text = text[:at] + f"  {found.group(0)}" + text[at:]
+    handler = text.index("      Handler: ", text.index("  ApiFunction:\n"))
+    text = text[:handler] + f"      Environment:\n        Variables:\n  {found.group(0)}" + text[handler:]
     missing = [
         problem.split(".")[0]
         for problem in check(bundle_with(tmp_path, text), PIPELINES, FUNCTIONS)
