@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from . import distribution
+from .distribution import spelled
 
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141
@@ -85,7 +85,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The command line: ``--version`` and the subcommands."""
     parser = _Parser(prog="cairn", description="Crash-safe, multi-phase pipelines: command-line tools.")
-    parser.add_argument("--version", action="version", version=distribution.spelled())
+    parser.add_argument("--version", action="version", version=spelled())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     validate = commands.add_parser(
         "validate-pipeline",

@@ -18,10 +18,11 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
-from .. import distribution
+from ..distribution import NAME as DISTRIBUTION
+from ..distribution import installed_version as distribution_version
+from ..distribution import wheel_stem
 
-DISTRIBUTION = distribution.NAME
-WHEEL_GLOBS = (f"{distribution.wheel_stem()}-*.whl", "cairn-*.whl")
+WHEEL_GLOBS = (f"{wheel_stem()}-*.whl", "cairn-*.whl")
 """The wheels of cairn a bundle's ``layers/wheels`` may hold: this name's, and those made before it (``cairn-``)."""
 _NOT_A_RELEASE = re.compile(r"(\.dev\d*|\+)", re.IGNORECASE)
 """A development release (``.devN``) or a local version (``+label``): never published."""
@@ -38,12 +39,12 @@ class WheelError(Exception):
 
 def wheel_name(version: str) -> str:
     """The file name of cairn ``version``'s pure-Python wheel."""
-    return f"{distribution.wheel_stem()}-{version}-py3-none-any.whl"
+    return f"{wheel_stem()}-{version}-py3-none-any.whl"
 
 
 def installed_version() -> str:
     """The installed distribution's version; WheelError when cairn is not installed."""
-    version = distribution.installed_version()
+    version = distribution_version()
     if version is None:
         raise WheelError(
             f"cairn is importable but {DISTRIBUTION} is not installed, so there is no distribution to pin: "
@@ -82,7 +83,7 @@ def build_wheel(folder: Path) -> Path:
     """Write the installed cairn's wheel into ``folder``; its path."""
     version = installed_version()
     installed = metadata.distribution(DISTRIBUTION)
-    info = f"{distribution.wheel_stem()}-{version}.dist-info"
+    info = f"{wheel_stem()}-{version}.dist-info"
     entries: list[tuple[str, bytes]] = [
         (f"cairn/{path.relative_to(PACKAGE).as_posix()}", path.read_bytes()) for path in _package_files()
     ]
