@@ -28,7 +28,7 @@ BUILD_DIR := .aws-sam/build
 export PYTHONPATH := layers/cairn:functions:.
 export SAM_CLI_TELEMETRY := 0
 
-.PHONY: tools demo dev docs test test-long checks lint types unit validate build deploy venv clean bench proof history-proof bulk-proof cost-order-proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale coverage
+.PHONY: tools dist actionlint demo dev docs test test-long checks lint types unit validate build deploy venv clean bench proof history-proof bulk-proof cost-order-proof reliability new scaffold-check bundle-check chromium screenshots skeleton scale console-scale coverage
 
 venv: $(STAMP)
 
@@ -37,8 +37,11 @@ venv: $(STAMP)
 tools: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP) $(CHROMIUM)
 
 # cairn itself is installed editable (its `cairn` command, its pytest plugin), with the pins of requirements-dev.txt.
+# A virtualenv made before the distribution was named cairn-lambda loses the former `cairn` first (both would
+# install the same package and command).
 $(STAMP): requirements.txt requirements-dev.txt layers/requirements.txt layers/cairn/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	-$(BIN)/pip uninstall --quiet --yes --disable-pip-version-check cairn 2>/dev/null
 	$(BIN)/$(PIP_INSTALL) -r requirements-dev.txt -e "./layers/cairn[dev]"
 	-$(BIN)/python $(COMPILE) $(VENV)/lib
 	touch $(STAMP)
@@ -91,6 +94,17 @@ PORT ?= 3000
 DRIVER ?= direct
 dev: $(STAMP)
 	$(BIN)/python -m cairn dev --port $(PORT) --driver $(DRIVER)
+
+# The release's distributions of layers/cairn (sdist and wheel) in dist/, checked as the release workflow checks them.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist layers/cairn
+	$(BIN)/twine check --strict dist/*
+
+# actionlint for .github/workflows (tests/unit/test_release_workflow.py): an sdist whose build fetches the binary from
+# GitHub, so it is not among the dev tools (requirements-actionlint.txt says why).
+actionlint: $(STAMP)
+	$(BIN)/$(PIP_INSTALL) -r requirements-actionlint.txt
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -257,7 +271,7 @@ scaffold-check: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 		[ $$tested = 0 ] && [ $$checked = 0 ]
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .bench site node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .bench site dist node_modules .aws-sam .mypy_cache .ruff_cache .pytest_cache .hypothesis .cairn
 
 # Every benchmark suite of issue 15, then docs/BENCHMARKS.md (tables, targets, plots). The peers (DBOS, Temporal,
 # the durable execution SDK) and matplotlib live in virtualenvs of their own under .bench/venvs, never in .venv.

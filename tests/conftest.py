@@ -87,6 +87,7 @@ LONG_FILES = (
     "functional/test_redaction.py",
     "template/test_handwritten_sync.py",
     "unit/test_install.py",
+    "unit/test_release_build.py",
     "unit/test_scaffold.py",
 )
 """Files of long proofs elsewhere: the benchmark suites' quick runs, read units at hundreds of jobs and a thousand

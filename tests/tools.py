@@ -2,7 +2,9 @@
 
 ``make test`` installs the template's tools (the SAM CLI, statelint, checkov, a python3.12) and Debian's chromium,
 then sets ``TEMPLATE_TOOLS_REQUIRED=1`` and ``BROWSER_REQUIRED=1``: under those a missing tool is a failure,
-never a silent skip. Every test that needs an outside tool reaches it through :func:`missing`.
+never a silent skip. actionlint (``make actionlint``; not among the dev tools, requirements-actionlint.txt says why)
+has a gate of its own, ``ACTIONLINT_REQUIRED=1``, which the release workflow sets. Every test that needs an outside
+tool reaches it through :func:`missing`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Literal, NoReturn
 
 import pytest
 
-Gate = Literal["TEMPLATE_TOOLS_REQUIRED", "BROWSER_REQUIRED"]
+Gate = Literal["TEMPLATE_TOOLS_REQUIRED", "BROWSER_REQUIRED", "ACTIONLINT_REQUIRED"]
 
 
 def missing(message: str, *, gate: Gate = "TEMPLATE_TOOLS_REQUIRED") -> NoReturn:

@@ -4,7 +4,7 @@ schema ``state-schemas.json`` records for its state_version, with the message of
 
 The Makefile runs as ``sam build`` runs it, with its Python's pip replaced by unpacking the bundle's cairn wheel
 (no package index: only the layer's cairn matters here); the ``cairn`` the check runs is the bundle's
-virtualenv's, as ``pip install "cairn[dev]"`` would put it there."""
+virtualenv's, as ``pip install "cairn-lambda[dev]"`` would put it there."""
 
 from __future__ import annotations
 

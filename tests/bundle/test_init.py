@@ -80,10 +80,15 @@ def test_init_writes_a_complete_bundle_with_its_example_pipeline(tmp_path: Path)
     samconfig = tomllib.loads((bundle / "samconfig.toml").read_text(encoding="utf-8"))
     assert samconfig["default"]["global"]["parameters"]["stack_name"] == "shop"
     assert samconfig["prod"]["global"]["parameters"]["stack_name"] == "shop-prod"
-    (wheel,) = (bundle / "layers" / "wheels").glob("cairn-*-py3-none-any.whl")
-    with zipfile.ZipFile(wheel) as archive:
+    # cairn installed from this checkout is not a release: the layer pins its version and takes its wheel.
+    assert (bundle / "layers" / "requirements.txt").read_text(encoding="utf-8").splitlines()[-1] == (
+        f"cairn-lambda=={wheel.installed_version()}"
+    )
+    (wheel_file,) = (bundle / "layers" / "wheels").glob("cairn_lambda-*-py3-none-any.whl")
+    with zipfile.ZipFile(wheel_file) as archive:
         names = archive.namelist()
     assert "cairn/aws/phase_handler.py" in names
+    assert f"cairn_lambda-{wheel.installed_version()}.dist-info/METADATA" in names
     assert any(name.endswith(".dist-info/METADATA") for name in names)
     assert not [name for name in names if "__pycache__" in name]
 
@@ -243,7 +248,7 @@ def test_layer_only_rewrites_the_layer_s_build_of_an_existing_bundle(tmp_path: P
     assert "replaced layers/Makefile" in done.stdout
     assert (bundle / "layers" / "Makefile").read_bytes() == (ROOT / "layers" / "Makefile").read_bytes()
     assert (bundle / "template.yaml").read_text(encoding="utf-8") == template
-    assert len(list((bundle / "layers" / "wheels").glob("cairn-*.whl"))) == 1
+    assert len(list((bundle / "layers" / "wheels").glob("cairn_lambda-*.whl"))) == 1
 
     outside = cairn("init", "--layer-only", tmp_path / "nowhere", cwd=tmp_path)
     assert outside.returncode == 2

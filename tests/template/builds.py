@@ -34,7 +34,7 @@ def check_repository_build(build: Path, architecture: str) -> None:
         assert not (layer / "cairn" / local).exists(), local
     assert not (layer / "moto").exists()
     assert not list(layer.glob("moto-*.dist-info"))
-    assert list(layer.glob("cairn-*.dist-info")), "cairn enters the layer as a distribution"
+    assert list(layer.glob("cairn_lambda-*.dist-info")), "cairn enters the layer as the cairn-lambda distribution"
     for requirement in (ROOT / "layers" / "requirements.txt").read_text().splitlines():
         if requirement and not requirement.startswith("#"):
             name, version = requirement.split("==")

@@ -1,4 +1,4 @@
-"""A bundle of one's own, as a user makes it: outside this checkout, with only `pip install cairn[dev]`.
+"""A bundle of one's own, as a user makes it: outside this checkout, with only `pip install cairn-lambda[dev]`.
 
 The first test makes a virtualenv, installs the checkout's distribution into it (as the README says:
 ``pip install "<checkout>/layers/cairn[dev]"``), and in a folder outside the checkout runs ``cairn init``,
@@ -16,6 +16,7 @@ import platform
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -158,7 +159,17 @@ def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
     run([sam_cli, "validate", "--lint"], bundle, environment)
     run([sam_cli, "build"], bundle, environment)
 
-    built_layer(bundle)
+    # A cairn installed from the checkout is not a release: the layer pins its version and installs its wheel.
+    version = tomllib.loads((ROOT / "layers" / "cairn" / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "version"
+    ]
+    pinned = f"cairn-lambda=={version}"
+    assert (bundle / "layers" / "requirements.txt").read_text(encoding="utf-8").splitlines()[-1] == pinned
+    assert [path.name for path in (bundle / "layers" / "wheels").iterdir()] == [
+        f"cairn_lambda-{version}-py3-none-any.whl"
+    ]
+    layer = built_layer(bundle)
+    assert (layer / f"cairn_lambda-{version}.dist-info" / "METADATA").is_file()
     run_jobs_on_the_built_stack(bundle, bin_folder / "python", environment, "orders", {"items": ["a", "b"]}, tmp_path)
 
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -60,10 +61,12 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_version_prints_the_version(tmp_path: Path) -> None:
+def test_version_prints_the_distribution_s_name_and_its_version(tmp_path: Path) -> None:
+    project = tomllib.loads((ROOT / "layers" / "cairn" / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     done = cairn(tmp_path, "--version")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "cairn 0.1.0"
+    assert done.stdout.strip() == f"cairn-lambda {project['version']}"
+    assert project["name"] == "cairn-lambda"
 
 
 def test_validate_pipeline_lists_the_phases_in_order_from_the_current_directory(project: Path) -> None:

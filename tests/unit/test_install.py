@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,7 +109,8 @@ def test_pip_install_gives_a_library_that_runs_the_readme_without_the_aws_sdk(tm
 
     version = run([venv / "bin" / "cairn", "--version"], cwd=workdir)
     assert version.returncode == 0, version.stderr
-    assert version.stdout.strip() == "cairn 0.1.0"
+    project = tomllib.loads((LIBRARY / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert version.stdout.strip() == f"cairn-lambda {project['version']}"
 
     # Nothing was written into the repository's copy of the library.
     assert not list(LIBRARY.glob("*.egg-info"))

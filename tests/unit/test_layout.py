@@ -154,6 +154,7 @@ _PORTS = ("core", "maps", "features", "storage", "scheduling", "agents")
 _LIBRARY = (*_PORTS, "app", "dashboard", "aws")
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "layer_architecture": (),  # stdlib only: the package front imports it first, before any dependency
+    "distribution": (),  # stdlib only: the distribution's name and version (cairn --version, cairn init's pin)
     "core": (),
     "maps": _BASE,  # the map phase kind: plugs into the core's run hooks
     "features": ("core", "maps"),  # run-level features: plug into the core's run hooks, after the maps'
@@ -166,10 +167,10 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "aws": (*_PORTS, "app", "dashboard"),
     "__init__": ("layer_architecture", *_PORTS, "app", "aws"),  # aws only lazily: DynamoDBStorage on first use
     "testing": _LIBRARY,
-    "bundle": _LIBRARY,
+    "bundle": (*_LIBRARY, "distribution"),
     "dev": (*_LIBRARY, "testing", "bundle"),
     "client": (*_LIBRARY, "testing", "bundle", "dev"),
-    "cli": (*_LIBRARY, "testing", "bundle", "dev", "client"),
+    "cli": (*_LIBRARY, "distribution", "testing", "bundle", "dev", "client"),
     "__main__": ("cli",),
 }
 #: The entry points: the only modules that may import the package front ``cairn``.

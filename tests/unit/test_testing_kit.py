@@ -79,7 +79,7 @@ def test_the_plugin_loads_without_the_dev_extra_and_its_aws_fixtures_say_what_to
     )
 
     assert "1 passed, 1 error" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
-    assert 'cairn_aws needs moto and boto3: pip install "cairn[dev]"' in run.stdout
+    assert 'cairn_aws needs moto and boto3: pip install "cairn-lambda[dev]"' in run.stdout
 
 
 def test_retry_backoffs_take_no_real_time(cairn_local: Callable[..., Cairn], cairn_clock: SkippingClock) -> None:

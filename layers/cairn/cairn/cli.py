@@ -14,8 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-VERSION = "0.1.0"
-"""The version when the distribution's metadata cannot be read (cairn used from a PYTHONPATH)."""
+from .distribution import spelled
 
 EXIT_USAGE = 2
 EXIT_BROKEN_PIPE = 141
@@ -24,17 +23,6 @@ EXIT_BROKEN_PIPE = 141
 
 class CliError(Exception):
     """An error the command reports in one line, without a traceback."""
-
-
-def version() -> str:
-    """The installed distribution's version, or ``VERSION`` when cairn is not installed."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as distribution_version
-
-    try:
-        return distribution_version("cairn")
-    except PackageNotFoundError:
-        return VERSION
 
 
 def load_object(spec: str) -> Any:
@@ -97,7 +85,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The command line: ``--version`` and the subcommands."""
     parser = _Parser(prog="cairn", description="Crash-safe, multi-phase pipelines: command-line tools.")
-    parser.add_argument("--version", action="version", version=f"cairn {version()}")
+    parser.add_argument("--version", action="version", version=spelled())
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     validate = commands.add_parser(
         "validate-pipeline",

@@ -2,9 +2,10 @@
 
 It writes the SAM template (the hand-written part this cairn ships, its generated section synced to the
 bundle's pipelines), ``samconfig.toml``, the thin entry points and the registry in ``functions/``, the
-layer's build (``layers/``: the Makefile ``sam build`` runs, the pinned requirements and a wheel of this
-cairn), the Step Functions definition (``statemachine/``), sample events (``events/``), tests, a README and
-a ``.gitignore``; then ``cairn new`` adds the example pipeline. A folder that is not empty is refused
+layer's build (``layers/``: the Makefile ``sam build`` runs, the pinned requirements with this cairn's
+release among them, and this cairn's wheel when it is not a release: :mod:`cairn.bundle.wheel`), the Step
+Functions definition (``statemachine/``), sample events (``events/``), tests, a README and a ``.gitignore``;
+then ``cairn new`` adds the example pipeline. A folder that is not empty is refused
 unless ``--force`` is given, and then every file that was there and is replaced is named.
 
 The bundle is made in a staging folder inside the target, every target path is checked, and only then do
@@ -65,7 +66,8 @@ class Options:
     architecture: str = "arm64"
     force: bool = False
     layer_only: bool = False
-    """Rewrite ``layers/`` only (the layer's build and the wheel of this cairn), in an existing bundle."""
+    """Rewrite ``layers/`` only (the layer's build, its pins and the wheel of an unreleased cairn), in an existing
+    bundle."""
 
 
 @dataclass
@@ -108,6 +110,16 @@ def _template(text: str, options: Options) -> str:
     return set_parameter_default(text, "Architecture", options.architecture)
 
 
+def _layer_requirements(text: str, options: Options) -> str:
+    """The layer's pins with cairn's own last: the released distribution, by version."""
+    return (
+        f"{text.rstrip()}\n"
+        f"# cairn itself, the version this bundle was made with (cairn init --layer-only . moves it): from the\n"
+        f"# package index, or from the wheel in layers/wheels/ when it is there (a cairn not released).\n"
+        f"{wheel.pin()}\n"
+    )
+
+
 def _readme(text: str, options: Options) -> str:
     values = {
         "bundle": options.folder.resolve().name,
@@ -124,6 +136,7 @@ FILLED: dict[str, Callable[[str, Options], str]] = {
     "samconfig.toml": _samconfig,
     "template.yaml": _template,
     "README.md": _readme,
+    "layers/requirements.txt": _layer_requirements,
 }
 """Skeleton files whose text takes the bundle's values."""
 
@@ -196,7 +209,8 @@ def init_bundle(options: Options, sync: scaffold.Sync = scaffold.template_sync) 
             staged = file_set.staged_files(staging)
             stale = sorted(
                 path.relative_to(folder).as_posix()
-                for path in (folder / "layers" / "wheels").glob("cairn-*.whl")
+                for pattern in wheel.WHEEL_GLOBS
+                for path in (folder / "layers" / "wheels").glob(pattern)
                 if path.relative_to(folder).as_posix() not in staged
             )
             file_set.check_targets(folder, staged)
@@ -222,7 +236,8 @@ def _make(options: Options, staging: Path, sync: scaffold.Sync) -> list[str]:
             target = staging / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-    wheel.build_wheel(staging / "layers" / "wheels")
+    if wheel.unreleased():
+        wheel.build_wheel(staging / "layers" / "wheels")
     if options.pipeline is None or options.layer_only:
         return []
     printed = io.StringIO()
@@ -248,7 +263,8 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     init.add_argument(
         "--layer-only",
         action="store_true",
-        help="in an existing bundle, rewrite layers/ only: the layer's build and a wheel of this cairn",
+        help="in an existing bundle, rewrite layers/ only: the layer's build, its pins (this cairn's version among "
+        "them) and, for a cairn that is not a release, its wheel",
     )
 
 
@@ -280,13 +296,20 @@ def run_init(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def layer_source() -> str:
+    """Where the layer's cairn comes from, in a few words."""
+    if wheel.unreleased():
+        return f"{wheel.pin()}, from layers/wheels (this cairn is not a release)"
+    return f"{wheel.pin()}, from the package index"
+
+
 def summary(options: Options, report: Report) -> list[str]:
     """What ``cairn init`` prints once done."""
     if options.layer_only:
         done = [f"  wrote {path}" for path in report.written] + [f"  replaced {path}" for path in report.replaced]
         done += [f"  removed {path} (an older wheel)" for path in report.removed]
-        return [f"Rewrote the layer's build in {options.folder / 'layers'} (cairn {wheel.installed_version()}):", *done]
-    lines = [f"Created the cairn bundle {options.folder} ({len(report.written)} files)."]
+        return [f"Rewrote the layer's build in {options.folder / 'layers'} ({layer_source()}):", *done]
+    lines = [f"Created the cairn bundle {options.folder} ({len(report.written)} files); its layer: {layer_source()}."]
     lines += [f"  replaced {path} (it was there and differed)" for path in report.replaced]
     if options.pipeline is not None:
         lines.append(f'Added the example pipeline "{options.pipeline}" (cairn new).')

@@ -116,7 +116,7 @@ def check_states(bundle: Path) -> int:
     if command is None:
         print(
             f"cairn layer: warning: the state models were not checked against {SCHEMAS_FILE}: no cairn command "
-            '(run sam build in the bundle\'s virtualenv, where pip install "cairn[dev]" put it)',
+            '(run sam build in the bundle\'s virtualenv, where pip install "cairn-lambda[dev]" put it)',
             file=sys.stderr,
         )
         return 0

@@ -1,19 +1,31 @@
-"""A wheel of the installed cairn distribution, for a bundle's layer to pin (``layers/wheels/``).
+"""What a bundle's layer installs as cairn: the released distribution by version, or a wheel of this cairn.
 
-``cairn init`` runs from an installed cairn (``pip install cairn[dev]``, or editable from a checkout):
-the wheel holds that package's files as they are, with its metadata, so the layer ``sam build`` makes
-carries exactly the cairn the bundle was made with, on any machine, with no index to reach.
+``cairn init`` runs from an installed cairn. Its layer's ``requirements.txt`` always pins that distribution by
+version (:func:`pin`, ``cairn-lambda==X.Y.Z``), so ``sam build`` installs the release from the package index.
+A cairn that is not a release (installed from a folder, a checkout, a local wheel or a VCS URL, or with a
+development or local version) could not be found there: :func:`unreleased` says so, and ``cairn init`` then
+also writes this cairn's wheel into ``layers/wheels/`` (:func:`build_wheel`), which the layer's build installs
+in place of the release. The wheel holds the package's files as they are, with its metadata, so the layer
+carries exactly the cairn the bundle was made with.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import zipfile
 from importlib import metadata
 from pathlib import Path
 
-DISTRIBUTION = "cairn"
+from ..distribution import NAME as DISTRIBUTION
+from ..distribution import installed_version as distribution_version
+from ..distribution import wheel_stem
+
+WHEEL_GLOBS = (f"{wheel_stem()}-*.whl", "cairn-*.whl")
+"""The wheels of cairn a bundle's ``layers/wheels`` may hold: this name's, and those made before it (``cairn-``)."""
+_NOT_A_RELEASE = re.compile(r"(\.dev\d*|\+)", re.IGNORECASE)
+"""A development release (``.devN``) or a local version (``+label``): never published."""
 PACKAGE = Path(__file__).resolve().parents[1]
 """The installed ``cairn`` package folder (site-packages/cairn, or the checkout's for an editable install)."""
 _LEFT_OUT = ("__pycache__",)
@@ -27,18 +39,32 @@ class WheelError(Exception):
 
 def wheel_name(version: str) -> str:
     """The file name of cairn ``version``'s pure-Python wheel."""
-    return f"{DISTRIBUTION}-{version}-py3-none-any.whl"
+    return f"{wheel_stem()}-{version}-py3-none-any.whl"
 
 
 def installed_version() -> str:
     """The installed distribution's version; WheelError when cairn is not installed."""
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
+    version = distribution_version()
+    if version is None:
         raise WheelError(
-            "cairn is importable but not installed, so there is no distribution to pin: "
-            "pip install cairn (from its folder: pip install ./layers/cairn) first"
-        ) from None
+            f"cairn is importable but {DISTRIBUTION} is not installed, so there is no distribution to pin: "
+            f'pip install "{DISTRIBUTION}[dev]" (from a checkout: pip install "./layers/cairn[dev]") first'
+        )
+    return version
+
+
+def pin() -> str:
+    """The requirement line that pins the installed cairn: ``cairn-lambda==X.Y.Z``."""
+    return f"{DISTRIBUTION}=={installed_version()}"
+
+
+def unreleased() -> bool:
+    """Whether the installed cairn may not be on the package index: installed from a folder, a file or a VCS
+    URL (its ``direct_url.json``, PEP 610), or with a development or local version."""
+    found = metadata.distribution(DISTRIBUTION)
+    if _NOT_A_RELEASE.search(found.version):
+        return True
+    return bool(found.read_text("direct_url.json"))
 
 
 def _digest(data: bytes) -> str:
@@ -56,13 +82,13 @@ def _package_files() -> list[Path]:
 def build_wheel(folder: Path) -> Path:
     """Write the installed cairn's wheel into ``folder``; its path."""
     version = installed_version()
-    distribution = metadata.distribution(DISTRIBUTION)
-    info = f"{DISTRIBUTION}-{version}.dist-info"
+    installed = metadata.distribution(DISTRIBUTION)
+    info = f"{wheel_stem()}-{version}.dist-info"
     entries: list[tuple[str, bytes]] = [
         (f"cairn/{path.relative_to(PACKAGE).as_posix()}", path.read_bytes()) for path in _package_files()
     ]
-    entries.append((f"{info}/METADATA", (distribution.read_text("METADATA") or "").encode()))
-    entry_points = distribution.read_text("entry_points.txt")
+    entries.append((f"{info}/METADATA", (installed.read_text("METADATA") or "").encode()))
+    entry_points = installed.read_text("entry_points.txt")
     if entry_points:
         entries.append((f"{info}/entry_points.txt", entry_points.encode()))
     wheel = "Wheel-Version: 1.0\nGenerator: cairn init\nRoot-Is-Purelib: true\nTag: py3-none-any\n"

@@ -13,7 +13,7 @@
 - ``cairn_api``: makes an :class:`~cairn.testing.api.ApiClient` for your pipelines: the API, phase
   functions and scheduler on moto, called as a signed-in owner.
 
-The last three need moto and boto3 (``pip install "cairn[dev]"``); they are imported only when a
+The last three need moto and boto3 (``pip install "cairn-lambda[dev]"``); they are imported only when a
 test asks for them, so the plugin loads without them.
 """
 
@@ -122,7 +122,7 @@ class LocalCairns:
 
 def _needs_dev_extra(fixture: str, missing: ImportError) -> NoReturn:
     """Fail the test that asked for ``fixture``: the dev extra (moto, boto3) is not installed."""
-    pytest.fail(f'{fixture} needs moto and boto3: pip install "cairn[dev]" ({missing})', pytrace=False)
+    pytest.fail(f'{fixture} needs moto and boto3: pip install "cairn-lambda[dev]" ({missing})', pytrace=False)
 
 
 @pytest.fixture

@@ -49,7 +49,7 @@ def _loader() -> Any:
     try:
         import yaml
     except ImportError as exc:
-        raise TemplateError("reading a template needs PyYAML: pip install 'cairn[dev]'") from exc
+        raise TemplateError("reading a template needs PyYAML: pip install 'cairn-lambda[dev]'") from exc
 
     safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: several times faster
 
