@@ -154,6 +154,7 @@ _PORTS = ("core", "maps", "features", "storage", "scheduling", "agents")
 _LIBRARY = (*_PORTS, "app", "dashboard", "aws")
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "layer_architecture": (),  # stdlib only: the package front imports it first, before any dependency
+    "layer_runtime": (),  # the same, for the layer's runtime
     "core": (),
     "maps": _BASE,  # the map phase kind: plugs into the core's run hooks
     "features": ("core", "maps"),  # run-level features: plug into the core's run hooks, after the maps'
@@ -164,7 +165,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "adapters": _PORTS,  # what an adapter's author imports: nothing in the package imports it
     "dashboard": ("core",),
     "aws": (*_PORTS, "app", "dashboard"),
-    "__init__": ("layer_architecture", *_PORTS, "app", "aws"),  # aws only lazily: DynamoDBStorage on first use
+    "__init__": ("layer_architecture", "layer_runtime", *_PORTS, "app", "aws"),  # aws only lazily: DynamoDBStorage on first use
     "testing": _LIBRARY,
     "bundle": _LIBRARY,
     "dev": (*_LIBRARY, "testing", "bundle"),
