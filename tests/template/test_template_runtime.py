@@ -82,3 +82,18 @@ def test_a_template_without_a_runtime_is_refused(tmp_path: Path) -> None:
     assert "Globals.Function.Runtime: not set: set it to python3.12 or python3.13, the one runtime every function " in (
         "\n".join(problems)
     )
+
+
+def test_an_older_cairn_s_layer_build_is_refused_under_another_runtime_than_python312(tmp_path: Path) -> None:
+    template = copy_of_template(tmp_path)
+    (tmp_path / "layers").unlink()
+    (tmp_path / "layers").mkdir()
+    (tmp_path / "layers" / "Makefile").write_text(
+        "PYTHON312 ?= $(shell command -v python3.12)\nbuild-CairnLayer:\n", encoding="utf-8"
+    )
+    problems = check(template, PIPELINES, FUNCTIONS)
+    assert (
+        "layers/Makefile: an older cairn's layer build, for python3.12 alone, but the functions run on "
+        f"{python_runtime.DEFAULT} (Globals.Function.Runtime): run cairn init --layer-only . to rewrite layers/ for "
+        "the template's runtime"
+    ) in problems

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import CairnError
@@ -28,6 +29,8 @@ NEXT = "python3.14"
 LAYER = "CairnLayer"
 """The layer whose compiled dependencies and bytecode are for one Python."""
 WHERE = "Globals.Function.Runtime"
+OLD_MAKEFILE = "PYTHON312"
+"""What names the layer build of a cairn before the runtime could be chosen (it built for python3.12 alone)."""
 _GLOBALS_RUNTIME = re.compile(r"^(Globals:\n(?:(?:  .*|#.*|[ \t]*)\n)*?    Runtime: ).*$", re.MULTILINE)
 _LAYER_RUNTIMES = re.compile(
     rf"^(  {LAYER}:\n(?:    .*\n)*?      CompatibleRuntimes:\n)(?:        - .*\n)+", re.MULTILINE
@@ -70,9 +73,9 @@ def set_runtime(text: str, runtime: str) -> str:
     return changed
 
 
-def problems(template: Mapping[str, Any]) -> list[str]:
+def problems(template: Mapping[str, Any], root: Path | None = None) -> list[str]:
     """What is wrong with the template's runtime, one line each: unset or unsupported, the layer declared
-    for another, a function on another."""
+    for another, a function on another, and (``root``: the bundle's folder) a layer build that cannot follow it."""
     runtime = chosen(template)
     if not isinstance(runtime, str):
         return [
@@ -100,7 +103,22 @@ def problems(template: Mapping[str, Any]) -> list[str]:
                 f"{logical_id}.Runtime: {own!r}, but the layer is built for {runtime} ({WHERE}): remove it, the "
                 "runtime is chosen once for every function"
             )
-    return found
+    return found + ([] if root is None else makefile_problems(root, runtime))
+
+
+def makefile_problems(root: Path, runtime: str) -> list[str]:
+    """The bundle's ``layers/Makefile`` when it is an older cairn's, which builds for python3.12 whatever the
+    template says."""
+    try:
+        text = (root / "layers" / "Makefile").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    if OLD_MAKEFILE not in text or runtime == "python3.12":
+        return []
+    return [
+        f"layers/Makefile: an older cairn's layer build, for python3.12 alone, but the functions run on {runtime} "
+        f"({WHERE}): run cairn init --layer-only . to rewrite layers/ for the template's runtime"
+    ]
 
 
 def resource_is_function(resource: Any) -> bool:

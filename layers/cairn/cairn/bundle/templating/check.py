@@ -163,7 +163,7 @@ def check(
     elif current != section.render(registry):
         problems.append(f"the generated section of {where} is not what the registry gives: run cairn template sync")
     problems += handwritten.problems(loaded, template.parent, where, broken, reported=phase_functions)
-    problems += python_runtime.problems(loaded)
+    problems += python_runtime.problems(loaded, template.parent)
     samconfig = template.parent / "samconfig.toml"
     problems += stack_name_problems(loaded, samconfig, stack_name)
     return problems + saved_settings.problems(loaded, samconfig, config_env)
