@@ -80,6 +80,15 @@ def test_without_the_runtime_s_python_the_layer_build_names_the_two_ways_out(tmp
     assert not (tmp_path / "out").exists()
 
 
+def test_a_template_without_a_runtime_stops_the_layer_build_saying_where_it_goes(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text("Globals:\n  Function:\n    Timeout: 3\n", encoding="utf-8")
+    done = make_layer(tmp_path, f"ARTIFACTS_DIR={tmp_path / 'out'}", "ARCHITECTURE=arm64", f"TEMPLATE={template}")
+    assert done.returncode != 0
+    assert f"cairn layer: {template} names no runtime: set Globals: Function: Runtime" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_layer_build_refuses_an_unknown_architecture(tmp_path: Path) -> None:
     done = make_layer(tmp_path, f"ARTIFACTS_DIR={tmp_path / 'out'}", "ARCHITECTURE=riscv64")
     assert done.returncode != 0
