@@ -29,6 +29,7 @@ NEXT = "python3.14"
 LAYER = "CairnLayer"
 """The layer whose compiled dependencies and bytecode are for one Python."""
 WHERE = "Globals.Function.Runtime"
+"""Where the choice lives, as ``cairn template check`` names it."""
 OLD_MAKEFILE = "PYTHON312"
 """What names the layer build of a cairn before the runtime could be chosen (it built for python3.12 alone)."""
 _GLOBALS_RUNTIME = re.compile(r"^(Globals:\n(?:(?:  .*|#.*|[ \t]*)\n)*?    Runtime: ).*$", re.MULTILINE)
