@@ -162,7 +162,8 @@ deploy: build
 #   template. At most 8 minutes on 2 cores once the virtualenvs are installed.
 # - `make test-long`: the long proofs: every store's contract and fault schedules in full, the dashboard in Debian's
 #   chromium, `cairn dev` processes, the chaos run, and the e2e tests (a user's whole path: a fresh virtualenv with the
-#   checkout's cairn, cairn init, plain sam build for each architecture, the built artifacts running jobs).
+#   checkout's cairn, cairn init, plain sam build for each architecture, the built artifacts running jobs; a build and
+#   one job on each other runtime whose Python the machine has).
 # tests/conftest.py sorts a test into its tier. The template tests need the tools `validate` installs, the browser tests
 # Debian's chromium: with TEMPLATE_TOOLS_REQUIRED and BROWSER_REQUIRED they fail instead of skipping when one is
 # missing. The suite runs on TEST_WORKERS processes (pytest-xdist); TEST_WORKERS=0 runs it in one.

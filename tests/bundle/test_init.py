@@ -4,6 +4,7 @@ pytest and ``cairn new`` in it run in tests/template/test_own_bundle.py, from a 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cairn.bundle import init as init_module
-from cairn.bundle import wheel
+from cairn.bundle import python_runtime, wheel
 from cairn.bundle.templating import cfnyaml
 from tests.bundle.skeleton import ROOT
 
@@ -103,6 +104,26 @@ def test_the_driver_and_architecture_are_the_template_s_defaults_and_samconfig_s
     overrides = {name: samconfig[name]["global"]["parameters"]["parameter_overrides"] for name in ("default", "prod")}
     assert overrides == {"default": "Architecture=x86_64", "prod": "Architecture=x86_64 Stage=prod"}
     assert (bundle / "functions" / "billing" / "pipeline.py").is_file()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "runtime"), [((), python_runtime.DEFAULT), (("--runtime", "python3.12"), "python3.12")]
+)
+def test_the_runtime_is_written_once_and_the_template_check_passes(
+    tmp_path: Path, arguments: tuple[str, ...], runtime: str
+) -> None:
+    bundle = init(tmp_path, "--no-example", *arguments)
+
+    text = (bundle / "template.yaml").read_text(encoding="utf-8")
+    template = cfnyaml.load(text)
+    assert template["Globals"]["Function"]["Runtime"] == runtime
+    assert template["Resources"]["CairnLayer"]["Properties"]["CompatibleRuntimes"] == [runtime]
+    assert re.findall(r"python3\.\d+", text) == [runtime, runtime]  # nowhere else: the layer's build reads it
+    readme = (bundle / "README.md").read_text(encoding="utf-8")
+    assert f"The runtime, {runtime}, is chosen once" in readme
+    assert f"needs python{python_runtime.version(runtime)}" in readme
+    checked = cairn("template", "check", cwd=bundle)
+    assert checked.returncode == 0, checked.stderr
 
 
 def test_without_an_example_the_registry_is_empty_and_cairn_new_fills_it(tmp_path: Path) -> None:
@@ -224,6 +245,9 @@ def test_sigterm_while_the_bundle_is_made_leaves_the_folder_as_it_was(tmp_path: 
         (("--pipeline", "json"), "would hide the module 'json'"),
         (("--driver", "lambda"), "invalid choice: 'lambda'"),
         (("--arch", "riscv64"), "invalid choice: 'riscv64'"),
+        (("--runtime", "python3.11"), "'python3.11' is not a runtime cairn supports: choose python3.12 or python3.13"),
+        (("--runtime", python_runtime.NEXT), f"{python_runtime.NEXT} is not supported yet"),
+        (("--runtime", "nodejs22.x"), "'nodejs22.x' is not a runtime cairn supports"),
     ],
 )
 def test_bad_options_are_refused_in_one_line_and_write_nothing(

@@ -320,7 +320,14 @@ def test_the_openapi_document_lists_every_route_with_its_responses(api: Api) -> 
     assert not any("422" in op["responses"] for op in operations.values())
     schemas = document["components"]["schemas"]
     assert {"CreateJobRequest", "RetryRequest", "JobView", "JobPage", "JobLog", "ErrorBody", "Health"} <= set(schemas)
-    assert set(schemas["JobCounts"]["properties"]) == {"counts", "total", "exact", "unreadable", "stalled", "maintained"}
+    assert set(schemas["JobCounts"]["properties"]) == {
+        "counts",
+        "total",
+        "exact",
+        "unreadable",
+        "stalled",
+        "maintained",
+    }
     assert set(schemas["CreateJobRequest"]["properties"]) == {"pipeline", "jobId", "state"}
     assert {"jobId", "nextPhase", "createdAt", "state"} <= set(schemas["JobView"]["properties"])
     parameters = {param["name"] for param in operations["GET", "/jobs"]["parameters"]}

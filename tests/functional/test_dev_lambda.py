@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,12 +15,13 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
+from cairn.bundle import python_runtime
 from cairn.dev.aws_endpoint import AwsEndpoint
 from cairn.dev.environments import FunctionPool
 from cairn.dev.lambda_service import LambdaService
 from cairn.dev.logs import DevLog
 from cairn.dev.models import FunctionConfig
-from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
+from cairn.dev.runtimes import RuntimeNotFound, interpreter_for, interpreter_line
 from tests.tools import missing
 
 HANDLERS = """
@@ -288,10 +290,11 @@ def handler(event, context):
 """
 
 
-def test_a_built_function_runs_on_its_runtime_with_only_its_layers_on_the_path(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runtime", python_runtime.SUPPORTED)
+def test_a_built_function_runs_on_its_runtime_with_only_its_layers_on_the_path(tmp_path: Path, runtime: str) -> None:
     """A built template's function: the runtime's Python, its code folder and built layers, nothing of cairn dev's."""
     try:
-        interpreter_for("python3.12")
+        interpreter_for(runtime)
     except RuntimeNotFound as exc:
         missing(str(exc))
     code = tmp_path / "code"
@@ -299,7 +302,7 @@ def test_a_built_function_runs_on_its_runtime_with_only_its_layers_on_the_path(t
     (code / "probe.py").write_text(PATH_PROBE)
     layer = tmp_path / "layer" / "python"
     layer.mkdir(parents=True)
-    built = function(code, "probe", "probe.handler", runtime="python3.12", built_layers=(layer,))
+    built = function(code, "probe", "probe.handler", runtime=runtime, built_layers=(layer,))
     service = LambdaService({"probe": built}, dict(os.environ), DevLog(), region="us-east-1", account="123456789012")
     try:
         outcome = service.invoke("probe", {})
@@ -307,7 +310,20 @@ def test_a_built_function_runs_on_its_runtime_with_only_its_layers_on_the_path(t
         service.close()
     assert not outcome.failed, outcome.payload
     answer = outcome.payload
-    assert answer["version"] == [3, 12]
+    assert answer["version"] == [int(part) for part in python_runtime.version(runtime).split(".")]
     assert answer["path"][0] == str(code)
     assert str(layer) in answer["path"]
     assert not [entry for entry in answer["path"] if "site-packages" in entry or "layers/cairn" in entry]
+    assert interpreter_line([built]).startswith(f"  python        {runtime} ({interpreter_for(runtime)})")
+
+
+def test_the_banner_says_when_the_source_template_s_functions_run_on_another_python_than_its_runtime(
+    tmp_path: Path,
+) -> None:
+    running = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    other = next(runtime for runtime in (*python_runtime.SUPPORTED, python_runtime.NEXT) if runtime != running)
+    same = interpreter_line([function(tmp_path, "api", "app.handler", runtime=running)])
+    assert same == f"  python        {running} ({sys.executable}), the template's runtime"
+    differs = interpreter_line([function(tmp_path, "api", "app.handler", runtime=other)])
+    assert f"{running} ({sys.executable}), this cairn's; the template's runtime is {other}" in differs
+    assert "--template .aws-sam/build/template.yaml" in differs

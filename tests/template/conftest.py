@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from cairn.bundle import python_runtime
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
-from tests.template.cfn import ROOT
+from tests.template.cfn import ROOT, load_yaml_template
 from tests.tools import missing
 
 SAM_CLI = ROOT / ".venv-sam" / "bin" / "sam"
@@ -32,10 +33,11 @@ def sam_cli() -> Path:
 
 
 @pytest.fixture(scope="session")
-def python312() -> str:
-    """A Python 3.12 for ``sam build`` (on PATH, else pyenv's); skip (or fail, when tools are required) without."""
+def runtime_python() -> str:
+    """The Python of the template's runtime, for ``sam build`` (on PATH, else pyenv's); skip (or fail, when tools
+    are required) without."""
     try:
-        return interpreter_for("python3.12")
+        return interpreter_for(str(python_runtime.chosen(load_yaml_template())))
     except RuntimeNotFound as exc:
         missing(str(exc))
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.template.builds import check_repository_build
+from cairn.bundle import python_runtime
+from tests.template.builds import RUNTIME, check_repository_build
 from tests.template.cfn import ROOT, sam_template
 
 OTHER_ARCHITECTURE = {"x86_64": "arm64", "amd64": "arm64", "aarch64": "x86_64", "arm64": "x86_64"}[
@@ -69,11 +70,22 @@ def make_layer(tmp_path: Path, *variables: str, path: str | None = None) -> subp
     return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600, check=False)
 
 
-def test_without_python312_the_layer_build_names_the_two_ways_out(tmp_path: Path) -> None:
-    done = make_layer(tmp_path, f"ARTIFACTS_DIR={tmp_path / 'out'}", "ARCHITECTURE=arm64", "PYTHON312=")
+def test_without_the_runtime_s_python_the_layer_build_names_the_two_ways_out(tmp_path: Path) -> None:
+    done = make_layer(tmp_path, f"ARTIFACTS_DIR={tmp_path / 'out'}", "ARCHITECTURE=arm64", "RUNTIME_PYTHON=")
     assert done.returncode != 0
-    assert "Install Python 3.12" in done.stderr
+    version = python_runtime.version(RUNTIME)
+    assert f"no Python {version} found (the {RUNTIME} runtime's" in done.stderr
+    assert f"Install Python {version} so that python{version} is on PATH" in done.stderr
     assert "sam build --use-container" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_template_without_a_runtime_stops_the_layer_build_saying_where_it_goes(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text("Globals:\n  Function:\n    Timeout: 3\n", encoding="utf-8")
+    done = make_layer(tmp_path, f"ARTIFACTS_DIR={tmp_path / 'out'}", "ARCHITECTURE=arm64", f"TEMPLATE={template}")
+    assert done.returncode != 0
+    assert f"cairn layer: {template} names no runtime: set Globals: Function: Runtime" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -87,12 +99,16 @@ def test_the_layer_build_refuses_an_unknown_architecture(tmp_path: Path) -> None
 # e2e test (tests/template/test_own_bundle.py) builds the one it runs and checks its build the same way.
 @pytest.mark.slow
 @pytest.mark.e2e
-def test_plain_sam_build_packages_the_layer_for_python312_and_the_other_architecture(
-    sam_cli: Path, python312: str, tmp_path: Path
+def test_plain_sam_build_packages_the_layer_for_the_runtime_and_the_other_architecture(
+    sam_cli: Path, runtime_python: str, tmp_path: Path
 ) -> None:
     architecture = OTHER_ARCHITECTURE
     build = tmp_path / "build"
-    environment = {**os.environ, "SAM_CLI_TELEMETRY": "0", "PATH": f"{Path(python312).parent}:{os.environ['PATH']}"}
+    environment = {
+        **os.environ,
+        "SAM_CLI_TELEMETRY": "0",
+        "PATH": f"{Path(runtime_python).parent}:{os.environ['PATH']}",
+    }
     environment.pop("PYENV_VERSION", None)
     command = [
         str(sam_cli),

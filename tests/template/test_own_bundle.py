@@ -1,12 +1,15 @@
 """A bundle of one's own, as a user makes it: outside this checkout, with only `pip install cairn-lambda[dev]`.
 
 The first test makes a virtualenv, installs the checkout's distribution into it (as the README says:
-``pip install "<checkout>/layers/cairn[dev]"``), and in a folder outside the checkout runs ``cairn init``,
-``cairn new orders``, ``cairn template check``, ``pytest``, ``sam validate --lint`` and plain ``sam build``;
-then the built artifacts run jobs to ``complete`` on both drivers: ``cairn dev`` on the built template runs
-the built API, scheduler and phase handlers on a python3.12 whose path holds only the built layer and the
-function's code folder, against moto. The second test does the same for a fresh clone of this repository.
-Both need the SAM CLI (.venv-sam) and a python3.12, and reach the package index for the layer's wheels.
+``pip install "<checkout>/layers/cairn[dev]"``), and in a folder outside the checkout runs ``cairn init
+--runtime`` (the default runtime), ``cairn new orders``, ``cairn template check``, ``pytest``, ``sam validate
+--lint`` and plain ``sam build``; then the built artifacts run jobs to ``complete`` on both drivers: ``cairn dev``
+on the built template runs the built API, scheduler and phase handlers on the runtime's Python, whose path holds
+only the built layer and the function's code folder, against moto. The second test does the same for a fresh
+clone of this repository. Each other runtime cairn supports gets the short path: ``cairn init --runtime``, plain
+``sam build`` and one job through the built handlers on that runtime's Python (skipped, saying which, where this
+machine has no such Python). They need the SAM CLI (.venv-sam) and the runtime's Python, and reach the package
+index for the layer's wheels.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from pathlib import Path
 
 import pytest
 
+from cairn.bundle import python_runtime
 from cairn.client.http import ApiClient
 from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
-from tests.template.builds import check_repository_build
+from tests.template.builds import RUNTIME, check_repository_build, interpreter_tag
 from tests.template.cfn import ROOT, load_yaml_template
 from tests.tools import missing
 
@@ -33,16 +37,23 @@ pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.xdist_group("own-bu
 HOST_ARCHITECTURE = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}[
     platform.machine().lower()
 ]
-"""The architecture the built layer must have for this machine's python3.12 to import it."""
+"""The architecture the built layer must have for this machine's Python to import it."""
 LOCAL_ONLY_MODULES = ("testing", "dev", "cli.py", "client", "bundle")
+OTHER_RUNTIMES = [runtime for runtime in python_runtime.SUPPORTED if runtime != python_runtime.DEFAULT]
+"""The runtimes a bundle may choose besides the default: each gets the short path (a build and one job)."""
 
 
-def python312() -> str:
-    """A python3.12 (the Lambda runtime's, which `sam build` compiles the layer with); skip without one."""
+def runtime_python(runtime: str) -> str:
+    """The Python of Lambda runtime ``runtime`` (which `sam build` compiles the layer with). Without one: the
+    default runtime's is a missing tool (a failure where tools are required); another runtime's test is skipped,
+    naming it (CI runs each runtime whose Python the machine has)."""
     try:
-        return interpreter_for("python3.12")
+        return interpreter_for(runtime)
     except RuntimeNotFound as exc:
-        missing(str(exc))
+        reason = f"no Python for {runtime} on this machine to build and run its layer with: {exc}"
+        if runtime == python_runtime.DEFAULT:
+            missing(reason)
+        pytest.skip(reason)
 
 
 def user_environment(*first: Path) -> dict[str, str]:
@@ -107,27 +118,36 @@ def wait_complete(api: ApiClient, job_id: str, timeout: float = 90.0) -> dict[st
     return job
 
 
-def built_layer(bundle: Path) -> Path:
-    """The built layer's ``python/`` folder, checked: cairn and its pins for this machine, bytecode, no local tools."""
+def built_layer(bundle: Path, runtime: str) -> Path:
+    """The built layer's ``python/`` folder, checked: cairn and its pins for this machine and ``runtime``, bytecode,
+    no local tools."""
+    tag = interpreter_tag(runtime)
     built = load_yaml_template(bundle / ".aws-sam" / "build" / "template.yaml")
     layer: Path = bundle / ".aws-sam" / "build" / str(built["Resources"]["CairnLayer"]["Properties"]["ContentUri"])
     layer /= "python"
     assert (layer / "cairn" / "aws" / "phase_handler.py").is_file()
-    assert list((layer / "cairn" / "core" / "engine" / "__pycache__").glob("advancing.cpython-312.pyc"))
+    assert list((layer / "cairn" / "core" / "engine" / "__pycache__").glob(f"advancing.{tag}.pyc"))
+    assert (layer / "cairn" / "layer-runtime").read_text(encoding="utf-8") == f"{runtime}\n"
     for module in LOCAL_ONLY_MODULES:
         assert not (layer / "cairn" / module).exists(), f"the layer holds the local tool cairn/{module}"
     assert not (layer / "moto").exists()
     assert not (layer / "bin").exists()
     (extension,) = layer.glob("pydantic_core/_pydantic_core.*.so")
-    assert f"cpython-312-{ {'arm64': 'aarch64'}.get(HOST_ARCHITECTURE, HOST_ARCHITECTURE) }" in extension.name
+    assert f"{tag}-{ {'arm64': 'aarch64'}.get(HOST_ARCHITECTURE, HOST_ARCHITECTURE) }" in extension.name
     return layer
 
 
 def run_jobs_on_the_built_stack(
-    bundle: Path, python: Path, environment: dict[str, str], pipeline: str, state: Mapping[str, object], log: Path
+    bundle: Path,
+    python: Path,
+    environment: dict[str, str],
+    pipeline: str,
+    state: Mapping[str, object],
+    log: Path,
+    drivers: tuple[str, ...] = ("direct", "stepfunctions"),
 ) -> None:
     """``cairn dev`` on the built template, each driver: a job of ``pipeline`` completes."""
-    for driver in ("direct", "stepfunctions"):
+    for driver in drivers:
         arguments = ("--template", ".aws-sam/build/template.yaml", "--driver", driver, "--no-reload")
         with dev_process(log / f"{driver}.log", *arguments, cwd=bundle, env=environment, python=python) as dev:
             api = ApiClient(dev.base_url)
@@ -135,21 +155,22 @@ def run_jobs_on_the_built_stack(
             wait_complete(api, f"built-{driver}")
 
 
-def shell(user_venv: Path) -> tuple[Path, dict[str, str]]:
-    """The user's virtualenv's bin folder, and a shell with it and a python3.12 on PATH."""
+def shell(user_venv: Path, runtime: str) -> tuple[Path, dict[str, str]]:
+    """The user's virtualenv's bin folder, and a shell with it and the Python of ``runtime`` on PATH."""
     bin_folder = user_venv / "bin"
-    return bin_folder, user_environment(bin_folder, Path(python312()).parent)
+    return bin_folder, user_environment(bin_folder, Path(runtime_python(runtime)).parent)
 
 
 def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
     user_venv: Path, sam_cli: Path, tmp_path: Path
 ) -> None:
-    bin_folder, environment = shell(user_venv)
+    runtime = python_runtime.DEFAULT
+    bin_folder, environment = shell(user_venv, runtime)
     cairn = bin_folder / "cairn"
     work = tmp_path / "work"
     work.mkdir()
 
-    run([cairn, "init", "my-bundle", "--arch", HOST_ARCHITECTURE], work, environment)
+    run([cairn, "init", "my-bundle", "--arch", HOST_ARCHITECTURE, "--runtime", runtime], work, environment)
     bundle = work / "my-bundle"
     run([cairn, "new", "orders"], bundle, environment)
     run([cairn, "template", "check"], bundle, environment)
@@ -168,21 +189,38 @@ def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
     assert [path.name for path in (bundle / "layers" / "wheels").iterdir()] == [
         f"cairn_lambda-{version}-py3-none-any.whl"
     ]
-    layer = built_layer(bundle)
+    layer = built_layer(bundle, runtime)
     assert (layer / f"cairn_lambda-{version}.dist-info" / "METADATA").is_file()
     run_jobs_on_the_built_stack(bundle, bin_folder / "python", environment, "orders", {"items": ["a", "b"]}, tmp_path)
+
+
+@pytest.mark.parametrize("runtime", OTHER_RUNTIMES)
+def test_a_bundle_on_each_other_runtime_builds_and_runs_a_job_through_its_built_handlers(
+    user_venv: Path, sam_cli: Path, tmp_path: Path, runtime: str
+) -> None:
+    bin_folder, environment = shell(user_venv, runtime)
+    work = tmp_path / "work"
+    work.mkdir()
+
+    run([bin_folder / "cairn", "init", "shop", "--arch", HOST_ARCHITECTURE, "--runtime", runtime], work, environment)
+    bundle = work / "shop"
+    run([sam_cli, "build"], bundle, environment)
+
+    built_layer(bundle, runtime)
+    state = {"items": ["a"]}
+    run_jobs_on_the_built_stack(bundle, bin_folder / "python", environment, "example", state, tmp_path, ("direct",))
 
 
 def test_a_fresh_clone_of_this_repository_builds_with_plain_sam_build_and_runs(
     user_venv: Path, sam_cli: Path, tmp_path: Path
 ) -> None:
-    bin_folder, environment = shell(user_venv)
+    bin_folder, environment = shell(user_venv, RUNTIME)
     clone = tmp_path / "cairn"
     run(["git", "clone", "--quiet", ROOT, clone], tmp_path, environment)
 
     run([sam_cli, "build", "--parameter-overrides", f"Architecture={HOST_ARCHITECTURE}"], clone, environment)
 
-    built_layer(clone)
+    built_layer(clone, RUNTIME)
     check_repository_build(clone / ".aws-sam" / "build", HOST_ARCHITECTURE)
     state = {"text": "Invoice 1042\nTotal: 99.50 EUR\n"}
     run_jobs_on_the_built_stack(clone, bin_folder / "python", environment, "document-intake", state, tmp_path)

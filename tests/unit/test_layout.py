@@ -155,6 +155,7 @@ _LIBRARY = (*_PORTS, "app", "dashboard", "aws")
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "layer_architecture": (),  # stdlib only: the package front imports it first, before any dependency
     "distribution": (),  # stdlib only: the distribution's name and version (cairn --version, cairn init's pin)
+    "layer_runtime": (),  # the same, for the layer's runtime
     "core": (),
     "maps": _BASE,  # the map phase kind: plugs into the core's run hooks
     "features": ("core", "maps"),  # run-level features: plug into the core's run hooks, after the maps'
@@ -165,7 +166,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "adapters": _PORTS,  # what an adapter's author imports: nothing in the package imports it
     "dashboard": ("core",),
     "aws": (*_PORTS, "app", "dashboard"),
-    "__init__": ("layer_architecture", *_PORTS, "app", "aws"),  # aws only lazily: DynamoDBStorage on first use
+    # aws only lazily: DynamoDBStorage on first use
+    "__init__": ("layer_architecture", "layer_runtime", *_PORTS, "app", "aws"),
     "testing": _LIBRARY,
     "bundle": (*_LIBRARY, "distribution"),
     "dev": (*_LIBRARY, "testing", "bundle"),

@@ -24,8 +24,8 @@ import warnings
 from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, Any
 
-# First: a layer built for another architecture stops here, saying so (before a compiled dependency fails).
-from . import layer_architecture  # noqa: F401
+# First: a layer built for another architecture or runtime stops here, saying so (before a compiled dependency fails).
+from . import layer_architecture, layer_runtime  # noqa: F401
 
 # isort: split
 from . import (

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..core.errors import CairnError
 from . import events as bundle_events
-from . import file_set, scaffold, wheel
+from . import file_set, python_runtime, scaffold, wheel
 from .command_line import Parser, add_subcommand, error
 
 SKELETON = Path(str(resources.files(__package__ or "cairn.bundle") / "skeleton"))
@@ -64,6 +64,9 @@ class Options:
     pipeline: str | None = DEFAULT_PIPELINE
     driver: str = "direct"
     architecture: str = "arm64"
+    runtime: str = python_runtime.DEFAULT
+    """The Lambda runtime, written once: the template's ``Globals: Function: Runtime`` (and the layer's
+    ``CompatibleRuntimes``), which the layer's build, ``cairn dev`` and ``cairn template check`` follow."""
     force: bool = False
     layer_only: bool = False
     """Rewrite ``layers/`` only (the layer's build, its pins and the wheel of an unreleased cairn), in an existing
@@ -107,7 +110,11 @@ def _samconfig(text: str, options: Options) -> str:
 
 def _template(text: str, options: Options) -> str:
     text = set_parameter_default(text, "Driver", options.driver)
-    return set_parameter_default(text, "Architecture", options.architecture)
+    text = set_parameter_default(text, "Architecture", options.architecture)
+    try:
+        return python_runtime.set_runtime(text, options.runtime)
+    except python_runtime.RuntimeChoiceError as exc:
+        raise InitError(str(exc)) from None
 
 
 def _layer_requirements(text: str, options: Options) -> str:
@@ -126,6 +133,8 @@ def _readme(text: str, options: Options) -> str:
         "stack": stack_name(options.folder),
         "pipeline": options.pipeline or PLACEHOLDER_PIPELINE,
         "architecture": options.architecture,
+        "runtime": options.runtime,
+        "python": f"python{python_runtime.version(options.runtime)}",
         "driver": options.driver,
         "version": wheel.installed_version(),
     }
@@ -173,6 +182,9 @@ def _check(options: Options) -> None:
         raise InitError(f"unknown driver {options.driver!r}: choose {' or '.join(DRIVERS)}")
     if options.architecture not in ARCHITECTURES:
         raise InitError(f"unknown architecture {options.architecture!r}: choose {' or '.join(ARCHITECTURES)}")
+    refused = python_runtime.refusal(options.runtime)
+    if refused is not None:
+        raise InitError(refused)
     if options.pipeline is not None:
         try:
             scaffold.check_name(options.pipeline)
@@ -259,6 +271,12 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
     init.add_argument(
         "--arch", choices=ARCHITECTURES, default="arm64", help="the functions' and the layer's architecture"
     )
+    init.add_argument(
+        "--runtime",
+        default=python_runtime.DEFAULT,
+        help=f"the Lambda runtime of every function and of the layer's build: {' or '.join(python_runtime.SUPPORTED)} "
+        f"(default {python_runtime.DEFAULT}); written once, in the template's Globals: Function: Runtime",
+    )
     init.add_argument("--force", action="store_true", help="write into a folder that is not empty")
     init.add_argument(
         "--layer-only",
@@ -275,6 +293,7 @@ def run_init(arguments: argparse.Namespace) -> int:
         pipeline=None if arguments.no_example else arguments.pipeline,
         driver=arguments.driver,
         architecture=arguments.arch,
+        runtime=arguments.runtime,
         force=arguments.force,
         layer_only=arguments.layer_only,
     )
@@ -309,7 +328,10 @@ def summary(options: Options, report: Report) -> list[str]:
         done = [f"  wrote {path}" for path in report.written] + [f"  replaced {path}" for path in report.replaced]
         done += [f"  removed {path} (an older wheel)" for path in report.removed]
         return [f"Rewrote the layer's build in {options.folder / 'layers'} ({layer_source()}):", *done]
-    lines = [f"Created the cairn bundle {options.folder} ({len(report.written)} files); its layer: {layer_source()}."]
+    lines = [
+        f"Created the cairn bundle {options.folder} ({len(report.written)} files), on {options.runtime}; "
+        f"its layer: {layer_source()}."
+    ]
     lines += [f"  replaced {path} (it was there and differed)" for path in report.replaced]
     if options.pipeline is not None:
         lines.append(f'Added the example pipeline "{options.pipeline}" (cairn new).')

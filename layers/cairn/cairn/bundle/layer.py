@@ -2,9 +2,10 @@
 
 ``sam build`` runs the layer's Makefile (``layers/Makefile``), which installs the cairn wheel and the
 pinned requirements into ``$(ARTIFACTS_DIR)/python`` and then runs this file *by path* with the
-runtime's Python (3.12), naming the bundle's folder::
+runtime's Python (the template's ``Globals: Function: Runtime``), naming the bundle's folder, the architecture
+and the runtime::
 
-    python3.12 python/cairn/bundle/layer.py python BUNDLE
+    python3.13 python/cairn/bundle/layer.py python BUNDLE arm64 python3.13
 
 It must not import the ``cairn`` package (the layer may hold compiled dependencies of another
 architecture than the build machine's), so it uses the standard library only. First it runs the
@@ -13,7 +14,9 @@ the bundle's environment): a state model changed in a way a saved state may not 
 with the check's message. Then it removes :data:`LOCAL_ONLY` (this very module among them) and the
 installed console scripts, and writes ``.pyc`` files with unchecked hashes: the layer's files never
 change once deployed, and Lambda's read-only ``/opt`` could not take a recompiled file, so without them
-every cold start would compile every module it imports again.
+every cold start would compile every module it imports again. Bytecode is only valid for the Python that wrote
+it, so a build run by another Python than the runtime's stops; the layer records its architecture and runtime
+(:mod:`cairn.layer_architecture`, :mod:`cairn.layer_runtime`).
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ LOCAL_ONLY = (
 """Parts of the cairn package (paths inside it) that never go into the layer: the ``dev`` extra's tools.
 The dashboard's files stay (the deployed API serves them); its local proxy (``cairn dashboard``, in ``client``)
 does not."""
-RUNTIME = (3, 12)
-"""The Lambda runtime's Python: the bytecode is only valid for the interpreter that wrote it."""
+RUNTIME_MARKER = "layer-runtime"
+"""The file, in the built cairn package, that names the runtime the layer was built for."""
 LEFT_OUT_FOLDERS = ("bin",)
 """What ``pip install --target`` writes beside the packages that a layer has no use for (console scripts)."""
 SCHEMAS_FILE = "state-schemas.json"
@@ -74,14 +77,19 @@ def prune(site: Path) -> list[str]:
     return removed
 
 
-def compile_bytecode(site: Path) -> bool:
-    """Write each module's ``.pyc`` (unchecked hash) beside it; whether every module compiled."""
-    if sys.version_info[:2] != RUNTIME:
-        wanted = ".".join(map(str, RUNTIME))
+def check_interpreter(runtime: str) -> None:
+    """Refuse to build for Lambda runtime ``runtime`` (``python3.13``) with another Python than its version."""
+    wanted = runtime.removeprefix("python")
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if not runtime.startswith("python") or running != wanted:
         raise LayerError(
-            f"the layer's bytecode is for the Lambda runtime, Python {wanted}, not {sys.version.split()[0]}: "
-            f"run this with python{wanted}"
+            f"the layer's bytecode is for the Lambda runtime {runtime}, not Python {sys.version.split()[0]}: "
+            f"run this with python{wanted} (the layers/Makefile finds it; RUNTIME_PYTHON chooses one)"
         )
+
+
+def compile_bytecode(site: Path) -> bool:
+    """Write each module's ``.pyc`` (unchecked hash) beside it, for this Python; whether every module compiled."""
     return bool(
         compileall.compile_dir(
             site,
@@ -138,27 +146,37 @@ def check_states(bundle: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """``layer.py SITE [BUNDLE [ARCHITECTURE]]``: check the bundle's state models, then prune and compile the
-    layer's ``python/`` folder, and record the architecture it was built for (:mod:`cairn.layer_architecture`);
-    1 when a state model does not fit, 2 with one line on a bad call."""
-    if len(argv) not in (2, 3, 4):
-        print("usage: python3.12 layer.py LAYER_PYTHON_FOLDER [BUNDLE_FOLDER [ARCHITECTURE]]", file=sys.stderr)
+    """``layer.py SITE [BUNDLE [ARCHITECTURE [RUNTIME]]]``: check the bundle's state models, then prune and
+    compile the layer's ``python/`` folder, and record the architecture and the runtime it was built for
+    (:mod:`cairn.layer_architecture`, :mod:`cairn.layer_runtime`); 1 when a state model does not fit, 2 with one
+    line on a bad call or the wrong Python."""
+    if len(argv) not in (2, 3, 4, 5):
+        print("usage: layer.py LAYER_PYTHON_FOLDER [BUNDLE_FOLDER [ARCHITECTURE [RUNTIME]]]", file=sys.stderr)
         return 2
     site = Path(argv[1])
+    try:
+        if len(argv) == 5:
+            check_interpreter(argv[4])
+    except LayerError as exc:
+        print(f"cairn layer: {exc}", file=sys.stderr)
+        return 2
     if len(argv) >= 3 and check_states(Path(argv[2]).resolve()) != 0:
         return 1
-    if len(argv) == 4:
+    if len(argv) >= 4:
         if argv[3] not in ("arm64", "x86_64"):
             print(f"cairn layer: unknown architecture {argv[3]!r} (arm64 or x86_64)", file=sys.stderr)
             return 2
         (site / "cairn" / "layer-architecture").write_text(f"{argv[3]}\n", encoding="utf-8")
+    if len(argv) == 5:
+        (site / "cairn" / RUNTIME_MARKER).write_text(f"{argv[4]}\n", encoding="utf-8")
     try:
         removed = prune(site)
         compiled = compile_bytecode(site)
     except LayerError as exc:
         print(f"cairn layer: {exc}", file=sys.stderr)
         return 2
-    print(f"cairn layer: left out {', '.join(removed) or 'nothing'}; bytecode compiled for the runtime")
+    runtime = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    print(f"cairn layer: left out {', '.join(removed) or 'nothing'}; bytecode compiled for {runtime}")
     return 0 if compiled else 1
 
 

@@ -32,6 +32,7 @@ from .gateway import ApiGateway
 from .lambda_service import LambdaService, init_failure
 from .logs import DevLog
 from .reload import CodeWatcher, state_misfits
+from .runtimes import interpreter_line
 from .stream_poller import StreamPoller
 from .time_skipping import TimeSkipper, iso_ms, skip_step_functions_waits
 from .wsgi_server import READ_TIMEOUT, read_timeout
@@ -330,6 +331,8 @@ class DevServer:
         if info["stateMachine"]:
             lines.append(f"  state machine {info['stateMachine']}")
         lines.append(f"  functions     {', '.join(self.log.short_name(name) for name in info['functions'])}")
+        if self.deployment is not None:
+            lines.append(interpreter_line(list(self.deployment.functions.values())))
         lines += covered_lines(info["covered"])
         if self.options.reload:
             lines.append("  reload        on: a change to the functions' code starts new workers")

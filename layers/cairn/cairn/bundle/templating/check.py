@@ -11,6 +11,7 @@ from ...core import naming
 from ...core.pipeline import Phase, Pipeline
 from ...core.registry import PipelineRegistry
 from ...core.settings import PHASE, PIPELINE
+from .. import python_runtime
 from . import cfnyaml, handwritten, loading, resources, saved_settings, section, serverless, stack_names
 from .errors import TemplateError
 
@@ -128,7 +129,8 @@ def check(
     Each phase needs its function (running a handler that resolves in its code folder) with the
     timeout, memory, environment and statements it declares, and its log group; no function may run a
     phase the registry does not have; the generated section must be what ``cairn template sync``
-    writes; every resource must pass :func:`.handwritten.problems`; and each stack name (``stack_name``,
+    writes; every resource must pass :func:`.handwritten.problems`; the runtime must be one cairn supports,
+    chosen once (:func:`cairn.bundle.python_runtime.problems`); and each stack name (``stack_name``,
     else those samconfig.toml beside the template saves) must keep every name the template makes from
     it within its limit (:mod:`.stack_names`); and each environment of ``config_env`` must be one
     ``sam deploy --config-env`` can deploy (:mod:`.saved_settings`).
@@ -161,6 +163,7 @@ def check(
     elif current != section.render(registry):
         problems.append(f"the generated section of {where} is not what the registry gives: run cairn template sync")
     problems += handwritten.problems(loaded, template.parent, where, broken, reported=phase_functions)
+    problems += python_runtime.problems(loaded, template.parent)
     samconfig = template.parent / "samconfig.toml"
     problems += stack_name_problems(loaded, samconfig, stack_name)
     return problems + saved_settings.problems(loaded, samconfig, config_env)
