@@ -135,6 +135,7 @@ def test_the_scheduler_reads_the_tables_stream_and_moto_delivers_none_of_it(dire
     assert source.maximum_retry_attempts == 100
     assert source.on_failure_queue is not None
     assert source.on_failure_queue.endswith(direct.outputs["SchedulerDeadLetterQueueUrl"].rsplit("/", 1)[1])
+    assert direct.table_name is not None
     assert dynamodb_backends["123456789012"][REGION].get_table(direct.table_name).lambda_event_source_mappings == {}
     assert direct.functions["cairn-dev-api"].environment["CAIRN_STATUS_COUNTS"] == "maintained"
 

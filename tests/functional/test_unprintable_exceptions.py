@@ -89,7 +89,7 @@ def test_a_phase_that_returns_a_value_whose_repr_fails_ends_the_job_with_a_place
     cairn_local: LocalCairns,
 ) -> None:
     pipeline: Pipeline[Any] = Pipeline("odd")
-    pipeline.phase(name="only")(lambda ctx: NoRepr())  # type: ignore[arg-type,return-value]  # not an outcome
+    pipeline.phase(name="only")(lambda ctx: NoRepr())  # type: ignore[type-var]  # not an outcome
     app = cairn_local(pipeline)
     app.start(pipeline, "j-1", state={})
 
