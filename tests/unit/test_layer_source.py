@@ -26,6 +26,8 @@ PIN = "cairn-lambda==0.4.2"
 def layers(tmp_path: Path) -> Path:
     """A bundle's ``layers/`` as ``cairn init`` writes it, its requirements pinning cairn-lambda 0.4.2."""
     folder = shutil.copytree(SKELETON_LAYERS, tmp_path / "bundle" / "layers")
+    # the runtime the layer is built for, which its Makefile reads from the bundle's template
+    (tmp_path / "bundle" / "template.yaml").write_text("Globals:\n  Function:\n    Runtime: python3.13\n")
     requirements = folder / "requirements.txt"
     requirements.write_text(requirements.read_text(encoding="utf-8") + f"{PIN}\n", encoding="utf-8")
     return folder
@@ -34,7 +36,7 @@ def layers(tmp_path: Path) -> Path:
 def build(layers: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
     """``make build-CairnLayer`` in the arm64 folder, as ``sam build`` runs it; and the pip calls it made."""
     calls = tmp_path / "calls"
-    python = tmp_path / "python3.12"
+    python = tmp_path / "python3.13"
     python.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{calls}"\n', encoding="utf-8")
     python.chmod(0o755)
     done = subprocess.run(
@@ -45,7 +47,7 @@ def build(layers: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str
             str(layers / "Makefile"),
             "build-CairnLayer",
             f"ARTIFACTS_DIR={tmp_path / 'artifacts'}",
-            f"PYTHON312={python}",
+            f"RUNTIME_PYTHON={python}",
         ],
         cwd=layers / "arm64",
         env={key: value for key, value in os.environ.items() if not key.startswith("MAKE")},
