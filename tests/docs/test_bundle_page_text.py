@@ -1,6 +1,6 @@
 """What a bundle's user reads on the getting-started pages, checked from the text (their commands run in
-tests/docs/test_bundle_pages.py): no command of this repository's Makefile, a reason on every block left unrun, the
-own-bundle page's steps as a numbered list on the built site, and every documented ``curl`` that sends a body
+tests/docs/test_bundle_pages.py): no command of this repository's Makefile, only parameters a bundle's template has,
+the own-bundle page's steps as a numbered list on the built site, and every documented ``curl`` that sends a body
 naming its JSON content type (the API refuses another with 415)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 import markdown  # type: ignore[import-untyped]  # Python-Markdown (what mkdocs renders with) has no stubs here
 import pytest
 
+from cairn.bundle.templating import cfnyaml
 from tests.docs.examples import BUNDLE_PAGES, ROOT, pages, shell_blocks
 
 #: The Markdown extensions mkdocs.yml builds the site with that shape lists and blocks.
@@ -29,6 +30,15 @@ def test_a_bundle_page_s_commands_are_a_bundle_s(page: Path) -> None:
         )
     text = page.read_text()
     assert not re.search(r"`make [a-z-]+", text), f"{page.name} names a make target; a bundle has no Makefile"
+
+
+def test_the_bundle_pages_name_only_parameters_a_bundle_s_template_has() -> None:
+    repository = set(cfnyaml.load((ROOT / "template.yaml").read_text())["Parameters"])
+    bundle = set(cfnyaml.load((ROOT / "layers/cairn/cairn/bundle/skeleton/template.yaml").read_text())["Parameters"])
+    named = {page.name: set(re.findall(r"`([A-Z][A-Za-z]+)(?:=[^`]*)?`", page.read_text())) for page in BUNDLE_PAGES}
+    assert set().union(*named.values()) & bundle, "the pages name no parameter: this check looks at nothing"
+    lacking = {page: sorted((names & repository) - bundle) for page, names in named.items()}
+    assert not any(lacking.values()), f"parameters a bundle's template does not have: {lacking}"
 
 
 class _Lists(HTMLParser):
