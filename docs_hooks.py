@@ -23,6 +23,7 @@ from mkdocs.structure.files import File, Files
 ROOT = Path(__file__).resolve().parent
 SETTINGS = ROOT / "layers" / "cairn" / "cairn" / "core" / "settings.py"
 TEMPLATE = ROOT / "template.yaml"
+BUNDLE_TEMPLATE = ROOT / "layers" / "cairn" / "cairn" / "bundle" / "skeleton" / "template.yaml"
 GENERATED = "This page is generated when the site is built"
 
 
@@ -134,12 +135,25 @@ def template_page() -> str:
     from cairn.bundle.templating import cfnyaml
 
     template = cfnyaml.load(TEMPLATE.read_text())
+    in_a_bundle = cfnyaml.load(BUNDLE_TEMPLATE.read_text())
+    repository_only = [
+        name for part in ("Parameters", "Outputs") for name in template[part] if name not in in_a_bundle.get(part, {})
+    ]
     lines = [
         "# The template: parameters and outputs",
         "",
         f"{GENERATED} from `template.yaml`. Set a parameter with `sam deploy --parameter-overrides NAME=VALUE` "
         "(or in samconfig.toml), or `cairn dev --parameter NAME=VALUE` on the local stack.",
         "",
+    ]
+    if repository_only:
+        names = ", ".join(f"`{name}`" for name in repository_only)
+        lines += [
+            f"A bundle made by `cairn init` has every parameter and output below except {names}, "
+            "which this repository's sample pipelines use.",
+            "",
+        ]
+    lines += [
         "## Parameters",
         "",
         "| Parameter | Type | Default | Allowed | Description |",

@@ -71,6 +71,7 @@ LONG_FILES = (
     "benchmarks/test_scale_suite.py",
     "bundle/test_build_state_check.py",
     "bundle/test_init.py",
+    "docs/test_bundle_pages.py",
     "functional/test_api_fuzz.py",
     "functional/test_api_reply_limits.py",
     "functional/test_cost_order_read_units.py",

@@ -1,8 +1,11 @@
 """The documentation's figures and examples: the README's length, the fenced Python blocks of README.md and
-docs/**/*.md, and the public names of ``cairn`` with their docstrings.
+docs/**/*.md, the shell blocks of the pages a bundle's user follows, and the public names of ``cairn`` with their
+docstrings.
 
-Every ```` ```python ```` block runs (tests/docs/test_examples.py). A block that cannot run as written (it calls a
-deployed model, say) is marked on the line just above its fence with ``<!-- not run: the reason -->``.
+Every ```` ```python ```` block runs (tests/docs/test_examples.py), and so does every ```` ```bash ```` (or
+``shell``, ``sh``) block of :data:`BUNDLE_PAGES`, in a bundle made by ``cairn init`` (tests/docs/test_bundle_pages.py).
+A block that cannot run as written (it calls a deployed model, or deploys to AWS, say) is marked on the line just
+above its fence with ``<!-- not run: the reason -->``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ DOCS = ROOT / "docs"
 README_MAX_LINES = 200
 NOT_RUN = re.compile(r"<!-- not run: (?P<reason>[^>]+) -->")
 FENCE = re.compile(r"^```python\n(?P<code>.*?)^```$", flags=re.DOTALL | re.MULTILINE)
+SHELL_FENCE = re.compile(r"^```(?:bash|shell|sh)\n(?P<code>.*?)^```$", flags=re.DOTALL | re.MULTILINE)
+#: The pages whose commands a user types in a bundle made by ``cairn init``, in the order they are followed: the
+#: first makes the bundle (from an empty folder), the next run in it.
+BUNDLE_PAGES = (DOCS / "getting-started" / "own-bundle.md", DOCS / "getting-started" / "first-deploy.md")
 #: Modules an application imports by name besides ``cairn``: each public name of their ``__all__`` is checked too.
 PUBLIC_MODULES = ("cairn.adapters", "cairn.agents", "cairn.testing.plugin")
 
@@ -41,16 +48,21 @@ def pages() -> list[Path]:
     return [README, *sorted(DOCS.rglob("*.md"))]
 
 
-def examples(page: Path) -> list[Example]:
-    """The ```python blocks of ``page``, in order."""
+def examples(page: Path, fence: re.Pattern[str] = FENCE) -> list[Example]:
+    """The ```python blocks of ``page`` (or those ``fence`` matches, such as :data:`SHELL_FENCE`), in order."""
     text = page.read_text()
     found = []
-    for match in FENCE.finditer(text):
+    for match in fence.finditer(text):
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = NOT_RUN.fullmatch(before.strip())
         line = text.count("\n", 0, match.start()) + 1
         found.append(Example(page, line, match.group("code"), marker.group("reason") if marker else None))
     return found
+
+
+def shell_blocks(page: Path) -> list[Example]:
+    """The ```bash, ```shell and ```sh blocks of ``page``, in order."""
+    return examples(page, SHELL_FENCE)
 
 
 def pages_with_examples() -> list[Path]:

@@ -46,3 +46,12 @@ def test_the_python_page_renders_every_exported_name() -> None:
     page = docs_hooks.python_page()
     for name in cairn.__all__:
         assert f".{name}\n" in page
+
+
+def test_the_template_page_names_what_a_bundle_s_template_lacks() -> None:
+    page = docs_hooks.template_page()
+    in_a_bundle = cfnyaml.load(docs_hooks.BUNDLE_TEMPLATE.read_text())
+    note = next(line for line in page.splitlines() if line.startswith("A bundle made by `cairn init`"))
+    assert "`DocumentsBucket`" in note
+    assert "`AgentModelId`" in note
+    assert not [name for name in in_a_bundle["Parameters"] if f"`{name}`" in note]
