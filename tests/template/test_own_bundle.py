@@ -1,11 +1,14 @@
 """A bundle of one's own, as a user makes it: outside this checkout, with only `pip install cairn-lambda[dev]`.
 
-The first test makes a virtualenv, installs the checkout's distribution into it (as the README says:
-``pip install "<checkout>/layers/cairn[dev]"``), and in a folder outside the checkout runs ``cairn init
---runtime`` (the default runtime), ``cairn new orders``, ``cairn template check``, ``pytest``, ``sam validate
---lint`` and plain ``sam build``; then the built artifacts run jobs to ``complete`` on both drivers: ``cairn dev``
-on the built template runs the built API, scheduler and phase handlers on the runtime's Python, whose path holds
-only the built layer and the function's code folder, against moto. The second test does the same for a fresh
+The first test builds the checkout's wheel (``python -m build --wheel``: the distribution cairn-lambda), installs
+it with the dev extra into a fresh virtualenv, and in a folder outside the checkout runs ``cairn init --runtime``
+(the default runtime, python3.13), ``cairn new orders``; the user then makes ``start`` an ``async def`` phase that
+charges once through ``ctx.idempotency_key`` and ``ctx.step``, with its tests on the test kit (a crash after the
+step, and one before its result was saved: the charge made once, the key the same), and runs ``cairn template
+check``, ``pytest``, ``sam validate --lint`` and plain ``sam build``; then the built artifacts run jobs to
+``complete`` on both drivers, their results carrying the step's kept receipt: ``cairn dev`` on the built template
+runs the built API, scheduler and phase handlers on the runtime's Python, whose path holds only the built layer
+and the function's code folder, against moto. The second test does the same for a fresh
 clone of this repository. Each other runtime cairn supports gets the short path: ``cairn init --runtime``, plain
 ``sam build`` and one job through the built handlers on that runtime's Python (skipped, saying which, where this
 machine has no such Python). They need the SAM CLI (.venv-sam) and the runtime's Python, and reach the package
@@ -14,8 +17,10 @@ index for the layer's wheels.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -31,6 +36,7 @@ from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
 from tests.template.builds import RUNTIME, check_repository_build, interpreter_tag
 from tests.template.cfn import ROOT, load_yaml_template
+from tests.template.user_code import ORDERS_PIPELINE, ORDERS_TEST_NAMES, ORDERS_TESTS
 from tests.tools import missing
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e, pytest.mark.xdist_group("own-bundle")]
@@ -93,16 +99,39 @@ def untracked_in_library() -> list[str]:
     return sorted(line for line in done.stdout.splitlines() if "__pycache__" not in line)
 
 
+INSTALLED = """
+import json
+from importlib import metadata
+import cairn
+found = metadata.distribution("cairn-lambda")
+print(json.dumps({"name": found.metadata["Name"], "url": json.loads(found.read_text("direct_url.json"))["url"],
+                  "package": cairn.__file__}))
+"""
+"""What the user's virtualenv says of the installed cairn: its distribution's name, where it was installed from,
+where ``import cairn`` finds it."""
+
+
 @pytest.fixture(scope="module")
 def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv where ``pip install "<checkout>/layers/cairn[dev]"`` ran; the checkout is left clean."""
+    """A fresh virtualenv where the wheel of the checkout's layers/cairn was installed with its dev extra
+    (``pip install "cairn_lambda-X.Y.Z-py3-none-any.whl[dev]"``); the checkout is left clean."""
     venv = tmp_path_factory.mktemp("user") / "venv"
+    wheels = venv.parent / "dist"
     environment = user_environment()
     before = untracked_in_library()
+    library = ROOT / "layers" / "cairn"
+    build: list[str | Path] = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", wheels, library]
+    run(build, venv.parent, environment)
+    (wheel,) = wheels.glob("cairn_lambda-*-py3-none-any.whl")
     run([sys.executable, "-m", "venv", venv], venv.parent, environment)
-    pip: list[str | Path] = [venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    run([*pip, f"{ROOT / 'layers' / 'cairn'}[dev]"], venv.parent, environment, timeout=900)
-    assert untracked_in_library() == before, "installing from the checkout left files in it"
+    python = venv / "bin" / "python"
+    pip: list[str | Path] = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    run([*pip, f"{wheel}[dev]"], venv.parent, environment, timeout=900)
+    assert untracked_in_library() == before, "building and installing the wheel left files in the checkout"
+    installed = json.loads(run([python, "-c", INSTALLED], venv.parent, environment))
+    assert installed["name"] == "cairn-lambda"
+    assert installed["url"] == wheel.as_uri()  # from the wheel, not the source folder
+    assert Path(installed["package"]).is_relative_to(venv)
     return venv
 
 
@@ -145,14 +174,16 @@ def run_jobs_on_the_built_stack(
     state: Mapping[str, object],
     log: Path,
     drivers: tuple[str, ...] = ("direct", "stepfunctions"),
-) -> None:
-    """``cairn dev`` on the built template, each driver: a job of ``pipeline`` completes."""
+) -> list[dict[str, object]]:
+    """``cairn dev`` on the built template, each driver: a job of ``pipeline`` completes; the jobs, by driver."""
+    jobs = []
     for driver in drivers:
         arguments = ("--template", ".aws-sam/build/template.yaml", "--driver", driver, "--no-reload")
         with dev_process(log / f"{driver}.log", *arguments, cwd=bundle, env=environment, python=python) as dev:
             api = ApiClient(dev.base_url)
             api.start(pipeline, state=state, job_id=f"built-{driver}")
-            wait_complete(api, f"built-{driver}")
+            jobs.append(wait_complete(api, f"built-{driver}"))
+    return jobs
 
 
 def shell(user_venv: Path, runtime: str) -> tuple[Path, dict[str, str]]:
@@ -173,10 +204,14 @@ def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
     run([cairn, "init", "my-bundle", "--arch", HOST_ARCHITECTURE, "--runtime", runtime], work, environment)
     bundle = work / "my-bundle"
     run([cairn, "new", "orders"], bundle, environment)
+    (bundle / "functions" / "orders" / "pipeline.py").write_text(ORDERS_PIPELINE, encoding="utf-8")
+    (bundle / "tests" / "pipelines" / "test_orders.py").write_text(ORDERS_TESTS, encoding="utf-8")
     run([cairn, "template", "check"], bundle, environment)
-    tests = run([bin_folder / "pytest", "-q"], bundle, environment)
+    tests = run([bin_folder / "pytest", "-v"], bundle, environment)
     assert "5 passed" in tests  # two tests per pipeline (the example's and orders') and the template check
     assert "failed" not in tests
+    for name in ORDERS_TEST_NAMES:
+        assert f"tests/pipelines/test_orders.py::{name} PASSED" in tests
     run([sam_cli, "validate", "--lint"], bundle, environment)
     run([sam_cli, "build"], bundle, environment)
 
@@ -191,7 +226,14 @@ def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
     ]
     layer = built_layer(bundle, runtime)
     assert (layer / f"cairn_lambda-{version}.dist-info" / "METADATA").is_file()
-    run_jobs_on_the_built_stack(bundle, bin_folder / "python", environment, "orders", {"items": ["a", "b"]}, tmp_path)
+    state = {"items": ["a", " ", "b"]}
+    for job in run_jobs_on_the_built_stack(bundle, bin_folder / "python", environment, "orders", state, tmp_path):
+        result = job["result"]
+        assert isinstance(result, dict)
+        assert result["results"] == ["A", "B"]
+        receipt = result["receipt"]  # what ctx.step kept in the async phase, carried to the job's result
+        assert receipt == {"charge": "ch_1", "amount": 2, "key": receipt["key"]}
+        assert re.fullmatch(r"cairn-[0-9a-f]{32}", receipt["key"])
 
 
 @pytest.mark.parametrize("runtime", OTHER_RUNTIMES)
