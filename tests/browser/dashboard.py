@@ -116,11 +116,14 @@ def expectations_timing_out_after(timeout_ms: float) -> Iterator[None]:
         expect.set_options(timeout=TIMEOUT_MS)
 
 
-def refreshed(page: Page, check: Callable[[], object], *, safety_s: float = SAFETY_S) -> None:
+def refreshed(
+    page: Page, check: Callable[[], object], *, safety_s: float = SAFETY_S, interval_ms: int | None = None
+) -> None:
     """Wait until ``check`` holds of the page, moving the page's clock on one live-refresh interval after each look.
 
     ``check`` makes expectations (``expect(...)``, asserts): each look gives its expectations ``LOOK_MS`` of real
-    time; while one fails, ``page.clock.run_for(POLL_MS)`` runs the refresh that is due, and the check looks again.
+    time; while one fails, ``page.clock.run_for(POLL_MS)`` runs the refresh that is due, and the check looks again
+    (``interval_ms``: the refresh's interval where it is not ``POLL_MS``, a settled job's ``SETTLED_POLL_MS``).
     The page's clock must be Playwright's (the fixtures' pages are). A refresh still in flight is not hurried: the
     poller sets its next timer when a read ends, so a step during a read moves only the time the page shows.
     Fails, with the check's last failure, after ``safety_s`` seconds of real time.
@@ -136,9 +139,9 @@ def refreshed(page: Page, check: Callable[[], object], *, safety_s: float = SAFE
             if time.monotonic() >= deadline:
                 raise AssertionError(
                     f"not so after {safety_s:g} s of real time, the page's clock moved on {intervals} refresh "
-                    f"intervals of {POLL_MS} ms: {failure}"
+                    f"intervals of {interval_ms or POLL_MS} ms: {failure}"
                 ) from failure
-        page.clock.run_for(POLL_MS)
+        page.clock.run_for(interval_ms or POLL_MS)
         intervals += 1
 
 
@@ -148,8 +151,9 @@ def pause_clock(page: Page) -> None:
     page.clock.pause_at(page.evaluate("() => Date.now()") / 1000 + PAUSE_AHEAD_S)
 
 
-def wait_for_refreshes(page: Page, job_id: str, count: int = 2) -> None:
-    """Wait until the page's live refresh has read the job and shown what it read, ``count`` times, on its clock.
+def wait_for_refreshes(page: Page, job_id: str, count: int = 2, *, settled: bool = False) -> None:
+    """Wait until the page's live refresh has read the job and shown what it read, ``count`` times, on its clock
+    (``settled``: a complete, failed or cancelled job, which the page reads every ``SETTLED_POLL_MS``).
 
     The read after them proves it: the refresh reads again only once it has shown its last read.
     """
@@ -170,6 +174,6 @@ def wait_for_refreshes(page: Page, job_id: str, count: int = 2) -> None:
 
     page.on("request", seen)
     try:
-        refreshed(page, read_again)
+        refreshed(page, read_again, interval_ms=SETTLED_POLL_MS if settled else None)
     finally:
         page.remove_listener("request", seen)

@@ -92,7 +92,7 @@ def test_cancel_a_running_job(browser_page: Page, gated_stack: DevStack, tmp_pat
     cut = view["cutShort"]  # yet the run it cut short is shown, from its claim to the cancel
     assert cut["phase"] == "gather"
     assert cut["startedAt"] <= cut["endedAt"] == view["updatedAt"]
-    wait_for_refreshes(page, "cancelled-running", 1)
+    wait_for_refreshes(page, "cancelled-running", 1, settled=True)
     expect(banner).to_have_attribute("data-status", "cancelled")
     cut_row = page.locator(".timeline-row.outcome-cut-short")
     expect(cut_row).to_contain_text("gather")
@@ -135,7 +135,7 @@ def test_a_complete_jobs_disallowed_buttons_are_disabled_with_a_reason_and_stay_
             expect(button(page, name)).to_be_enabled()
 
     check()
-    wait_for_refreshes(page, "finished", 2)
+    wait_for_refreshes(page, "finished", 2, settled=True)
     for name in reasons:
         assert button(page, name).is_disabled(), name
     check()

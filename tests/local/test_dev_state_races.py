@@ -19,8 +19,8 @@ import pytest
 from tests.local.devstack import HUNG, DevStack, dev_stack, scratch_project
 
 SCALE = max(1, int(os.environ.get("CAIRN_PROOF_SCALE", "1")))
-READS = 2000 * SCALE
-"""Reads of the job, POLLERS at once, its view with its state and its whole log in turn (2,000 at scale 4)."""
+READS = 800 * SCALE
+"""Reads of the job, POLLERS at once, its view with its state and its whole log in turn (3,200 at scale 4)."""
 POLLERS = 4
 
 
