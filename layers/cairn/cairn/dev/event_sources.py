@@ -27,6 +27,28 @@ if TYPE_CHECKING:
 IDLE_POLL_SECONDS = 0.2
 
 
+def poll_until_stopped(
+    stop: threading.Event,
+    working: Callable[[], AbstractContextManager[None]],
+    poll_once: Callable[[], int],
+    failed: Callable[[Exception], None],
+) -> None:
+    """Call ``poll_once`` (inside ``working``) until ``stop`` is set, idling :data:`IDLE_POLL_SECONDS` after a poll
+    that delivered nothing; a failed poll (the endpoint shutting down, or moto hiccuping) is told to ``failed`` and
+    tried again."""
+    while not stop.is_set():
+        try:
+            with working():
+                delivered = poll_once()
+        except Exception as exc:
+            if stop.is_set():
+                return
+            failed(exc)
+            delivered = 0
+        if not delivered:
+            stop.wait(IDLE_POLL_SECONDS)
+
+
 def sqs_record(message: dict[str, Any], source: SqsSource, region: str) -> dict[str, Any]:
     """The record of one SQS message in Lambda's SQS event."""
     body = str(message.get("Body", ""))
@@ -65,17 +87,10 @@ class SqsPoller:
         self.thread = threading.Thread(target=self._loop, name=f"sqs-{function}", daemon=True)
 
     def _loop(self) -> None:
-        while not self.stop.is_set():
-            try:
-                with self.working():
-                    delivered = self.poll_once()
-            except Exception as exc:  # the endpoint is shutting down, or moto hiccuped: try again
-                if self.stop.is_set():
-                    return
-                self.lambdas.log.say("sqs", f"polling {self.source.queue_url} failed: {exc}", "WARNING")
-                delivered = 0
-            if not delivered:
-                self.stop.wait(IDLE_POLL_SECONDS)
+        poll_until_stopped(self.stop, self.working, self.poll_once, self._failed)
+
+    def _failed(self, exc: Exception) -> None:
+        self.lambdas.log.say("sqs", f"polling {self.source.queue_url} failed: {exc}", "WARNING")
 
     def poll_once(self) -> int:
         """Deliver one batch; returns how many messages it held."""

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import event_filters
-from .event_sources import IDLE_POLL_SECONDS
+from .event_sources import poll_until_stopped
 from .lambda_service import LambdaService
 
 if TYPE_CHECKING:
@@ -108,17 +108,10 @@ class StreamPoller:
         self.thread = threading.Thread(target=self._loop, name=f"stream-{function}", daemon=True)
 
     def _loop(self) -> None:
-        while not self.stop.is_set():
-            try:
-                with self.working():
-                    delivered = self.poll_once()
-            except Exception as exc:  # the endpoint is shutting down, or moto hiccuped: try again
-                if self.stop.is_set():
-                    return
-                self.lambdas.log.say("stream", f"reading {self.source.stream_arn} failed: {exc}", "WARNING")
-                delivered = 0
-            if not delivered:
-                self.stop.wait(IDLE_POLL_SECONDS)
+        poll_until_stopped(self.stop, self.working, self.poll_once, self._failed)
+
+    def _failed(self, exc: Exception) -> None:
+        self.lambdas.log.say("stream", f"reading {self.source.stream_arn} failed: {exc}", "WARNING")
 
     def poll_once(self) -> int:
         """Read (or retry) one batch of each shard; how many records were done (0: none, or a batch failed)."""
