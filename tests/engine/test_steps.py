@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from cairn import Done, JobStatus, Map, Next, PhaseContext, Pipeline, RetryPolicy
-from cairn.adapters import Storage
 from cairn.storage.file import FileStorage
 from cairn.testing.plugin import LocalCairns, SimulatedCrash, crash_on
 
@@ -214,27 +213,14 @@ def test_a_map_item_has_a_key_kept_across_its_retries_and_no_steps(cairn_local: 
     assert keys[0][0] != keys[1][0]
 
 
-def test_on_dynamodb_the_step_is_kept_through_a_crash(cairn_local: LocalCairns, cairn_dynamodb: Storage) -> None:
-    card, keys = FakeCard(), list[str]()
-    pipeline = _checkout(card, keys)
-    app = cairn_local(pipeline, storage=crash_on("commit", nth=1, storage=cairn_dynamodb))
-    app.start(pipeline, "order-1", state={"amount": 40})
-    with pytest.raises(SimulatedCrash):
-        app.run_until_idle()
-    app.retry("order-1")
-    app.run_until_idle()
-
-    assert app.get("order-1").result == {"charge": "ch_1", "amount": 40}
-    assert len(card.calls) == 1
-    assert keys[0] == keys[1]
-
-
-def test_on_the_file_store_the_step_and_the_key_are_kept_through_a_crash(
-    cairn_local: LocalCairns, tmp_path: Path
+@pytest.mark.parametrize("store", ["dynamodb", "file"])
+def test_on_a_durable_store_the_step_and_the_key_are_kept_through_a_crash(
+    store: str, cairn_local: LocalCairns, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     card, keys = FakeCard(), list[str]()
     pipeline = _checkout(card, keys)
-    app = cairn_local(pipeline, storage=crash_on("commit", nth=1, storage=FileStorage(tmp_path)))
+    storage = request.getfixturevalue("cairn_dynamodb") if store == "dynamodb" else FileStorage(tmp_path)
+    app = cairn_local(pipeline, storage=crash_on("commit", nth=1, storage=storage))
     app.start(pipeline, "order-1", state={"amount": 40})
     with pytest.raises(SimulatedCrash):
         app.run_until_idle()
