@@ -5,14 +5,13 @@ re-reading up to 4,000 index entries. Through moto's real stream, the records de
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, cast
 
 import boto3
 import pytest
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from benchmarks.dynamodb_meter import DynamoDBMeter
+from benchmarks.dynamodb_meter import DynamoDBMeter, Figures
 from cairn import JobStatus, run_pipeline
 from cairn.aws.dynamodb import DynamoDBStorage
 from cairn.aws.dynamodb.status_counts import COUNTS_SK, MAX_MARKS, counts_key
@@ -20,6 +19,7 @@ from cairn.aws.runtime import Runtime
 from cairn.aws.scheduler_handler import scheduler_handler
 from cairn.core.engine import cancel_job
 from cairn.core.errors import StorageError
+from cairn.core.models import JobCounts
 from cairn.core.settings import Settings
 from cairn.core.storage_port import Storage
 from cairn.testing.invoker import LocalContext
@@ -95,9 +95,15 @@ def deliver(moto: Moto, clock: FakeClock, records: list[dict[str, Any]], *, batc
     return [handler({"Records": records[at : at + batch]}, context) for at in range(0, len(records), batch)]
 
 
-def batches(records: list[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    for at in range(0, len(records), size):
-        yield records[at : at + size]
+def metered_count(moto: Moto, storage: DynamoDBStorage) -> tuple[JobCounts, Figures]:
+    """A count of the store's jobs, and what it cost as DynamoDB bills it."""
+    meter = DynamoDBMeter(moto.dynamodb)
+    try:
+        meter.take()
+        counts = storage.count_jobs()
+        return counts, meter.take()
+    finally:
+        meter.detach()
 
 
 def test_the_stream_keeps_each_owners_counts_and_a_count_is_one_read(
@@ -116,25 +122,13 @@ def test_the_stream_keeps_each_owners_counts_and_a_count_is_one_read(
     answers = deliver(moto, clock, stream.records(), batch=10)
     assert all(answer == {"batchItemFailures": []} for answer in answers)
 
-    meter = DynamoDBMeter(moto.dynamodb)
-    try:
-        meter.take()
-        counts = storage.count_jobs()
-        figures = meter.take()
-    finally:
-        meter.detach()
+    counts, figures = metered_count(moto, storage)
     assert counts.counts == expected(complete=7, running=2, paused=2, cancelled=1)
     assert (counts.total, counts.exact, counts.maintained) == (12, True, True)
     assert other.count_jobs().counts == expected(complete=2)
     # the first count found no job from before the counts left (one query a shard), and noted it
     assert dict(figures.dynamodb) == {"GetItem": 1, "Query": 4, "UpdateItem": 1}
-    meter = DynamoDBMeter(moto.dynamodb)
-    try:
-        meter.take()
-        again = storage.count_jobs()
-        figures = meter.take()
-    finally:
-        meter.detach()
+    again, figures = metered_count(moto, storage)
     assert again.counts == counts.counts
     assert dict(figures.dynamodb) == {"GetItem": 1}
     assert figures.read_units == 0.5
