@@ -112,6 +112,10 @@ def test_a_gateway_timeout_says_the_action_may_have_happened_never_a_bare_server
     # the read after the action still met the 504 (offline too): wait for a read that meets the 503
     refreshed(page, lambda: expect(indicator).to_have_attribute("title", re.compile("timed out or is unavailable")))
     expect(indicator).to_have_attribute("data-state", "offline")
+    # the failed reads show in the indicator; what the action's answer said stays until it is dismissed
+    expect(alert).to_contain_text("the action may still have happened")
+    page.locator("#alert-dismiss").click()
+    expect(alert).to_have_text("")
 
     gateway(500, '{"message":"Internal Server Error"}')
     refreshed(page, lambda: expect(indicator).to_have_attribute("data-state", "error"))

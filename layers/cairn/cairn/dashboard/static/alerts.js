@@ -12,6 +12,9 @@ let alertSource = null;
  * `source` tags it so that the poller can clear only its own message once the API answers again.
  */
 function showAlert(message, source = "action") {
+  // What an action's answer said stays until it is dismissed or another action speaks: a failed poll after it (the
+  // read an action makes at once, say) shows in the connection indicator, and must not hide what the action said.
+  if (source === "poll" && alertSource === "action") return;
   const alert = $("#alert");
   alertSource = source;
   if (alert.textContent !== message) alert.textContent = message;
