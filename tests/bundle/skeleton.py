@@ -2,7 +2,8 @@
 
 Each shipped file is this repository's file, byte for byte, except the template, which is this repository's
 with its generated section synced to no pipelines (so the sample pipelines' functions, and the parameters
-and conditions only they use, are not in it). ``python -m tests.bundle.skeleton`` (``make skeleton``)
+and conditions only they use, are not in it). The shipped template's cairn machinery is what ``cairn template
+sync`` writes into every bundle: edit it in this repository's template.yaml, then ``make skeleton``. ``python -m tests.bundle.skeleton`` (``make skeleton``)
 writes them again from this repository's files after one of those changed.
 """
 
@@ -43,8 +44,10 @@ def expected_env_vars() -> str:
 
 
 def expected_template() -> str:
-    """This repository's template with no pipelines: the template every bundle starts from."""
-    return synced((ROOT / TEMPLATE).read_text(encoding="utf-8"), PipelineRegistry([]))
+    """This repository's template with no pipelines: the template every bundle starts from, whose cairn machinery
+    (:mod:`cairn.bundle.templating.machinery`) every bundle's sync writes: this repository's is the source."""
+    text = (ROOT / TEMPLATE).read_text(encoding="utf-8")
+    return synced(text, PipelineRegistry([]), shipped=text)
 
 
 def refresh() -> list[str]:

@@ -138,7 +138,8 @@ def test_a_variable_the_function_sets_itself_counts(tmp_path: Path) -> None:
 
 def test_an_unused_parameter_is_named_and_one_only_an_unused_condition_reads_too(tmp_path: Path) -> None:
     text = TEMPLATE.read_text(encoding="utf-8")
-    text = text.replace("Parameters:\n", "Parameters:\n  Forgotten:\n    Type: String\n    Default: x\n", 1)
+    # Where a user adds their own: a parameter after cairn's machinery, a condition above cairn's.
+    text += "  Forgotten:\n    Type: String\n    Default: x\n"
     text = text.replace("Conditions:\n", 'Conditions:\n  IsForgotten: !Equals [!Ref Forgotten, "y"]\n', 1)
     status, lines = cairn_check(bundle_with(tmp_path, text))
     assert status == 1
@@ -170,7 +171,12 @@ def test_the_layer_and_definition_paths_of_either_layout_pass(tmp_path: Path, co
     (tmp_path / "layers").mkdir(exist_ok=True)
     shutil.copy(ROOT / ".gitignore", tmp_path / ".gitignore")
     template = bundle_with(tmp_path, text, links=("functions",))
-    assert check(template, PIPELINES, FUNCTIONS) == []
+
+    def located() -> list[str]:  # the staged layer is also a change to cairn's machinery, named on its own line
+        found = check(template, PIPELINES, FUNCTIONS)
+        return [problem.split(" (")[0] for problem in found if "machinery" not in problem]
+
+    assert located() == []
     (tmp_path / ".gitignore").unlink()
     expected = [f"CairnLayer.ContentUri: folder '{content}' does not exist"] if content.startswith("build/") else []
-    assert [problem.split(" (")[0] for problem in check(template, PIPELINES, FUNCTIONS)] == expected
+    assert located() == expected

@@ -49,14 +49,15 @@ def test_a_layer_declared_for_another_runtime_than_the_functions_is_refused(
 
 
 def test_a_function_on_its_own_runtime_is_refused(tmp_path: Path) -> None:
+    """A function of the user's own, where they add it: above the phase functions."""
     other = next(runtime for runtime in python_runtime.SUPPORTED if runtime != python_runtime.DEFAULT)
-    template = copy_of_template(
-        tmp_path,
-        "      Handler: api.app.handler\n",
-        f"      Handler: api.app.handler\n      Runtime: {other}\n",
+    own = (
+        "  ReportFunction:\n    Type: AWS::Serverless::Function\n    Properties:\n      CodeUri: functions/\n"
+        f"      Handler: api.app.handler\n      Runtime: {other}\n"
     )
+    template = copy_of_template(tmp_path, "Resources:\n", "Resources:\n" + own)
     assert check(template, PIPELINES, FUNCTIONS) == [
-        f"ApiFunction.Runtime: '{other}', but the layer is built for {python_runtime.DEFAULT} "
+        f"ReportFunction.Runtime: '{other}', but the layer is built for {python_runtime.DEFAULT} "
         "(Globals.Function.Runtime): remove it, the runtime is chosen once for every function"
     ]
 

@@ -12,7 +12,7 @@ from ...core.pipeline import Phase, Pipeline
 from ...core.registry import PipelineRegistry
 from ...core.settings import PHASE, PIPELINE
 from .. import python_runtime
-from . import cfnyaml, handwritten, loading, resources, saved_settings, section, serverless, stack_names
+from . import cfnyaml, handwritten, loading, machinery, resources, saved_settings, section, serverless, stack_names
 from .errors import TemplateError
 
 FUNCTION_TYPES = ("AWS::Serverless::Function", "AWS::Lambda::Function")
@@ -129,7 +129,8 @@ def check(
     Each phase needs its function (running a handler that resolves in its code folder) with the
     timeout, memory, environment and statements it declares, and its log group; no function may run a
     phase the registry does not have; the generated section must be what ``cairn template sync``
-    writes; every resource must pass :func:`.handwritten.problems`; the runtime must be one cairn supports,
+    writes; cairn's machinery must be what the cairn installed writes (:mod:`.machinery`); every resource
+    must pass :func:`.handwritten.problems`; the runtime must be one cairn supports,
     chosen once (:func:`cairn.bundle.python_runtime.problems`); and each stack name (``stack_name``,
     else those samconfig.toml beside the template saves) must keep every name the template makes from
     it within its limit (:mod:`.stack_names`); and each environment of ``config_env`` must be one
@@ -162,6 +163,7 @@ def check(
         problems.append(f"{where} has no generated section ({section.START} ...): run cairn template sync")
     elif current != section.render(registry):
         problems.append(f"the generated section of {where} is not what the registry gives: run cairn template sync")
+    problems += machinery.problems(text)
     problems += handwritten.problems(loaded, template.parent, where, broken, reported=phase_functions)
     problems += python_runtime.problems(loaded, template.parent)
     samconfig = template.parent / "samconfig.toml"

@@ -35,10 +35,21 @@ def _section(lines: list[str], section: str) -> tuple[int, int] | None:
     return start, end
 
 
+def _marker(line: str) -> bool:
+    """A line opening or closing a block cairn writes (its machinery, the generated section): never a comment
+    about the declaration below it."""
+    return line.lstrip().startswith(("# >>> cairn", "# <<< cairn"))
+
+
 def _comments_above(lines: list[str], index: int, floor: int) -> int:
     """The first line of the comment lines at ``lines[index]``'s indentation directly above it (after ``floor``)."""
     indent = _indent(lines[index])
-    while index - 1 > floor and _comment(lines[index - 1]) and _indent(lines[index - 1]) == indent:
+    while (
+        index - 1 > floor
+        and _comment(lines[index - 1])
+        and not _marker(lines[index - 1])
+        and _indent(lines[index - 1]) == indent
+    ):
         index -= 1
     return index
 

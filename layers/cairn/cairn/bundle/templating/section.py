@@ -21,6 +21,7 @@ INDENT = 2
 """Resources are indented by two spaces under ``Resources:``."""
 _RULE = "# " + "-" * 64
 _TOP_LEVEL_KEY = re.compile(r"[A-Za-z]\w*:")
+_MACHINERY = "# >>> cairn machinery: stack"
 
 
 def _pipeline_ids(registry: PipelineRegistry) -> list[tuple[str, list[str]]]:
@@ -42,9 +43,11 @@ def render(registry: PipelineRegistry) -> str:
     pad = " " * INDENT
     lines = [
         f"{pad}{START}: generated from the pipeline registry (functions/pipelines.py); do not edit by hand.",
-        f"{pad}# `cairn template sync` rewrites it; `cairn template check` (make validate) fails while it and the",
-        f"{pad}# registry disagree. Each phase's timeout, memory, environment and IAM statements are declared",
-        f"{pad}# in Python: @pipeline.phase(timeout=..., memory=..., environment=..., statements=...).",
+        f"{pad}# `cairn template sync` rewrites it; `cairn template check` fails while it and the registry disagree.",
+        f"{pad}# One function per phase, named <stack>-<pipeline>-<phase>; each phase's timeout, memory, environment",
+        f"{pad}# and IAM statements are declared in Python: @pipeline.phase(timeout=..., memory=..., environment=...,",
+        f"{pad}# statements=...). Lambda's own async retries are off (the scheduler applies the phase's retry policy),",
+        f"{pad}# and RecursiveLoop is Allow on purpose: a job is one chain of invocations (docs/RELIABILITY.md).",
     ]
     groups = [
         *_pipeline_ids(registry),
@@ -91,7 +94,11 @@ def replace(text: str, section: str) -> str:
 
 
 def _end_of_resources(lines: list[str]) -> int:
-    """The line after the last resource: before the next top-level key (and its comments) or at the end."""
+    """The line after the last resource: before the next top-level key (and its comments) or at the end; or,
+    in a template with cairn's machinery in Resources, before it."""
+    machinery = [index for index, line in enumerate(lines) if line.strip().startswith(_MACHINERY)]
+    if machinery:
+        return machinery[0]
     starts = [index for index, line in enumerate(lines) if line.rstrip() == "Resources:"]
     if len(starts) != 1:
         raise TemplateError("the template has no Resources section to put the phase functions in")

@@ -1,4 +1,5 @@
-"""``cairn template sync``: write the registry's resources into the generated section of template.yaml.
+"""``cairn template sync``: write the registry's resources into the generated section of template.yaml, and
+cairn's machinery (:mod:`.machinery`) as the cairn installed writes it.
 
 The parameters and conditions the old section used (a removed pipeline's, say) that nothing uses
 after it go with it; a hand-written one the section never used stays (``cairn template check`` names it).
@@ -11,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ...core.registry import PipelineRegistry
-from . import cfnyaml, declarations, references, resources, section
+from ...distribution import spelled
+from . import cfnyaml, declarations, machinery, references, resources, section
 from .errors import TemplateError
 
 
@@ -26,16 +28,17 @@ def left_over(before: str, after: str) -> dict[str, list[str]]:
     return references.removable(_loaded(after), references.with_conditions(used_by_section, _loaded(before)))
 
 
-def synced(text: str, registry: PipelineRegistry) -> str:
+def synced(text: str, registry: PipelineRegistry, shipped: str | None = None) -> str:
     """``text`` with its generated section rendered from ``registry`` (added at the end of Resources if absent),
-    without the parameters and conditions only the section it replaced used."""
+    without the parameters and conditions only the section it replaced used, and with cairn's machinery as the
+    cairn installed writes it (:mod:`.machinery`), or as the template ``shipped`` has it."""
     clashing = sorted(set(section.hand_written(text)) & set(resources.generated(registry)))
     if clashing:
         raise TemplateError(
             f"{', '.join(clashing)} written by hand outside the generated section: remove "
             f"{'them' if len(clashing) > 1 else 'it'}, the sync writes {'them' if len(clashing) > 1 else 'it'}"
         )
-    after = section.replace(text, section.render(registry))
+    after = section.replace(machinery.synced(text, shipped), section.render(registry))
     for part, names in left_over(text, after).items():
         after = declarations.remove(after, part, names)
     return after
@@ -56,9 +59,19 @@ def changes(before: str, after: str) -> list[str]:
             for name in references.declared(was, part)
             if name not in references.declared(now, part)
         ]
+    lines += [
+        f"rewrote the cairn machinery {name} (as {spelled()} writes it)"
+        for name, block in machinery.blocks(after).items()
+        if name in machinery.blocks(before) and _block(before, name) != _block(after, name)
+    ]
     if not lines and before != after:
         lines.append("rewrote the generated section (layout only)")
     return lines
+
+
+def _block(text: str, name: str) -> str:
+    block = machinery.blocks(text)[name]
+    return "".join(text.splitlines(keepends=True)[block.first : block.last + 1])
 
 
 def sync(template: Path, registry: PipelineRegistry) -> list[str]:

@@ -1,0 +1,203 @@
+"""A bundle's template is short where its owner edits it: cairn's machinery (the table, the bucket, the API, the
+scheduler, the alarms, the dashboard, their parameters) lies between marker lines that ``cairn template sync``
+writes and ``cairn template check`` guards, as a user runs them in a bundle ``cairn init`` made."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cairn.bundle import python_runtime
+from cairn.bundle.templating import cfnyaml, machinery
+from cairn.distribution import spelled
+from tests.bundle.test_init import cairn
+
+USER_PART_LIMIT = 200
+"""The most lines of a new bundle's template its owner reads and edits (issue: at most about 200)."""
+MACHINERY = {
+    "AWS::DynamoDB::Table",
+    "AWS::S3::Bucket",
+    "AWS::Serverless::HttpApi",
+    "AWS::SQS::Queue",
+    "AWS::CloudWatch::Alarm",
+    "AWS::CloudWatch::Dashboard",
+    "AWS::Serverless::LayerVersion",
+}
+OWN_RESOURCE = (
+    "  ReportsQueue:\n    Type: AWS::SQS::Queue\n    Condition: IsEu\n    Properties:\n      Tags:\n"
+    "        - Key: prefix\n          Value: !Ref ReportPrefix\n"
+)
+OWN_CONDITION = '  IsEu: !Equals [!Ref "AWS::Region", eu-west-1]\n'
+OWN_OUTPUT = "  ReportsQueueUrl:\n    Condition: IsEu\n    Value: !Ref ReportsQueue\n"
+OWN_PARAMETER = "  ReportPrefix:\n    Type: String\n    Default: reports/\n"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("machinery")
+    done = cairn("init", "shop", "--runtime", "python3.12", cwd=folder)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return folder / "shop"
+
+
+@pytest.fixture
+def bundle(made: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(made, tmp_path / "shop"))
+
+
+def user_lines(text: str) -> list[str]:
+    """The lines outside cairn's blocks and the generated section: what the bundle's owner reads and edits."""
+    kept, inside = [], False
+    for line in text.splitlines():
+        marker = line.strip()
+        if marker.startswith(("# >>> cairn", "# <<< cairn")):
+            inside = marker.startswith("# >>>")
+            continue
+        if not inside:
+            kept.append(line)
+    return kept
+
+
+def with_own_parts(text: str) -> str:
+    """``text`` with a resource, a condition, an output and a parameter of the owner's, where the template says."""
+    text = text.replace("Resources:\n", "Resources:\n" + OWN_RESOURCE, 1)
+    text = text.replace("Conditions:\n", "Conditions:\n" + OWN_CONDITION, 1)
+    text = text.replace("Outputs:\n", "Outputs:\n" + OWN_OUTPUT, 1)
+    return text + OWN_PARAMETER
+
+
+def check(bundle: Path) -> tuple[int, list[str]]:
+    done = cairn("template", "check", cwd=bundle)
+    return done.returncode, [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+
+
+def test_a_new_bundle_leaves_its_owner_a_short_template_and_cairn_the_machinery(made: Path) -> None:
+    text = (made / "template.yaml").read_text(encoding="utf-8")
+    own = user_lines(text)
+    print(f"{len(text.splitlines())} lines, {len(own)} of them the owner's")
+    assert len(own) <= USER_PART_LIMIT
+    outside = cfnyaml.load("\n".join(own).replace("Resources:", "Resources: {}").replace("Outputs:", "Outputs: {}"))
+    assert not any(resource.get("Type") in MACHINERY for resource in (outside.get("Resources") or {}).values())
+    loaded = cfnyaml.load(text)
+    assert {resource["Type"] for resource in loaded["Resources"].values()} >= MACHINERY
+    assert set(machinery.blocks(text)) == {"conditions", "outputs", "stack"}
+    assert check(made) == (0, ["template.yaml: matches the registry"])
+
+
+def test_the_owners_parts_pass_the_check_and_survive_a_sync(bundle: Path) -> None:
+    template = bundle / "template.yaml"
+    template.write_text(with_own_parts(template.read_text(encoding="utf-8")), encoding="utf-8")
+    assert check(bundle)[0] == 0
+
+    synced = cairn("template", "sync", cwd=bundle)
+
+    assert synced.returncode == 0, synced.stderr
+    text = template.read_text(encoding="utf-8")
+    assert all(part in text for part in (OWN_RESOURCE, OWN_CONDITION, OWN_OUTPUT, OWN_PARAMETER))
+    loaded = cfnyaml.load(text)
+    assert "ReportsQueue" in loaded["Resources"]
+    assert "ReportPrefix" in loaded["Parameters"]
+
+
+def test_an_edit_inside_the_machinery_is_named_by_its_line_and_a_sync_restores_it(bundle: Path) -> None:
+    template = bundle / "template.yaml"
+    original = template.read_text(encoding="utf-8")
+    edited = with_own_parts(original).replace("BillingMode: PAY_PER_REQUEST", "BillingMode: PROVISIONED", 1)
+    template.write_text(edited, encoding="utf-8")
+    line = edited.splitlines().index("      BillingMode: PROVISIONED") + 1
+
+    status, lines = check(bundle)
+
+    assert status == 1
+    assert lines == [
+        f"template.yaml: line {line} ('BillingMode: PROVISIONED'; cairn writes 'BillingMode: PAY_PER_REQUEST'), in "
+        f'the cairn machinery "stack": {spelled()} writes it otherwise: run cairn template sync to restore '
+        "it (your own lines go outside the block)"
+    ]
+    synced = cairn("template", "sync", cwd=bundle)
+    assert synced.returncode == 0, synced.stderr
+    assert "rewrote the cairn machinery stack" in synced.stdout
+    assert template.read_text(encoding="utf-8") == with_own_parts(original)
+    assert check(bundle)[0] == 0
+
+
+def test_a_sync_keeps_the_bundles_runtime_and_brings_the_layer_to_it(bundle: Path) -> None:
+    """The runtime is the one line of the machinery that is the owner's (cairn init --runtime wrote 3.12 here)."""
+    template = bundle / "template.yaml"
+    text = template.read_text(encoding="utf-8")
+    assert python_runtime.chosen(cfnyaml.load(text)) == "python3.12"
+    moved = text.replace("    Runtime: python3.12\n", "    Runtime: python3.13\n", 1)
+    template.write_text(moved, encoding="utf-8")
+    status, lines = check(bundle)
+    assert status == 1
+    assert len(lines) == 1
+    assert "CairnLayer.CompatibleRuntimes: python3.12" in lines[0]
+
+    assert cairn("template", "sync", cwd=bundle).returncode == 0
+
+    loaded = cfnyaml.load(template.read_text(encoding="utf-8"))
+    assert python_runtime.chosen(loaded) == "python3.13"
+    assert loaded["Resources"]["CairnLayer"]["Properties"]["CompatibleRuntimes"] == ["python3.13"]
+    assert check(bundle)[0] == 0
+
+
+def test_machinery_from_another_cairn_is_named_and_the_sync_writes_this_ones(bundle: Path) -> None:
+    """An upgrade: the blocks an older cairn wrote (here, one setting and one line fewer) are rewritten."""
+    template = bundle / "template.yaml"
+    original = template.read_text(encoding="utf-8")
+    older = original.replace('CAIRN_AWS_MAX_ATTEMPTS: "8"', 'CAIRN_AWS_MAX_ATTEMPTS: "5"', 1)
+    older = older.replace("  # cairn's outputs: yours go above this block.\n", "", 1)
+    template.write_text(older, encoding="utf-8")
+
+    status, lines = check(bundle)
+
+    assert status == 1
+    assert [line.split(", in the cairn machinery ")[1].split(":")[0] for line in lines] == ['"outputs"', '"stack"']
+    assert 'cairn writes "# cairn\'s outputs: yours go above this block." before it' in lines[0]
+    assert cairn("template", "sync", cwd=bundle).returncode == 0
+    assert template.read_text(encoding="utf-8") == original
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda text: text.replace("  # <<< cairn machinery: outputs\n", "", 1), "not closed"),
+        (
+            lambda text: text.replace("  # <<< cairn machinery: outputs\n", "  # <<< cairn machinery: output\n", 1),
+            "closes no open",
+        ),
+        (lambda text: text + "  # >>> cairn machinery: extras\n  # <<< cairn machinery: extras\n", "not a block"),
+    ],
+    ids=["unclosed", "misnamed", "unknown"],
+)
+def test_broken_markers_get_one_line_from_check_and_sync_not_a_traceback(
+    bundle: Path, damage: object, said: str
+) -> None:
+    template = bundle / "template.yaml"
+    template.write_text(damage(template.read_text(encoding="utf-8")), encoding="utf-8")  # type: ignore[operator]
+
+    status, lines = check(bundle)
+    synced = cairn("template", "sync", cwd=bundle)
+
+    assert status == 1
+    assert any(said in line for line in lines), lines
+    assert synced.returncode == 2
+    assert said in synced.stderr
+    assert "Traceback" not in synced.stderr
+
+
+def test_a_template_made_before_the_machinery_blocks_checks_and_syncs_as_before(bundle: Path) -> None:
+    """A previous release's bundle: its hand-written machinery, no marker lines."""
+    template = bundle / "template.yaml"
+    text = "\n".join(
+        line for line in template.read_text(encoding="utf-8").splitlines() if "cairn machinery: " not in line
+    )
+    template.write_text(text + "\n", encoding="utf-8")
+
+    assert check(bundle)[0] == 0
+    synced = cairn("template", "sync", cwd=bundle)
+    assert synced.returncode == 0, synced.stderr
+    assert "already in sync" in synced.stdout
+    assert template.read_text(encoding="utf-8") == text + "\n"
