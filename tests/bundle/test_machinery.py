@@ -143,6 +143,20 @@ def test_a_sync_keeps_the_bundles_runtime_and_brings_the_layer_to_it(bundle: Pat
     assert check(bundle)[0] == 0
 
 
+def test_the_defaults_of_cairns_parameters_are_the_owners(bundle: Path) -> None:
+    template = bundle / "template.yaml"
+    text = template.read_text(encoding="utf-8")
+    changed = text.replace("    Default: INFO\n", "    Default: DEBUG\n", 1)
+    assert changed != text
+    template.write_text(changed, encoding="utf-8")
+    assert check(bundle)[0] == 0
+
+    assert cairn("template", "sync", cwd=bundle).returncode == 0
+
+    assert template.read_text(encoding="utf-8") == changed
+    assert cfnyaml.load(changed)["Parameters"]["LogLevel"]["Default"] == "DEBUG"
+
+
 def test_machinery_from_another_cairn_is_named_and_the_sync_writes_this_ones(bundle: Path) -> None:
     """An upgrade: the blocks an older cairn wrote (here, one setting and one line fewer) are rewritten."""
     template = bundle / "template.yaml"

@@ -24,11 +24,18 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 README_MAX_LINES = 200
 NOT_RUN = re.compile(r"<!-- not run: (?P<reason>[^>]+) -->")
+SERVES = "<!-- each line serves until stopped -->"
+"""Above a shell block whose every line starts a server (``cairn dev``): the docs test starts each, waits until it
+answers, and stops it with Ctrl-C."""
 FENCE = re.compile(r"^```python\n(?P<code>.*?)^```$", flags=re.DOTALL | re.MULTILINE)
 SHELL_FENCE = re.compile(r"^```(?:bash|shell|sh)\n(?P<code>.*?)^```$", flags=re.DOTALL | re.MULTILINE)
 #: The pages whose commands a user types in a bundle made by ``cairn init``, in the order they are followed: the
 #: first makes the bundle (from an empty folder), the next run in it.
-BUNDLE_PAGES = (DOCS / "getting-started" / "own-bundle.md", DOCS / "getting-started" / "first-deploy.md")
+BUNDLE_PAGES = (
+    DOCS / "getting-started" / "own-bundle.md",
+    DOCS / "getting-started" / "first-deploy.md",
+    DOCS / "getting-started" / "local-stack.md",
+)
 #: Modules an application imports by name besides ``cairn``: each public name of their ``__all__`` is checked too.
 PUBLIC_MODULES = ("cairn.adapters", "cairn.agents", "cairn.testing.plugin")
 
@@ -41,6 +48,7 @@ class Example:
     line: int
     code: str
     not_run: str | None
+    serves: bool = False
 
 
 def pages() -> list[Path]:
@@ -56,7 +64,8 @@ def examples(page: Path, fence: re.Pattern[str] = FENCE) -> list[Example]:
         before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marker = NOT_RUN.fullmatch(before.strip())
         line = text.count("\n", 0, match.start()) + 1
-        found.append(Example(page, line, match.group("code"), marker.group("reason") if marker else None))
+        reason = marker.group("reason") if marker else None
+        found.append(Example(page, line, match.group("code"), reason, serves=before.strip() == SERVES))
     return found
 
 

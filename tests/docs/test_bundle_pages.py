@@ -2,7 +2,9 @@
 checkout, the ```bash blocks of the own-bundle page (``cairn init my-bundle && cd my-bundle``, ``cairn new``,
 ``pytest``, ``sam validate --lint``...), then those of the first-deploy page in the bundle they made (``cairn
 template check``, ``sam validate --lint``, ``pytest -q``, one plain ``sam build``). A block that needs AWS or runs
-until stopped carries ``<!-- not run: the reason -->`` above its fence.
+until stopped carries ``<!-- not run: the reason -->`` above its fence, except the local stack page's ``cairn dev``
+lines (``<!-- each line serves until stopped -->``): each is started in the bundle, on a free port, until its API
+answers, then stopped with Ctrl-C as a user stops it.
 
 The shell is a user's with this checkout's cairn: the repository's virtualenv first on PATH (its ``cairn`` and
 ``pytest``) with this working tree's library on PYTHONPATH, the SAM CLI of ``.venv-sam``, and the runtime's Python
@@ -14,7 +16,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import socket
 import subprocess
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -58,6 +65,49 @@ def run_block(block: Example, cwd: Path, environment: dict[str, str], left_at: P
     return Path(left_at.read_text().strip())
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def answers(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+            return int(response.status) == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def serve_line(command: str, where: str, cwd: Path, environment: dict[str, str], log: Path) -> None:
+    """Start ``command`` (a ``cairn dev`` line) in ``cwd`` on a free port (argparse takes the last ``--port``), wait
+    until its API answers, then stop it with Ctrl-C: it must exit 0. Its output goes to ``log``."""
+    port = free_port()
+    with log.open("w", encoding="utf-8") as output:
+        server = subprocess.Popen(
+            ["bash", "-c", f"exec {command} --port {port}"],
+            cwd=cwd,
+            env=environment,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    said = lambda: log.read_text(encoding="utf-8", errors="replace")[-4000:]  # noqa: E731
+    try:
+        deadline = time.monotonic() + 120
+        while not answers(port):
+            assert server.poll() is None, f"{where}: {command!r} exited {server.returncode}:\n{said()}"
+            assert time.monotonic() < deadline, f"{where}: {command!r} did not answer on port {port}:\n{said()}"
+            time.sleep(0.5)
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+        assert server.returncode == 0, f"{where}: {command!r} stopped with {server.returncode}:\n{said()}"
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
 def test_the_getting_started_commands_run_in_a_fresh_bundle(tmp_path: Path) -> None:
     if not (SAM_BIN / "sam").exists():
         missing(f"the SAM CLI ({SAM_BIN / 'sam'}): make test installs it")
@@ -68,11 +118,18 @@ def test_the_getting_started_commands_run_in_a_fresh_bundle(tmp_path: Path) -> N
     folder.mkdir()
     left_at = tmp_path / "cwd"
     ran: list[str] = []
+    served: list[str] = []
     for page in BUNDLE_PAGES:
         for block in shell_blocks(page):
-            if block.not_run is None:
+            commands = [line.split("#", 1)[0].strip() for line in block.code.splitlines()]
+            if block.serves:
+                where = f"{page.relative_to(ROOT)}:{block.line}"
+                for command in filter(None, commands):
+                    serve_line(command, where, folder, environment, tmp_path / "dev.log")
+                    served.append(command)
+            elif block.not_run is None:
                 folder = run_block(block, folder, environment, left_at)
-                ran.extend(line.split("#", 1)[0].strip() for line in block.code.splitlines())
+                ran.extend(commands)
     bundle = tmp_path / "work" / "my-bundle"
     assert folder == bundle, "the pages' commands end in the bundle the first one made"
     assert (bundle / "functions" / "orders" / "pipeline.py").is_file()
@@ -82,3 +139,4 @@ def test_the_getting_started_commands_run_in_a_fresh_bundle(tmp_path: Path) -> N
     for needed in ("cairn template check", "sam validate --lint", "pytest -q", "sam build"):
         assert needed in ran, f"no page runs {needed!r}"
     assert ran.count("sam build") == 1, "one sam build is enough (it is the slow one)"
+    assert "cairn dev" in served, "the local stack page's cairn dev ran in the bundle"

@@ -88,12 +88,13 @@ def test_a_removed_pipelines_parameter_and_condition_go_with_it(tmp_path: Path) 
 
 
 def test_a_hand_written_unused_parameter_stays_for_the_check_to_name(tmp_path: Path) -> None:
-    before = TEMPLATE.read_text(encoding="utf-8").replace("Parameters:\n", f"Parameters:\n{HAND_WRITTEN}", 1)
+    end = "  # <<< cairn machinery: stack\n"  # a parameter of the owner's goes after cairn's
+    before = TEMPLATE.read_text(encoding="utf-8").replace(end, end + HAND_WRITTEN, 1)
     template = without_research_brief(tmp_path, before)
     synced = cairn_template("sync", template)
     assert synced.returncode == 0, synced.stderr
     after = template.read_text(encoding="utf-8")
-    assert f"Parameters:\n{HAND_WRITTEN}" in after
+    assert end + HAND_WRITTEN in after
     assert "AgentModelId" not in after
     checked = cairn_template("check", template)
     assert checked.returncode == 1

@@ -4,9 +4,10 @@
 A bundle's template is its owner's outside those lines (their resources, parameters, conditions and outputs)
 and cairn's inside: the table, the bucket, the queues, the API, the scheduler, the alarms, their parameters and
 settings. ``cairn template sync`` writes each block as the template cairn ships (``cairn init``'s) has it, for
-the cairn installed, keeping only the bundle's runtime (``Globals.Function.Runtime`` and the layer's
-``CompatibleRuntimes``, :mod:`cairn.bundle.python_runtime`); ``cairn template check`` names the first line
-changed in a block. A template without blocks (a bundle made before cairn kept them) is left as it is.
+the cairn installed, keeping what is the bundle's own: its runtime (``Globals.Function.Runtime``, which the layer's
+``CompatibleRuntimes`` follows, :mod:`cairn.bundle.python_runtime`) and the ``Default`` of each of cairn's
+parameters (``cairn init --driver`` writes one); ``cairn template check`` names the first other line changed in a
+block. A template without blocks (a bundle made before cairn kept them) is left as it is.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from .errors import TemplateError
 START = "# >>> cairn machinery: "
 END = "# <<< cairn machinery: "
 _MARKER = re.compile(r"^\s*# (>>>|<<<) cairn machinery: (\S+)")
+_TOP_LEVEL_KEY = re.compile(r"[A-Za-z]\w*:")
+_PARAMETER = re.compile(r"  ([A-Za-z0-9]+):\s*$")
+_DEFAULT = re.compile(r"    Default:( .*)?$")
 SHIPPED = Path(str(package_files.files("cairn.bundle") / "skeleton" / "template.yaml"))
 """The template ``cairn init`` writes: where each block's text comes from."""
 _ANY_RUNTIME = "<the bundle's runtime>"
@@ -76,7 +80,37 @@ def expected(text: str, shipped: str | None = None) -> dict[str, str]:
     runtime = python_runtime.chosen(loaded) if isinstance(loaded, dict) else None
     if isinstance(runtime, str) and runtime.strip() and "\n" not in runtime and _ANY_RUNTIME not in source:
         source = python_runtime.set_runtime(source, runtime)
+    source = _with_defaults(source, text)
     return {name: _text(source, block) for name, block in blocks(source).items()}
+
+
+def _defaults(lines: list[str]) -> dict[str, int]:
+    """Where each parameter's one-line ``Default`` is, by parameter name."""
+    found: dict[str, int] = {}
+    start = next((index for index, line in enumerate(lines) if line.rstrip() == "Parameters:"), None)
+    if start is None:
+        return found
+    parameter = None
+    for index in range(start + 1, len(lines)):
+        line = lines[index].rstrip("\n")
+        if _TOP_LEVEL_KEY.match(line):
+            break
+        named = _PARAMETER.match(line)
+        if named is not None:
+            parameter = named.group(1)
+        elif parameter is not None and _DEFAULT.match(line):
+            found.setdefault(parameter, index)
+    return found
+
+
+def _with_defaults(source: str, text: str) -> str:
+    """``source`` with the ``Default`` lines of the parameters it shares with ``text`` taken from ``text``."""
+    wanted, own = source.splitlines(keepends=True), text.splitlines(keepends=True)
+    theirs = _defaults(own)
+    for parameter, index in _defaults(wanted).items():
+        if parameter in theirs:
+            wanted[index] = own[theirs[parameter]].rstrip("\n") + "\n"
+    return "".join(wanted)
 
 
 def synced(text: str, shipped: str | None = None) -> str:
