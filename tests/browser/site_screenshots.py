@@ -3,7 +3,8 @@
 ``python -m tests.browser.site_screenshots --site site --out docs/screenshots`` (after ``mkdocs build``) serves
 ``--site`` on 127.0.0.1 with Python's own HTTP server and photographs, with Debian's chromium: the own-bundle page's
 commands (docs-own-bundle.png) and its five steps to add a pipeline, from the section's heading to the end of its
-numbered list (docs-own-bundle-steps.png), and the first-deploy page's commands (docs-first-deploy.png).
+numbered list (docs-own-bundle-steps.png), its template section, from its heading to the table of where the owner's
+parts go (docs-own-bundle-template.png), and the first-deploy page's commands (docs-first-deploy.png).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Shot:
 SHOTS = (
     Shot("docs-own-bundle.png", "getting-started/own-bundle.html"),
     Shot("docs-own-bundle-steps.png", "getting-started/own-bundle.html", "#adding-a-pipeline", "h2 ~ ol"),
+    Shot("docs-own-bundle-template.png", "getting-started/own-bundle.html", "#the-template", "#the-template ~ * table"),
     Shot("docs-first-deploy.png", "getting-started/first-deploy.html"),
 )
 
