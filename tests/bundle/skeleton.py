@@ -3,8 +3,9 @@
 Each shipped file is this repository's file, byte for byte, except the template, which is this repository's
 with its generated section synced to no pipelines (so the sample pipelines' functions, and the parameters
 and conditions only they use, are not in it). The shipped template's cairn machinery is what ``cairn template
-sync`` writes into every bundle: edit it in this repository's template.yaml, then ``make skeleton``. ``python -m tests.bundle.skeleton`` (``make skeleton``)
-writes them again from this repository's files after one of those changed.
+sync`` writes into every bundle: edit it in this repository's template.yaml, then ``make skeleton``.
+``python -m tests.bundle.skeleton`` (``make skeleton``) writes them again from this repository's files after one of
+those changed.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ writes and ``cairn template check`` guards, as a user runs them in a bundle ``ca
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -101,24 +102,31 @@ def test_the_owners_parts_pass_the_check_and_survive_a_sync(bundle: Path) -> Non
     assert "ReportPrefix" in loaded["Parameters"]
 
 
-def test_an_edit_inside_the_machinery_is_named_by_its_line_and_a_sync_restores_it(bundle: Path) -> None:
+def test_an_edit_inside_the_machinery_is_named_and_never_overwritten_unless_discarded(bundle: Path) -> None:
     template = bundle / "template.yaml"
     original = template.read_text(encoding="utf-8")
     edited = with_own_parts(original).replace("BillingMode: PAY_PER_REQUEST", "BillingMode: PROVISIONED", 1)
     template.write_text(edited, encoding="utf-8")
     line = edited.splitlines().index("      BillingMode: PROVISIONED") + 1
+    named = f"line {line} ('BillingMode: PROVISIONED'; cairn writes 'BillingMode: PAY_PER_REQUEST')"
 
     status, lines = check(bundle)
+    refused = cairn("template", "sync", cwd=bundle)
 
     assert status == 1
     assert lines == [
-        f"template.yaml: line {line} ('BillingMode: PROVISIONED'; cairn writes 'BillingMode: PAY_PER_REQUEST'), in "
-        f'the cairn machinery "stack": {spelled()} writes it otherwise: run cairn template sync to restore '
-        "it (your own lines go outside the block)"
+        f'template.yaml: {named}, in the cairn machinery "stack", was changed by hand: {spelled()} writes it '
+        "otherwise: move your change outside the block, then run cairn template sync --discard-edits"
     ]
-    synced = cairn("template", "sync", cwd=bundle)
-    assert synced.returncode == 0, synced.stderr
-    assert "rewrote the cairn machinery stack" in synced.stdout
+    assert refused.returncode == 2
+    assert named in refused.stderr
+    assert "--discard-edits" in refused.stderr
+    assert template.read_text(encoding="utf-8") == edited, "a refused sync writes nothing"
+
+    discarded = cairn("template", "sync", "--discard-edits", cwd=bundle)
+
+    assert discarded.returncode == 0, discarded.stderr
+    assert "rewrote the cairn machinery stack" in discarded.stdout
     assert template.read_text(encoding="utf-8") == with_own_parts(original)
     assert check(bundle)[0] == 0
 
@@ -158,18 +166,35 @@ def test_the_defaults_of_cairns_parameters_are_the_owners(bundle: Path) -> None:
 
 
 def test_machinery_from_another_cairn_is_named_and_the_sync_writes_this_ones(bundle: Path) -> None:
-    """An upgrade: the blocks an older cairn wrote (here, one setting and one line fewer) are rewritten."""
+    """An upgrade: the blocks an older cairn wrote (here, one setting and one line fewer, stamped as a cairn stamps
+    them) and nobody changed since are rewritten."""
     template = bundle / "template.yaml"
     original = template.read_text(encoding="utf-8")
     older = original.replace('CAIRN_AWS_MAX_ATTEMPTS: "8"', 'CAIRN_AWS_MAX_ATTEMPTS: "5"', 1)
-    older = older.replace("  # cairn's outputs: yours go above this block.\n", "", 1)
+    older = machinery.stamp(older.replace("  # cairn's outputs: yours go above this block.\n", "", 1))
     template.write_text(older, encoding="utf-8")
 
     status, lines = check(bundle)
 
     assert status == 1
-    assert [line.split(", in the cairn machinery ")[1].split(":")[0] for line in lines] == ['"outputs"', '"stack"']
-    assert 'cairn writes "# cairn\'s outputs: yours go above this block." before it' in lines[0]
+    assert [line.split('machinery "')[1].split('"')[0] for line in lines] == ["outputs", "stack"]
+    assert all("is another cairn's, unchanged since: run cairn template sync" in line for line in lines)
+    synced = cairn("template", "sync", cwd=bundle)
+    assert synced.returncode == 0, synced.stderr
+    assert template.read_text(encoding="utf-8") == original
+
+
+def test_a_stale_stamp_is_named_and_a_sync_writes_it_again(bundle: Path) -> None:
+    template = bundle / "template.yaml"
+    original = template.read_text(encoding="utf-8")
+    stale = re.sub(r"(cairn machinery: outputs \(sha256 )[0-9a-f]{12}", r"\g<1>000000000000", original)
+    template.write_text(stale, encoding="utf-8")
+
+    status, lines = check(bundle)
+
+    assert status == 1
+    assert len(lines) == 1
+    assert 'the sha256 the cairn machinery "outputs" names is not its lines' in lines[0]
     assert cairn("template", "sync", cwd=bundle).returncode == 0
     assert template.read_text(encoding="utf-8") == original
 

@@ -92,7 +92,10 @@ def serve_line(command: str, where: str, cwd: Path, environment: dict[str, str],
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    said = lambda: log.read_text(encoding="utf-8", errors="replace")[-4000:]  # noqa: E731
+
+    def said() -> str:
+        return log.read_text(encoding="utf-8", errors="replace")[-4000:]
+
     try:
         deadline = time.monotonic() + 120
         while not answers(port):

@@ -90,7 +90,11 @@ def template_sync(root: Path) -> None:
     from ..templating.loading import DEFAULT_FUNCTIONS, DEFAULT_REGISTRY
 
     arguments = argparse.Namespace(
-        root=root, template=Path("template.yaml"), registry=DEFAULT_REGISTRY, functions=DEFAULT_FUNCTIONS
+        root=root,
+        template=Path("template.yaml"),
+        registry=DEFAULT_REGISTRY,
+        functions=DEFAULT_FUNCTIONS,
+        discard_edits=False,
     )
     if run_sync(arguments) != 0:
         raise ScaffoldError("cairn template sync failed (see above); nothing was added, run cairn new again once fixed")

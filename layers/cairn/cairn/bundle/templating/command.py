@@ -10,6 +10,7 @@ from ..command_line import Parser, add_subcommand, error
 from .check import check
 from .errors import TemplateError
 from .loading import DEFAULT_FUNCTIONS, DEFAULT_REGISTRY, load_registry
+from .machinery import DISCARD
 from .state_schemas import SCHEMAS_FILE, schemas_path, seal_schemas, sync_schemas
 from .state_schemas import problems as state_schema_problems
 from .sync import sync
@@ -51,6 +52,13 @@ def add_command(commands: argparse._SubParsersAction[Parser]) -> None:
             help=f"the folder the registry imports from (default: {DEFAULT_FUNCTIONS}, under --root); each "
             "handler resolves in its function's CodeUri",
         )
+        if action == "sync":
+            parser.add_argument(
+                DISCARD,
+                action="store_true",
+                help="also rewrite a block of cairn's machinery changed by hand, losing the change (without it, sync "
+                "refuses and names the line)",
+            )
         if action == "check":
             parser.add_argument(
                 "--states",
@@ -92,7 +100,7 @@ def run_sync(arguments: argparse.Namespace) -> int:
     template, functions = _paths(arguments)
     try:
         registry = load_registry(arguments.registry, functions)
-        changed = sync(template, registry)
+        changed = sync(template, registry, discard_edits=arguments.discard_edits)
         recorded, refused = sync_schemas(template, registry)  # state-schemas.json (cairn.core.migrations)
     except TemplateError as exc:
         return error("cairn", str(exc))

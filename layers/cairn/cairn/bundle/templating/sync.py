@@ -28,17 +28,18 @@ def left_over(before: str, after: str) -> dict[str, list[str]]:
     return references.removable(_loaded(after), references.with_conditions(used_by_section, _loaded(before)))
 
 
-def synced(text: str, registry: PipelineRegistry, shipped: str | None = None) -> str:
+def synced(text: str, registry: PipelineRegistry, shipped: str | None = None, *, discard_edits: bool = False) -> str:
     """``text`` with its generated section rendered from ``registry`` (added at the end of Resources if absent),
     without the parameters and conditions only the section it replaced used, and with cairn's machinery as the
-    cairn installed writes it (:mod:`.machinery`), or as the template ``shipped`` has it."""
+    cairn installed writes it (:mod:`.machinery`), or as the template ``shipped`` has it: a block changed by hand
+    raises :class:`.machinery.MachineryEditedError` unless ``discard_edits``."""
     clashing = sorted(set(section.hand_written(text)) & set(resources.generated(registry)))
     if clashing:
         raise TemplateError(
             f"{', '.join(clashing)} written by hand outside the generated section: remove "
             f"{'them' if len(clashing) > 1 else 'it'}, the sync writes {'them' if len(clashing) > 1 else 'it'}"
         )
-    after = section.replace(machinery.synced(text, shipped), section.render(registry))
+    after = section.replace(machinery.synced(text, shipped, discard_edits=discard_edits), section.render(registry))
     for part, names in left_over(text, after).items():
         after = declarations.remove(after, part, names)
     return after
@@ -74,13 +75,13 @@ def _block(text: str, name: str) -> str:
     return "".join(text.splitlines(keepends=True)[block.first : block.last + 1])
 
 
-def sync(template: Path, registry: PipelineRegistry) -> list[str]:
+def sync(template: Path, registry: PipelineRegistry, *, discard_edits: bool = False) -> list[str]:
     """Bring ``template`` in line with ``registry``; what changed (nothing: already in sync)."""
     try:
         before = template.read_text(encoding="utf-8")
     except OSError as exc:
         raise TemplateError(f"cannot read {template}: {exc.strerror or exc}") from exc
-    after = synced(before, registry)
+    after = synced(before, registry, discard_edits=discard_edits)
     if after != before:
         template.write_text(after, encoding="utf-8")
     return changes(before, after)
