@@ -151,6 +151,12 @@ def test_a_sync_keeps_the_bundles_runtime_and_brings_the_layer_to_it(bundle: Pat
     assert check(bundle)[0] == 0
 
 
+def test_a_checkout_with_windows_line_ends_has_changed_no_line(bundle: Path) -> None:
+    template = bundle / "template.yaml"
+    template.write_bytes(template.read_bytes().replace(b"\n", b"\r\n"))
+    assert check(bundle)[0] == 0
+
+
 def test_the_defaults_of_cairns_parameters_are_the_owners(bundle: Path) -> None:
     template = bundle / "template.yaml"
     text = template.read_text(encoding="utf-8")

@@ -34,6 +34,7 @@ from cairn.bundle import python_runtime
 from cairn.client.http import ApiClient
 from cairn.dev.process import dev_process
 from cairn.dev.runtimes import RuntimeNotFound, interpreter_for
+from tests.bundle.test_machinery import USER_PART_LIMIT, user_lines
 from tests.template.builds import RUNTIME, check_repository_build, interpreter_tag
 from tests.template.cfn import ROOT, load_yaml_template
 from tests.template.user_code import ORDERS_PIPELINE, ORDERS_TEST_NAMES, ORDERS_TESTS
@@ -207,6 +208,8 @@ def test_a_users_bundle_from_cairn_init_builds_with_plain_sam_build_and_runs(
     (bundle / "functions" / "orders" / "pipeline.py").write_text(ORDERS_PIPELINE, encoding="utf-8")
     (bundle / "tests" / "pipelines" / "test_orders.py").write_text(ORDERS_TESTS, encoding="utf-8")
     run([cairn, "template", "check"], bundle, environment)
+    own = user_lines((bundle / "template.yaml").read_text(encoding="utf-8"))
+    assert len(own) <= USER_PART_LIMIT, "the part of the template the user edits stays short"
     tests = run([bin_folder / "pytest", "-v"], bundle, environment)
     assert "5 passed" in tests  # two tests per pipeline (the example's and orders') and the template check
     assert "failed" not in tests

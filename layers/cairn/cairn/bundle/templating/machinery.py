@@ -100,8 +100,9 @@ def _masked(text: str) -> str:
 
 
 def _body(block_text: str) -> str:
-    """A block's lines between its markers, the owner's lines masked."""
-    return "".join(_masked(block_text).splitlines(keepends=True)[1:-1])
+    """A block's lines between its markers, the owner's lines masked (and Windows line ends read as ``\\n``: a
+    checkout that converts them has not changed a line)."""
+    return "".join(_masked(block_text.replace("\r\n", "\n")).splitlines(keepends=True)[1:-1])
 
 
 def digest(body: str) -> str:
