@@ -74,6 +74,15 @@ def check(bundle: Path) -> tuple[int, list[str]]:
     return done.returncode, [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
 
 
+def one_finding(bundle: Path, text: str) -> str:
+    """The one line ``cairn template check`` prints for the bundle with ``text`` as its template."""
+    (bundle / "template.yaml").write_text(text, encoding="utf-8")
+    status, lines = check(bundle)
+    assert status == 1
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
 def test_a_new_bundle_leaves_its_owner_a_short_template_and_cairn_the_machinery(made: Path) -> None:
     text = (made / "template.yaml").read_text(encoding="utf-8")
     own = user_lines(text)
@@ -137,11 +146,7 @@ def test_a_sync_keeps_the_bundles_runtime_and_brings_the_layer_to_it(bundle: Pat
     text = template.read_text(encoding="utf-8")
     assert python_runtime.chosen(cfnyaml.load(text)) == "python3.12"
     moved = text.replace("    Runtime: python3.12\n", "    Runtime: python3.13\n", 1)
-    template.write_text(moved, encoding="utf-8")
-    status, lines = check(bundle)
-    assert status == 1
-    assert len(lines) == 1
-    assert "CairnLayer.CompatibleRuntimes: python3.12" in lines[0]
+    assert "CairnLayer.CompatibleRuntimes: python3.12" in one_finding(bundle, moved)
 
     assert cairn("template", "sync", cwd=bundle).returncode == 0
 
@@ -194,13 +199,7 @@ def test_a_stale_stamp_is_named_and_a_sync_writes_it_again(bundle: Path) -> None
     template = bundle / "template.yaml"
     original = template.read_text(encoding="utf-8")
     stale = re.sub(r"(cairn machinery: outputs \(sha256 )[0-9a-f]{12}", r"\g<1>000000000000", original)
-    template.write_text(stale, encoding="utf-8")
-
-    status, lines = check(bundle)
-
-    assert status == 1
-    assert len(lines) == 1
-    assert 'the sha256 the cairn machinery "outputs" names is not its lines' in lines[0]
+    assert 'the sha256 the cairn machinery "outputs" names is not its lines' in one_finding(bundle, stale)
     assert cairn("template", "sync", cwd=bundle).returncode == 0
     assert template.read_text(encoding="utf-8") == original
 
