@@ -56,12 +56,15 @@ class Placed:
 @contextmanager
 def staging_folder(folder: Path) -> Iterator[Path]:
     """A new, empty staging folder inside ``folder``; removed afterwards, whatever happened."""
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder))
+    staging: Path | None = None
     try:
+        with signals_held():  # a SIGTERM right after the folder is made is acted on once it is named below
+            staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=folder))
         yield staging
     finally:
-        with signals_held():
-            shutil.rmtree(staging, ignore_errors=True)
+        if staging is not None:
+            with signals_held():
+                shutil.rmtree(staging, ignore_errors=True)
 
 
 def staged_files(staging: Path) -> list[str]:
