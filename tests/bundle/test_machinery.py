@@ -4,6 +4,7 @@ writes and ``cairn template check`` guards, as a user runs them in a bundle ``ca
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from cairn.bundle import python_runtime
-from cairn.bundle.templating import cfnyaml, machinery
+from cairn.bundle.templating import TemplateError, cfnyaml, machinery, sync
+from cairn.core.registry import PipelineRegistry
 from cairn.distribution import spelled
 from tests.bundle.test_init import cairn
 
@@ -160,6 +162,35 @@ def test_a_checkout_with_windows_line_ends_has_changed_no_line(bundle: Path) -> 
     template = bundle / "template.yaml"
     template.write_bytes(template.read_bytes().replace(b"\n", b"\r\n"))
     assert check(bundle)[0] == 0
+
+
+def test_a_sync_that_cannot_finish_writing_leaves_the_template_as_it_was(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The template is written whole or not at all: a failure at the last step (here the rename over it, as a full
+    disk or a crash would stop it) leaves the old one and no stray file; a sync that writes keeps its permissions."""
+    template = bundle / "template.yaml"
+    original = template.read_text(encoding="utf-8")
+    stale = re.sub(r"(cairn machinery: outputs \(sha256 )[0-9a-f]{12}", r"\g<1>000000000000", original)
+    template.write_text(stale, encoding="utf-8")
+    template.chmod(0o640)
+    registry = PipelineRegistry([])  # the bundle's pipelines aside: the example's functions go, the machinery stays
+
+    def refused(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", refused)
+        with pytest.raises(TemplateError, match="No space left on device; it is as it was"):
+            sync(template, registry)
+
+    assert template.read_text(encoding="utf-8") == stale
+    assert sorted(path.name for path in bundle.iterdir() if path.name.startswith(".template")) == []
+    sync(template, registry)
+    written = template.read_text(encoding="utf-8")
+    assert machinery.blocks(written)["outputs"].stamp == machinery.blocks(original)["outputs"].stamp
+    assert machinery.problems(written) == []
+    assert template.stat().st_mode & 0o777 == 0o640
 
 
 def test_the_defaults_of_cairns_parameters_are_the_owners(bundle: Path) -> None:

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...core.errors import StorageError
 from ...core.registry import PipelineRegistry
 from ...distribution import spelled
+from ...storage.file_io import replace_file
 from . import cfnyaml, declarations, machinery, references, resources, section
 from .errors import TemplateError
 
@@ -83,5 +85,15 @@ def sync(template: Path, registry: PipelineRegistry, *, discard_edits: bool = Fa
         raise TemplateError(f"cannot read {template}: {exc.strerror or exc}") from exc
     after = synced(before, registry, discard_edits=discard_edits)
     if after != before:
-        template.write_text(after, encoding="utf-8")
+        _rewrite(template, after)
     return changes(before, after)
+
+
+def _rewrite(template: Path, text: str) -> None:
+    """Write ``template`` whole or not at all (a crash mid-write leaves the old one), keeping its permissions."""
+    try:
+        mode = template.stat().st_mode & 0o777
+        replace_file(template, text.encode("utf-8"), lasting=False, temp_prefix=f".{template.name}.")
+        template.chmod(mode)
+    except (OSError, StorageError) as exc:
+        raise TemplateError(f"cannot write {template}: {exc}; it is as it was") from exc
