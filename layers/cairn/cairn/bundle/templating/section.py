@@ -12,7 +12,7 @@ from typing import Any
 
 from ...core import naming
 from ...core.registry import PipelineRegistry
-from . import cfnyaml, dashboard, resources
+from . import cfnyaml, dashboard, machinery, resources
 from .errors import TemplateError
 
 START = "# >>> cairn template sync"
@@ -21,7 +21,7 @@ INDENT = 2
 """Resources are indented by two spaces under ``Resources:``."""
 _RULE = "# " + "-" * 64
 _TOP_LEVEL_KEY = re.compile(r"[A-Za-z]\w*:")
-_MACHINERY = "# >>> cairn machinery: stack"
+_MACHINERY = f"{machinery.START}stack"
 
 
 def _pipeline_ids(registry: PipelineRegistry) -> list[tuple[str, list[str]]]:
@@ -96,9 +96,9 @@ def replace(text: str, section: str) -> str:
 def _end_of_resources(lines: list[str]) -> int:
     """The line after the last resource: before the next top-level key (and its comments) or at the end; or,
     in a template with cairn's machinery in Resources, before it."""
-    machinery = [index for index, line in enumerate(lines) if line.strip().startswith(_MACHINERY)]
-    if machinery:
-        return machinery[0]
+    found = [index for index, line in enumerate(lines) if line.strip().startswith(_MACHINERY)]
+    if found:
+        return found[0]
     starts = [index for index, line in enumerate(lines) if line.rstrip() == "Resources:"]
     if len(starts) != 1:
         raise TemplateError("the template has no Resources section to put the phase functions in")
